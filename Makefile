@@ -1,0 +1,41 @@
+# Tidemark. `make run` starts it embedded (no servers); `make test` runs the whole suite.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
+
+.PHONY: run test test-main test-embedded lint format lock bench clean
+
+$(STAMP): requirements/dev.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+run: $(STAMP)
+	bin/run
+
+test: $(STAMP)
+	bin/ensure-services
+	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --ds=config.settings.test_embedded tests/embedded $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# Host-free pins: no index URL or local path is recorded in the lock.
+lock:
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --no-emit-index-url --no-header \
+		--no-annotate -p 3.11 -o requirements/dev.txt
+
+bench: $(STAMP)
+	bin/ensure-services
+	$(PY) bench/ingest.py
+
+clean:
+	rm -rf var

@@ -1,0 +1,134 @@
+"""One error format: every failure becomes an RFC 9457 problem document."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from problems import PROBLEM_CONTENT_TYPE, Problem, problem_document
+
+logger = logging.getLogger(__name__)
+
+_DRF_CODES = {
+    exceptions.NotAuthenticated: ("not_authenticated", "Authentication required"),
+    exceptions.AuthenticationFailed: ("authentication_failed", "Authentication failed"),
+    exceptions.PermissionDenied: ("permission_denied", "Not allowed"),
+    exceptions.NotFound: ("not_found", "Not found"),
+    exceptions.MethodNotAllowed: ("method_not_allowed", "Method not allowed"),
+    exceptions.NotAcceptable: ("not_acceptable", "Not acceptable"),
+    exceptions.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
+    exceptions.Throttled: ("throttled", "Too many requests"),
+    exceptions.ParseError: ("malformed_request", "The request body could not be parsed"),
+}
+
+
+def problem_exception_handler(exc: Exception, context: dict) -> Response:
+    """DRF ``EXCEPTION_HANDLER``: render ``exc`` as ``application/problem+json``."""
+    instance = getattr(context.get("request"), "path", None)
+    headers: dict[str, str] = {}
+    if isinstance(exc, Problem):
+        doc = exc.document(instance)
+    elif isinstance(exc, exceptions.ValidationError):
+        errors = list(_flatten(exc.detail))
+        doc = problem_document(
+            code="validation_error",
+            title="The request is not valid",
+            status=400,
+            detail="; ".join(f"{e['field']}: {e['detail']}" for e in errors)[:1000],
+            instance=instance,
+            errors=errors,
+        )
+    elif isinstance(exc, DjangoValidationError):
+        errors = list(_flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages))
+        doc = problem_document(
+            code="validation_error",
+            title="The request is not valid",
+            status=400,
+            detail="; ".join(f"{e['field']}: {e['detail']}" for e in errors)[:1000],
+            instance=instance,
+            errors=errors,
+        )
+    elif isinstance(exc, RequestDataTooBig):
+        doc = problem_document(
+            code="payload_too_large",
+            title="The request body is too large",
+            status=413,
+            detail=str(exc),
+            instance=instance,
+        )
+    elif isinstance(exc, Http404):
+        doc = problem_document(
+            code="not_found", title="Not found", status=404, detail="Not found", instance=instance
+        )
+    elif isinstance(exc, DjangoPermissionDenied):
+        doc = problem_document(
+            code="permission_denied", title="Not allowed", status=403, detail=str(exc)
+        )
+    elif isinstance(exc, exceptions.APIException):
+        code, title = next(
+            (v for cls, v in _DRF_CODES.items() if isinstance(exc, cls)),
+            (exc.default_code, "Request failed"),
+        )
+        doc = problem_document(
+            code=code,
+            title=title,
+            status=exc.status_code,
+            detail=str(exc.detail),
+            instance=instance,
+        )
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            headers["WWW-Authenticate"] = "Bearer"
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+    else:
+        logger.exception("unhandled error on %s", instance)
+        doc = server_error_document(instance)
+    return Response(doc, status=doc["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def server_error_document(instance: str | None = None) -> dict[str, Any]:
+    """The generic 500 problem: no internals leak to clients."""
+    return problem_document(
+        code="server_error",
+        title="Internal error",
+        status=500,
+        detail="The server failed to handle the request; it has been logged.",
+        instance=instance,
+    )
+
+
+def _flatten(detail: Any, prefix: str = ""):
+    """DRF error details as ``{"field", "rule", "detail"}`` with dotted field paths."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = "body" if key == "non_field_errors" and not prefix else str(key)
+            yield from _flatten(value, f"{prefix}.{name}" if prefix else name)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            for item in detail:
+                yield {
+                    "field": prefix or "body",
+                    "rule": getattr(item, "code", "invalid"),
+                    "detail": str(item),
+                }
+        else:
+            for index, item in enumerate(detail):
+                yield from _flatten(item, f"{prefix}.{index}" if prefix else str(index))
+    else:
+        yield {
+            "field": prefix or "body",
+            "rule": getattr(detail, "code", "invalid"),
+            "detail": str(detail),
+        }
+
+
+def json_problem_response(doc: dict[str, Any]) -> JsonResponse:
+    """A plain Django response carrying a problem document (for non-DRF views)."""
+    return JsonResponse(doc, status=doc["status"], content_type=PROBLEM_CONTENT_TYPE)

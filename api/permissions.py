@@ -1,0 +1,24 @@
+"""Scope checks: each view names the API key scope it needs in ``required_scope``."""
+
+from rest_framework import exceptions, permissions
+
+
+class HasScope(permissions.BasePermission):
+    """Allow authenticated keys holding the view's ``required_scope`` (``None``: any key)."""
+
+    def has_permission(self, request, view) -> bool:
+        if request.auth is None:
+            raise exceptions.NotAuthenticated("send 'Authorization: Bearer <API key>'")
+        scope = getattr(view, "required_scope", None)
+        if isinstance(scope, dict):
+            scope = scope.get(request.method)
+        if scope is not None and not request.auth.has_scope(scope):
+            raise exceptions.PermissionDenied(f"this API key lacks the {scope!r} scope")
+        return True
+
+
+class Public(permissions.BasePermission):
+    """No authentication needed (health probes, schema)."""
+
+    def has_permission(self, request, view) -> bool:
+        return True

@@ -1,0 +1,220 @@
+"""Shapes of the catalog API: input serializers validate types, output ones render."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from catalog.models import ApiKey, Dataset, Notification, PartitionRevision
+
+
+class StrictSerializer(serializers.Serializer):
+    """Reject unknown fields instead of silently dropping them (a typo should be a 400)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        name: [serializers.ErrorDetail("unknown field", code="unknown")]
+                        for name in unknown
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+# --- datasets ---------------------------------------------------------------------------
+
+
+class _DatasetFields(StrictSerializer):
+    description = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+    criticality = serializers.ChoiceField(Dataset.Criticality.choices, required=False)
+    partitioning = serializers.ChoiceField(Dataset.Partitioning.choices, required=False)
+    partition_timezone = serializers.CharField(max_length=64, required=False)
+    completion_signal = serializers.ChoiceField(Dataset.CompletionSignal.choices, required=False)
+    success_marker = serializers.CharField(max_length=255, required=False)
+    manifest_name = serializers.CharField(max_length=255, required=False)
+    storage_source = serializers.CharField(max_length=64, allow_blank=True, required=False)
+    location_template = serializers.CharField(max_length=1024, allow_blank=True, required=False)
+    sla_cron = serializers.CharField(max_length=128, allow_blank=True, required=False)
+    sla_timezone = serializers.CharField(max_length=64, required=False)
+    sla_grace_seconds = serializers.IntegerField(min_value=0, max_value=31 * 86400, required=False)
+    change_notice_days = serializers.IntegerField(min_value=0, max_value=365, required=False)
+
+
+class DatasetCreateInputSerializer(_DatasetFields):
+    namespace = serializers.CharField(max_length=255, trim_whitespace=False)
+    name = serializers.CharField(max_length=1024, trim_whitespace=False)
+
+
+class DatasetUpdateInputSerializer(_DatasetFields):
+    lifecycle = serializers.ChoiceField(Dataset.Lifecycle.choices, required=False)
+    sunset_at = serializers.DateTimeField(allow_null=True, required=False)
+
+
+class DatasetOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    owner = serializers.CharField(source="owner.slug")
+    description = serializers.CharField()
+    criticality = serializers.CharField()
+    partitioning = serializers.CharField()
+    partition_timezone = serializers.CharField()
+    completion_signal = serializers.CharField()
+    success_marker = serializers.CharField()
+    manifest_name = serializers.CharField()
+    storage_source = serializers.CharField()
+    location_template = serializers.CharField()
+    sla_cron = serializers.CharField()
+    sla_timezone = serializers.CharField()
+    sla_grace_seconds = serializers.IntegerField()
+    next_deadline_at = serializers.DateTimeField()
+    change_notice_days = serializers.IntegerField()
+    lifecycle = serializers.CharField()
+    sunset_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class DatasetListFilterSerializer(StrictSerializer):
+    owner = serializers.SlugField(required=False)
+    namespace = serializers.CharField(max_length=255, required=False)
+    name = serializers.CharField(max_length=1024, required=False)
+    criticality = serializers.ChoiceField(Dataset.Criticality.choices, required=False)
+    lifecycle = serializers.ChoiceField(Dataset.Lifecycle.choices, required=False)
+    q = serializers.CharField(max_length=200, required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class AuditEntryOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    actor = serializers.CharField()
+    action = serializers.CharField()
+    changes = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
+# --- readiness and partitions -----------------------------------------------------------
+
+
+class ManifestSerializer(StrictSerializer):
+    expected_files = serializers.IntegerField(min_value=0, max_value=10_000_000)
+    row_count = serializers.IntegerField(min_value=0, required=False)
+    files = serializers.ListField(child=serializers.DictField(), max_length=100_000, required=False)
+
+
+class ReadinessPublishInputSerializer(StrictSerializer):
+    namespace = serializers.CharField(max_length=255, trim_whitespace=False)
+    name = serializers.CharField(max_length=1024, trim_whitespace=False)
+    partition = serializers.CharField(max_length=32, allow_blank=True, default="")
+    version = serializers.CharField(max_length=128, required=False)
+    state = serializers.ChoiceField(
+        [PartitionRevision.State.READY, PartitionRevision.State.FAILED],
+        default=PartitionRevision.State.READY,
+    )
+    manifest = ManifestSerializer(required=False)
+    metadata = serializers.DictField(required=False)
+    code_version = serializers.CharField(max_length=128, allow_blank=True, default="")
+
+
+class ReadinessPublishOutputSerializer(serializers.Serializer):
+    """Documents the publish response (built by the service, identical on every repeat)."""
+
+    dataset = serializers.DictField()
+    partition = serializers.CharField()
+    logical_start = serializers.DateTimeField(allow_null=True)
+    logical_end = serializers.DateTimeField(allow_null=True)
+    version = serializers.CharField(allow_null=True)
+    state = serializers.CharField()
+    ready_at = serializers.DateTimeField(allow_null=True)
+    current_version = serializers.CharField(allow_null=True)
+    event_id = serializers.IntegerField(allow_null=True)
+
+
+class RevisionOutputSerializer(serializers.Serializer):
+    version = serializers.CharField()
+    state = serializers.CharField()
+    ready_at = serializers.DateTimeField()
+    detected_by = serializers.CharField()
+    code_version = serializers.CharField()
+    manifest = serializers.JSONField()
+    metadata = serializers.JSONField()
+
+
+class PartitionOutputSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    logical_start = serializers.DateTimeField(source="start_at")
+    logical_end = serializers.DateTimeField(source="end_at")
+    state = serializers.SerializerMethodField()
+    current_revision = RevisionOutputSerializer(allow_null=True)
+    updated_at = serializers.DateTimeField()
+
+    def get_state(self, obj) -> str:
+        return obj.current_revision.state if obj.current_revision else "missing"
+
+
+class PartitionListFilterSerializer(StrictSerializer):
+    state = serializers.ChoiceField([*PartitionRevision.State.values, "missing"], required=False)
+    logical_from = serializers.DateTimeField(required=False)
+    logical_to = serializers.DateTimeField(required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+    def validate(self, attrs):
+        start, end = attrs.get("logical_from"), attrs.get("logical_to")
+        if start and end and start >= end:
+            raise serializers.ValidationError({"logical_to": "must be after logical_from"})
+        return attrs
+
+
+# --- subscriptions ----------------------------------------------------------------------
+
+
+class SubscriptionCreateInputSerializer(StrictSerializer):
+    dataset_id = serializers.IntegerField(required=False)
+    namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    name = serializers.CharField(max_length=1024, required=False, trim_whitespace=False)
+    job_namespace = serializers.CharField(max_length=255, allow_blank=True, default="")
+    job_name = serializers.CharField(max_length=1024, allow_blank=True, default="")
+    endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, default="")
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(Notification.Type.choices), max_length=20, default=list
+    )
+    partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
+
+    def validate(self, attrs):
+        if "dataset_id" not in attrs and not ("namespace" in attrs and "name" in attrs):
+            raise serializers.ValidationError(
+                {"dataset_id": "give dataset_id, or namespace and name"}
+            )
+        if bool(attrs["job_namespace"]) != bool(attrs["job_name"]):
+            raise serializers.ValidationError(
+                {"job_name": "job_namespace and job_name go together"}
+            )
+        return attrs
+
+
+class SubscriptionOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    team = serializers.CharField(source="team.slug")
+    dataset = serializers.SerializerMethodField()
+    job_namespace = serializers.CharField()
+    job_name = serializers.CharField()
+    endpoint_url = serializers.SerializerMethodField()
+    event_types = serializers.ListField(child=serializers.CharField())
+    partition_pattern = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+    def get_dataset(self, obj) -> dict:
+        return {"id": obj.dataset_id, "namespace": obj.dataset.namespace, "name": obj.dataset.name}
+
+    def get_endpoint_url(self, obj) -> str | None:
+        return obj.endpoint.url if obj.endpoint else None
+
+
+class ApiKeyOutputSerializer(serializers.Serializer):
+    public_id = serializers.CharField()
+    name = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.ChoiceField(ApiKey.Scope.choices))

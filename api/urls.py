@@ -1,0 +1,29 @@
+from django.urls import path
+
+from .views import catalog
+
+urlpatterns = [
+    path("me", catalog.MeApi.as_view(), name="me"),
+    path("datasets", catalog.DatasetListCreateApi.as_view(), name="dataset-list"),
+    path("datasets/<int:dataset_id>", catalog.DatasetDetailApi.as_view(), name="dataset-detail"),
+    path(
+        "datasets/<int:dataset_id>/audit", catalog.DatasetAuditApi.as_view(), name="dataset-audit"
+    ),
+    path(
+        "datasets/<int:dataset_id>/partitions",
+        catalog.PartitionListApi.as_view(),
+        name="partition-list",
+    ),
+    path(
+        "datasets/<int:dataset_id>/partitions/latest",
+        catalog.PartitionLatestReadyApi.as_view(),
+        name="partition-latest",
+    ),
+    path("readiness", catalog.ReadinessPublishApi.as_view(), name="readiness-publish"),
+    path("subscriptions", catalog.SubscriptionListCreateApi.as_view(), name="subscription-list"),
+    path(
+        "subscriptions/<int:subscription_id>",
+        catalog.SubscriptionDeleteApi.as_view(),
+        name="subscription-delete",
+    ),
+]

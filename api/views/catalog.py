@@ -1,0 +1,227 @@
+"""Catalog API views: one operation each, validating input and calling one service/selector."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog import errors, selectors, services
+from catalog.models import ApiKey, AuditEntry
+from problems import FieldError
+
+from ..pagination import CursorPagination
+from ..serializers import catalog as s
+
+
+def _actor(request: Request) -> services.Actor:
+    return request.user.actor
+
+
+def _paginate(view: APIView, request: Request, queryset, serializer_class, ordering):
+    paginator = CursorPagination()
+    paginator.ordering = ordering
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+class MeApi(APIView):
+    """Who the presented API key acts for."""
+
+    @extend_schema(responses=s.ApiKeyOutputSerializer)
+    def get(self, request: Request) -> Response:
+        key = request.auth
+        return Response(
+            {
+                "team": {"slug": key.team.slug, "name": key.team.name},
+                "key": s.ApiKeyOutputSerializer(key).data,
+            }
+        )
+
+
+class DatasetListCreateApi(APIView):
+    required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+
+    @extend_schema(
+        parameters=[s.DatasetListFilterSerializer], responses=s.DatasetOutputSerializer(many=True)
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.DatasetListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        queryset = selectors.dataset_list(
+            owner=f.get("owner"),
+            namespace=f.get("namespace"),
+            criticality=f.get("criticality"),
+            lifecycle=f.get("lifecycle"),
+            search=f.get("q"),
+        )
+        if f.get("name"):
+            queryset = queryset.filter(name=f["name"])
+        return _paginate(self, request, queryset, s.DatasetOutputSerializer, ("id",))
+
+    @extend_schema(
+        request=s.DatasetCreateInputSerializer, responses={201: s.DatasetOutputSerializer}
+    )
+    def post(self, request: Request) -> Response:
+        data = s.DatasetCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        dataset = services.dataset_register(actor=_actor(request), **data.validated_data)
+        return Response(s.DatasetOutputSerializer(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(APIView):
+    required_scope = {"GET": ApiKey.Scope.READ, "PATCH": ApiKey.Scope.MANAGE}
+
+    @extend_schema(responses=s.DatasetOutputSerializer)
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        return Response(s.DatasetOutputSerializer(dataset).data)
+
+    @extend_schema(request=s.DatasetUpdateInputSerializer, responses=s.DatasetOutputSerializer)
+    def patch(self, request: Request, dataset_id: int) -> Response:
+        data = s.DatasetUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        dataset = services.dataset_update(
+            actor=_actor(request), dataset=dataset, **data.validated_data
+        )
+        return Response(s.DatasetOutputSerializer(dataset).data)
+
+
+class DatasetAuditApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.AuditEntryOutputSerializer(many=True))
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        queryset = AuditEntry.objects.filter(dataset=dataset)
+        return _paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
+
+
+class PartitionListApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        parameters=[s.PartitionListFilterSerializer],
+        responses=s.PartitionOutputSerializer(many=True),
+    )
+    def get(self, request: Request, dataset_id: int) -> Response:
+        filters = s.PartitionListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        queryset = selectors.partition_list(
+            dataset=dataset,
+            state=f.get("state"),
+            logical_from=f.get("logical_from"),
+            logical_to=f.get("logical_to"),
+        )
+        return _paginate(self, request, queryset, s.PartitionOutputSerializer, ("-start_at", "-id"))
+
+
+class PartitionLatestReadyApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.PartitionOutputSerializer)
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        partition = selectors.partition_latest_ready(dataset=dataset)
+        if partition is None:
+            raise errors.PartitionNotFound(f"{dataset} has no ready partition yet")
+        return Response(s.PartitionOutputSerializer(partition).data)
+
+
+class ReadinessPublishApi(APIView):
+    required_scope = ApiKey.Scope.PUBLISH
+
+    @extend_schema(
+        request=s.ReadinessPublishInputSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                location=OpenApiParameter.HEADER,
+                required=False,
+                description="Same key + same body replays the first response for 48 h.",
+            )
+        ],
+        responses={
+            201: s.ReadinessPublishOutputSerializer,
+            200: s.ReadinessPublishOutputSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = s.ReadinessPublishInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = services.readiness_publish(
+            actor=_actor(request),
+            idempotency_key=_idempotency_key(request),
+            now=timezone.now(),
+            **data.validated_data,
+        )
+        headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
+        return Response(result.body, status=result.status_code, headers=headers)
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The ``Idempotency-Key`` header as a string (a Structured Field string may be quoted).
+
+    Raises:
+        InvalidIdempotencyKey: empty, longer than 255 characters or not printable ASCII.
+    """
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if not value or len(value) > 255 or not all(32 < ord(ch) < 127 for ch in value):
+        raise errors.InvalidIdempotencyKey(
+            "Idempotency-Key must be 1 to 255 printable ASCII characters without spaces",
+            errors=[FieldError("Idempotency-Key", "malformed header", "format")],
+        )
+    return value
+
+
+class SubscriptionListCreateApi(APIView):
+    required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+
+    @extend_schema(responses=s.SubscriptionOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        queryset = selectors.subscription_list(team=_actor(request).team)
+        return _paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
+
+    @extend_schema(
+        request=s.SubscriptionCreateInputSerializer,
+        responses={201: s.SubscriptionOutputSerializer, 200: s.SubscriptionOutputSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        data = s.SubscriptionCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        dataset_id = values.pop("dataset_id", None)
+        namespace, name = values.pop("namespace", None), values.pop("name", None)
+        dataset = (
+            selectors.dataset_get_by_id(dataset_id=dataset_id)
+            if dataset_id is not None
+            else selectors.dataset_get(namespace=namespace, name=name)
+        )
+        subscription, created = services.subscription_create(
+            actor=_actor(request), dataset=dataset, **values
+        )
+        return Response(
+            s.SubscriptionOutputSerializer(subscription).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class SubscriptionDeleteApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, subscription_id: int) -> Response:
+        services.subscription_delete(actor=_actor(request), subscription_id=subscription_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,41 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+from django.db import connections
+from django.http import JsonResponse
+
+
+def healthz(request):
+    """Process alive: answers 200 without touching any dependency."""
+    return JsonResponse({"status": "ok"})
+
+
+def readyz(request):
+    """Ready to serve: 503 only when the catalog database is unreachable.
+
+    A broker outage is reported as ``degraded`` with 200, since publishing keeps working
+    without it (doorbells are best-effort; sweepers catch up).
+    """
+    checks: dict[str, str] = {}
+    try:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as exc:  # any driver error means unreachable
+        checks["database"] = f"unreachable: {type(exc).__name__}"
+        return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+    checks["broker"] = _broker_check()
+    status = "ok" if checks["broker"] == "ok" else "degraded"
+    return JsonResponse({"status": status, "checks": checks})
+
+
+def _broker_check() -> str:
+    from config.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        return "ok"
+    except Exception as exc:  # unreachable broker, any transport
+        return f"unreachable: {type(exc).__name__}"

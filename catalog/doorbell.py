@@ -1,0 +1,31 @@
+"""Doorbells: after a commit, tell a worker to look at the database now.
+
+A doorbell only cuts latency; sweepers find work whose doorbell was lost. So ringing is
+fire-and-forget: registered with ``on_commit(robust=True)``, one short publish with no
+broker retries, and any failure logged rather than raised, so a broker outage never turns
+a request whose data committed into an error (DESIGN.md principle 1).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+DELIVER_DUE = "catalog.tasks.deliver_due"
+
+
+def ring_deliveries() -> None:
+    """Ring the delivery workers' doorbell once the current transaction commits."""
+    transaction.on_commit(lambda: _send(DELIVER_DUE), robust=True)
+
+
+def _send(task_name: str) -> None:
+    from config.celery import app  # the web process loads Celery only when it rings
+
+    try:
+        app.send_task(task_name, retry=False, ignore_result=True)
+    except Exception:  # any broker failure: the row is committed, a sweeper will find it
+        logger.warning("doorbell %s not rung; broker unavailable", task_name, exc_info=True)

@@ -1,0 +1,71 @@
+"""The catalog's problems, each with a stable code (rendered by api/ as RFC 9457)."""
+
+from problems import Conflict, NotFound, PermissionDenied, Problem
+
+
+class DatasetNotFound(NotFound):
+    code = "dataset_not_found"
+    title = "Dataset not found"
+
+
+class TeamNotFound(NotFound):
+    code = "team_not_found"
+    title = "Team not found"
+
+
+class SubscriptionNotFound(NotFound):
+    code = "subscription_not_found"
+    title = "Subscription not found"
+
+
+class DatasetExists(Conflict):
+    code = "dataset_exists"
+    title = "A dataset with this namespace and name already exists"
+
+
+class NotDatasetOwner(PermissionDenied):
+    code = "not_dataset_owner"
+    title = "Only the dataset's owner team may do this"
+
+
+class PublishNotAllowed(PermissionDenied):
+    code = "publish_not_allowed"
+    title = "This key may not publish readiness for this dataset"
+
+
+class DatasetRetired(Conflict):
+    code = "dataset_retired"
+    title = "The dataset is retired"
+
+
+class RevisionAlreadyReady(Conflict):
+    code = "revision_already_ready"
+    title = "This revision is already ready"
+
+
+class InvalidPartitionKey(Problem):
+    code = "invalid_partition_key"
+    title = "The partition key does not match the dataset's partitioning"
+    status = 400
+
+
+class IdempotencyKeyReused(Problem):
+    code = "idempotency_key_reused"
+    title = "The Idempotency-Key was already used with a different request"
+    status = 422
+
+
+class IdempotencyKeyInProgress(Conflict):
+    code = "idempotency_key_in_progress"
+    title = "A request with this Idempotency-Key is still being processed"
+
+
+class InvalidIdempotencyKey(Problem):
+    code = "invalid_idempotency_key"
+    title = "The Idempotency-Key header is not valid"
+    status = 400
+
+
+class PartitionNotFound(NotFound):
+    code = "partition_not_found"
+    title = "Partition not found"

@@ -1,0 +1,91 @@
+"""Dataset identity: OpenLineage ``namespace`` + ``name``, validated and normalised.
+
+One pure function, :func:`normalise_dataset_identity`, is used at registration and at
+lineage ingest, so the same table reached by either path has one identity.
+
+Rules follow the OpenLineage naming spec (``spec/Naming.md``): a namespace is
+``scheme://authority`` (``postgres://db.example:5432``, ``s3://bucket``) or a bare scheme
+for services without an authority (``bigquery``). Scheme and authority are case-insensitive
+and lower-cased. The name is folded only where the engine folds unquoted identifiers:
+lower case for PostgreSQL-family engines, upper case for Snowflake; object-store paths and
+every other engine keep their case exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_NAMESPACE_LENGTH = 255
+MAX_NAME_LENGTH = 1024
+
+_NAMESPACE_RE = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.\-]*)(?:://(?P<authority>[^\s/]+))?/*$")
+_SCHEME_ALIASES = {"postgresql": "postgres"}
+_FOLD_LOWER = frozenset({"postgres", "redshift", "duckdb"})
+_FOLD_UPPER = frozenset({"snowflake"})
+
+
+class IdentityError(ValueError):
+    """A namespace or name breaks a naming rule; ``field`` names which and ``rule`` why."""
+
+    def __init__(self, field: str, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """A normalised OpenLineage dataset identity."""
+
+    namespace: str
+    name: str
+
+
+def normalise_dataset_identity(namespace: str, name: str) -> DatasetIdentity:
+    """Validate and normalise one dataset identity.
+
+    Args:
+        namespace: ``scheme://authority`` or a bare scheme, at most 255 characters.
+        name: the dataset's name within the namespace (``db.schema.table``, an object path),
+            at most 1024 characters, no whitespace or control characters.
+
+    Returns:
+        The normalised identity.
+
+    Raises:
+        IdentityError: with ``field`` "namespace" or "name" and ``rule`` one of
+            ``required``, ``max_length``, ``whitespace``, ``format``.
+    """
+    namespace = _check_text("namespace", namespace, MAX_NAMESPACE_LENGTH)
+    name = _check_text("name", name, MAX_NAME_LENGTH)
+
+    match = _NAMESPACE_RE.match(namespace.lower())
+    if not match:
+        raise IdentityError(
+            "namespace",
+            "format",
+            "namespace must be 'scheme://authority' or a bare scheme (OpenLineage naming), "
+            f"got {namespace!r}",
+        )
+    scheme = _SCHEME_ALIASES.get(match["scheme"], match["scheme"])
+    authority = match["authority"]
+    normalised_namespace = f"{scheme}://{authority}" if authority else scheme
+
+    if scheme in _FOLD_LOWER:
+        name = name.lower()
+    elif scheme in _FOLD_UPPER:
+        name = name.upper()
+    return DatasetIdentity(namespace=normalised_namespace, name=name)
+
+
+def _check_text(field: str, value: object, max_length: int) -> str:
+    if not isinstance(value, str) or not value:
+        raise IdentityError(field, "required", f"{field} is required")
+    if len(value) > max_length:
+        raise IdentityError(field, "max_length", f"{field} is longer than {max_length} characters")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise IdentityError(
+            field, "whitespace", f"{field} must not contain whitespace or control characters"
+        )
+    return value

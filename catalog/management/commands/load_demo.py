@@ -1,0 +1,92 @@
+"""Load the small demo catalog (embedded mode only) and print its API key."""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from catalog import services
+from catalog.models import ApiKey, Dataset, Team
+
+DEMO_TEAMS = [
+    ("orders", "Orders platform", "orders-oncall@example.com"),
+    ("analytics", "Analytics engineering", "analytics@example.com"),
+    ("finance", "Finance data", "finance-data@example.com"),
+]
+DEMO_DATASETS = [
+    dict(
+        team="orders",
+        namespace="s3://tidemark-demo",
+        name="raw/orders",
+        description="Raw order events, one folder per day.",
+        partitioning="daily",
+        completion_signal="event",
+        sla_cron="30 6 * * *",
+        sla_timezone="Europe/Berlin",
+        sla_grace_seconds=1800,
+        criticality="high",
+    ),
+    dict(
+        team="orders",
+        namespace="s3://tidemark-demo",
+        name="raw/payments",
+        description="Payment provider exports, hourly, with a manifest.",
+        partitioning="hourly",
+        completion_signal="manifest",
+        sla_cron="15 * * * *",
+        criticality="medium",
+    ),
+    dict(
+        team="finance",
+        namespace="postgres://warehouse.internal:5432",
+        name="finance.public.daily_revenue",
+        description="Revenue per day and market; feeds the board report.",
+        partitioning="daily",
+        sla_cron="0 8 * * 1-5",
+        sla_timezone="America/New_York",
+        criticality="critical",
+    ),
+]
+
+
+class Command(BaseCommand):
+    help = "Load the demo catalog into the embedded database and print the demo API key."
+
+    def handle(self, *args, **options):
+        if not settings.EMBEDDED:
+            raise CommandError(
+                "demo data is loaded only in the embedded mode (no DATABASE_URL set), never "
+                "into a configured database"
+            )
+        key_file = settings.VAR_DIR / "demo-api-key"
+        if Team.objects.filter(slug="orders").exists() and key_file.exists():
+            self.stdout.write(key_file.read_text().strip())
+            return
+        with transaction.atomic():
+            teams = {}
+            for slug, name, email in DEMO_TEAMS:
+                teams[slug] = Team.objects.filter(slug=slug).first() or services.team_create(
+                    slug=slug, name=name, contact_email=email
+                )
+            for spec in DEMO_DATASETS:
+                spec = dict(spec)
+                team = teams[spec.pop("team")]
+                if not Dataset.objects.filter(
+                    namespace=spec["namespace"], name=spec["name"]
+                ).exists():
+                    services.dataset_register(
+                        actor=services.Actor(team=team, username="demo"), **spec
+                    )
+            raw_orders = Dataset.objects.get(namespace="s3://tidemark-demo", name="raw/orders")
+            services.subscription_create(
+                actor=services.Actor(team=teams["analytics"], username="demo"),
+                dataset=raw_orders,
+                job_namespace="analytics",
+                job_name="daily_orders_rollup",
+                endpoint_url="https://hooks.analytics.example.com/tidemark",
+            )
+            _, token = services.api_key_create(
+                team=teams["orders"], name="demo", scopes=ApiKey.Scope.values
+            )
+            key_file.write_text(token + "\n")
+            key_file.chmod(0o600)
+        self.stdout.write(token)

@@ -1,0 +1,425 @@
+"""What Tidemark knows: teams, keys, datasets, partitions and their revisions, readiness
+events, subscriptions, endpoints, notifications and their deliveries (the outbox)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from . import partitioning
+
+
+class Team(models.Model):
+    """A producer and/or consumer team; owns datasets, keys, subscriptions and endpoints."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    contact_email = models.EmailField(blank=True, help_text="Human contact for owner notices.")
+    contact_slack_webhook = models.URLField(blank=True)
+    paging_routing_key = models.CharField(
+        max_length=128, blank=True, help_text="On-call channel (PagerDuty routing key)."
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member"
+        ADMIN = "admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="uniq_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ApiKey(models.Model):
+    """A team's API key. The token is shown once; only its public id and digest are kept."""
+
+    class Scope(models.TextChoices):
+        PUBLISH = "publish"
+        LINEAGE = "lineage"
+        READ = "read"
+        MANAGE = "manage"
+        GOVERNANCE = "governance"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    public_id = models.CharField(max_length=12, unique=True)
+    digest = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    delegated_datasets = models.ManyToManyField(
+        "Dataset",
+        blank=True,
+        related_name="delegated_keys",
+        help_text="Datasets of other teams this key may publish readiness for.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}/{self.name} (tm_{self.public_id}_…)"
+
+    def is_usable(self, now: datetime) -> bool:
+        """True when the key is neither revoked nor expired at ``now`` (aware UTC)."""
+        if self.revoked_at is not None and self.revoked_at <= now:
+            return False
+        return self.expires_at is None or self.expires_at > now
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+class Dataset(models.Model):
+    """A registered dataset, identified by its normalised OpenLineage namespace + name."""
+
+    class Criticality(models.TextChoices):
+        LOW = "low"
+        MEDIUM = "medium"
+        HIGH = "high"
+        CRITICAL = "critical"
+
+    class Partitioning(models.TextChoices):
+        NONE = partitioning.NONE
+        HOURLY = partitioning.HOURLY
+        DAILY = partitioning.DAILY
+        MONTHLY = partitioning.MONTHLY
+
+    class CompletionSignal(models.TextChoices):
+        EVENT = "event", "readiness event"
+        SUCCESS_MARKER = "success_marker", "success marker file"
+        MANIFEST = "manifest", "manifest with expected file count"
+
+    class Lifecycle(models.TextChoices):
+        ACTIVE = "active"
+        DEPRECATED = "deprecated"
+        RETIRED = "retired"
+
+    namespace = models.CharField(max_length=255)
+    name = models.CharField(max_length=1024)
+    owner = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="datasets")
+    description = models.TextField(blank=True)
+    criticality = models.CharField(
+        max_length=16, choices=Criticality.choices, default=Criticality.MEDIUM
+    )
+    partitioning = models.CharField(
+        max_length=16, choices=Partitioning.choices, default=Partitioning.DAILY
+    )
+    partition_timezone = models.CharField(max_length=64, default="UTC")
+    completion_signal = models.CharField(
+        max_length=16, choices=CompletionSignal.choices, default=CompletionSignal.EVENT
+    )
+    success_marker = models.CharField(max_length=255, default="_SUCCESS")
+    manifest_name = models.CharField(max_length=255, default="_manifest.json")
+    storage_source = models.CharField(max_length=64, blank=True)
+    location_template = models.CharField(max_length=1024, blank=True)
+    sla_cron = models.CharField(max_length=128, blank=True)
+    sla_timezone = models.CharField(max_length=64, default="UTC")
+    sla_grace_seconds = models.PositiveIntegerField(default=0)
+    next_deadline_at = models.DateTimeField(null=True, blank=True)
+    change_notice_days = models.PositiveIntegerField(default=14)
+    lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
+    sunset_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Changes to these are rule-relevant and go to the audit trail.
+    AUDITED_FIELDS = (
+        "completion_signal",
+        "success_marker",
+        "manifest_name",
+        "sla_cron",
+        "sla_timezone",
+        "sla_grace_seconds",
+        "change_notice_days",
+        "criticality",
+        "partitioning",
+        "partition_timezone",
+        "lifecycle",
+        "sunset_at",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="uniq_dataset_identity"),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "namespace"], name="dataset_owner_ns"),
+            models.Index(
+                fields=["next_deadline_at"],
+                name="dataset_next_deadline",
+                condition=Q(next_deadline_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Partition(models.Model):
+    """One logical period (or slice) of a dataset; readers see its current revision."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="partitions")
+    key = models.CharField(max_length=32)
+    start_at = models.DateTimeField(null=True, blank=True, help_text="Logical start, UTC.")
+    end_at = models.DateTimeField(null=True, blank=True, help_text="Logical end, UTC, exclusive.")
+    current_revision = models.OneToOneField(
+        "PartitionRevision",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="current_of",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "key"], name="uniq_partition_key"),
+        ]
+        indexes = [models.Index(fields=["dataset", "-start_at"], name="partition_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset}@{self.key or '-'}"
+
+
+class PartitionRevision(models.Model):
+    """One version of a partition's content. ``version`` is the producer's label;
+    ``""`` is the revision published without one."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        READY = "ready"
+        FAILED = "failed"
+
+    class DetectedBy(models.TextChoices):
+        EVENT = "event"
+        POLL = "poll"
+        LINEAGE = "lineage"
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="revisions")
+    version = models.CharField(max_length=128, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    manifest = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    code_version = models.CharField(max_length=128, blank=True)
+    detected_by = models.CharField(
+        max_length=16, choices=DetectedBy.choices, default=DetectedBy.EVENT
+    )
+    ready_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "version"], name="uniq_revision_version"),
+            models.CheckConstraint(
+                condition=~Q(state="ready") | Q(ready_at__isnull=False),
+                name="revision_ready_has_ready_at",
+            ),
+        ]
+        indexes = [models.Index(fields=["state"], name="revision_state")]
+
+    def __str__(self) -> str:
+        return f"{self.partition}#{self.version or '-'} ({self.state})"
+
+
+class ReadinessEvent(models.Model):
+    """Immutable log of one change of a revision's state, as sent by a producer or found by
+    the poll. At most one per (revision, state): repeats of a publish add nothing."""
+
+    class Source(models.TextChoices):
+        API = "api"
+        POLL = "poll"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="events")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="events")
+    revision = models.ForeignKey(PartitionRevision, on_delete=models.CASCADE, related_name="events")
+    state = models.CharField(max_length=16, choices=PartitionRevision.State.choices)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    published_by = models.ForeignKey(Team, null=True, on_delete=models.SET_NULL, related_name="+")
+    api_key = models.ForeignKey(ApiKey, null=True, on_delete=models.SET_NULL, related_name="+")
+    # None: not a restatement; "" : it replaced the unversioned revision.
+    restated_version = models.CharField(  # noqa: DJ001
+        max_length=128, null=True, blank=True, help_text="The version this one replaced."
+    )
+    payload = models.JSONField(default=dict)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["revision", "state"], name="uniq_event_per_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition} -> {self.state}"
+
+
+class Endpoint(models.Model):
+    """Where Tidemark sends notifications for a team."""
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook"
+        EMAIL = "email"
+        SLACK = "slack"
+        WATCHDOG = "watchdog"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="endpoints")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.WEBHOOK)
+    url = models.CharField(max_length=2048)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "kind", "url"], name="uniq_endpoint"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}:{self.kind}:{self.url}"
+
+
+class Subscription(models.Model):
+    """A consumer team's declaration that it (optionally one of its jobs) reads a dataset."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="subscriptions")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="subscriptions")
+    job_namespace = models.CharField(max_length=255, blank=True)
+    job_name = models.CharField(max_length=1024, blank=True)
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="subscriptions"
+    )
+    event_types = models.JSONField(default=list, blank=True, help_text="Empty: every type.")
+    partition_pattern = models.CharField(
+        max_length=64, blank=True, help_text="fnmatch pattern on partition keys; empty: all."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "dataset", "job_namespace", "job_name"], name="uniq_subscription"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug} reads {self.dataset}"
+
+
+class Notification(models.Model):
+    """Something consumers are told about, with a stable id (the Standard Webhooks
+    ``webhook-id``) and the exact payload every endpoint receives."""
+
+    class Type(models.TextChoices):
+        PARTITION_READY = "partition.ready"
+        PARTITION_RESTATED = "partition.restated"
+        PARTITION_FAILED = "partition.failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    type = models.CharField(max_length=64, choices=Type.choices)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="notifications")
+    dedup_key = models.CharField(max_length=255, unique=True)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.id}"
+
+
+class Delivery(models.Model):
+    """One notification to one endpoint: the outbox row a delivery worker claims."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RETRYING = "retrying"
+        SUCCEEDED = "succeeded"
+        REJECTED = "rejected"
+        DEAD = "dead"
+        CANCELLED = "cancelled"
+
+    notification = models.ForeignKey(
+        Notification, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["notification", "endpoint"], name="uniq_delivery"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_due",
+                condition=Q(state__in=["pending", "retrying"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} -> {self.endpoint_id} ({self.state})"
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a request sent with an ``Idempotency-Key``, per team
+    (IETF draft-ietf-httpapi-idempotency-key-header)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="uniq_idempotency_key"),
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="idempotency_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.team_id}:{self.key}"
+
+
+class AuditEntry(models.Model):
+    """A rule-relevant change: who, when, and each field's old and new value."""
+
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries"
+    )
+    team = models.ForeignKey(Team, null=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.CharField(max_length=200, help_text="Who: 'key:<public id>' or 'user:<name>'.")
+    action = models.CharField(max_length=64)
+    changes = models.JSONField(default=dict, help_text="{field: [old, new]}")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "-created_at"], name="audit_dataset_recent")]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor}"

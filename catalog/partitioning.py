@@ -1,0 +1,123 @@
+"""Partition keys: the key format each partitioning fixes, and the logical interval it names.
+
+Keys name logical periods in the dataset's partition time zone (UTC by default); the
+interval is returned in UTC, half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+NONE = "none"
+HOURLY = "hourly"
+DAILY = "daily"
+MONTHLY = "monthly"
+
+KEY_FORMATS = {
+    NONE: "no partition key (omit it, or send an empty string)",
+    HOURLY: "YYYY-MM-DDTHH, e.g. 2026-11-28T05",
+    DAILY: "YYYY-MM-DD, e.g. 2026-11-28",
+    MONTHLY: "YYYY-MM, e.g. 2026-11",
+}
+_KEY_PATTERNS = {
+    HOURLY: (re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}$"), "%Y-%m-%dT%H"),
+    DAILY: (re.compile(r"^\d{4}-\d{2}-\d{2}$"), "%Y-%m-%d"),
+    MONTHLY: (re.compile(r"^\d{4}-\d{2}$"), "%Y-%m"),
+}
+
+
+class PartitionKeyError(ValueError):
+    """A partition key does not match its dataset's partitioning; carries the expected format."""
+
+    def __init__(self, partitioning: str, key: str) -> None:
+        self.expected_format = KEY_FORMATS[partitioning]
+        super().__init__(
+            f"partition key {key!r} does not match {partitioning} partitioning: "
+            f"expected {self.expected_format}"
+        )
+
+
+@dataclass(frozen=True)
+class LogicalInterval:
+    """A partition's logical period in UTC, half-open: ``start <= t < end``."""
+
+    start: datetime
+    end: datetime
+
+
+def validate_timezone(name: str) -> ZoneInfo:
+    """Return the IANA zone ``name``; raises ValueError when the zone is unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown IANA time zone {name!r}") from exc
+
+
+def parse_partition_key(
+    partitioning: str, key: str, time_zone: str = "UTC"
+) -> LogicalInterval | None:
+    """Check ``key`` against ``partitioning`` and derive its logical interval.
+
+    Args:
+        partitioning: one of ``none``, ``hourly``, ``daily``, ``monthly``.
+        key: the partition key; ``""`` for unpartitioned datasets.
+        time_zone: IANA zone the periods are cut in.
+
+    Returns:
+        The UTC interval, or None for unpartitioned datasets (their one partition has no
+        logical period).
+
+    Raises:
+        PartitionKeyError: the key does not match the format or names no real period.
+    """
+    if partitioning == NONE:
+        if key:
+            raise PartitionKeyError(partitioning, key)
+        return None
+    pattern, fmt = _KEY_PATTERNS[partitioning]
+    if not pattern.match(key):
+        raise PartitionKeyError(partitioning, key)
+    try:
+        naive_start = datetime.strptime(key, fmt)  # noqa: DTZ007 - zone attached below
+    except ValueError as exc:
+        raise PartitionKeyError(partitioning, key) from exc
+    zone = ZoneInfo(time_zone)
+    if partitioning == MONTHLY:
+        year, month = divmod(naive_start.year * 12 + naive_start.month, 12)
+        naive_end = naive_start.replace(year=year, month=month + 1)
+    else:
+        naive_end = naive_start + (
+            timedelta(hours=1) if partitioning == HOURLY else timedelta(days=1)
+        )
+    start, end = wall_time_to_utc(naive_start, zone), wall_time_to_utc(naive_end, zone)
+    if start >= end:  # an hour skipped by a spring-forward change names no period
+        raise PartitionKeyError(partitioning, key)
+    return LogicalInterval(start=start, end=end)
+
+
+def wall_time_to_utc(naive: datetime, zone: ZoneInfo) -> datetime:
+    """Convert a local wall time in ``zone`` to UTC with Tidemark's one DST rule.
+
+    A wall time that occurs twice (fall-back) means its first occurrence; one that does not
+    occur (spring-forward gap) moves to the next valid instant, the end of the gap. So on
+    a fall-back day the repeated hour belongs to one hourly key, and every instant belongs
+    to exactly one partition.
+    """
+    after = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if after.astimezone(zone).replace(tzinfo=None) == naive:
+        return after
+    # In a gap: fold=1 reads the wall time with the offset after the change, which lands
+    # before the change; the change itself lies in (before, after]. Bisect to the second.
+    before = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    low, high = min(before, after), max(before, after)
+    low_offset = low.astimezone(zone).utcoffset()
+    while high - low > timedelta(seconds=1):
+        mid = low + (high - low) / 2
+        if mid.astimezone(zone).utcoffset() == low_offset:
+            low = mid
+        else:
+            high = mid
+    return high.replace(microsecond=0)

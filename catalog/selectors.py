@@ -1,0 +1,141 @@
+"""Reads from the catalog: querysets and small dataclasses, with their joins decided here."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from . import errors
+from .identity import normalise_dataset_identity
+from .models import Dataset, Delivery, Partition, PartitionRevision, Subscription, Team
+
+
+def team_get(*, slug: str) -> Team:
+    """The team with ``slug``; raises TeamNotFound."""
+    team = Team.objects.filter(slug=slug).first()
+    if team is None:
+        raise errors.TeamNotFound(f"no team {slug!r}")
+    return team
+
+
+def dataset_list(
+    *,
+    owner: str | None = None,
+    namespace: str | None = None,
+    criticality: str | None = None,
+    lifecycle: str | None = None,
+    search: str | None = None,
+) -> QuerySet[Dataset]:
+    """Datasets matching every given filter, ordered by namespace then name.
+
+    Args:
+        owner: team slug; namespace: exact (normalised) namespace;
+        search: case-insensitive substring of the name or description.
+    """
+    queryset = Dataset.objects.select_related("owner").order_by("namespace", "name", "id")
+    if owner:
+        queryset = queryset.filter(owner__slug=owner)
+    if namespace:
+        queryset = queryset.filter(namespace=namespace.lower().rstrip("/"))
+    if criticality:
+        queryset = queryset.filter(criticality=criticality)
+    if lifecycle:
+        queryset = queryset.filter(lifecycle=lifecycle)
+    if search:
+        queryset = queryset.filter(Q(name__icontains=search) | Q(description__icontains=search))
+    return queryset
+
+
+def dataset_get(*, namespace: str, name: str) -> Dataset:
+    """The dataset with this identity (normalised first).
+
+    Raises:
+        DatasetNotFound: none is registered, or the identity is malformed.
+    """
+    try:
+        identity = normalise_dataset_identity(namespace, name)
+    except ValueError:
+        identity = None
+    dataset = (
+        Dataset.objects.select_related("owner")
+        .filter(namespace=identity.namespace, name=identity.name)
+        .first()
+        if identity
+        else None
+    )
+    if dataset is None:
+        raise errors.DatasetNotFound(f"no dataset {namespace}/{name} is registered")
+    return dataset
+
+
+def dataset_get_by_id(*, dataset_id: int) -> Dataset:
+    """The dataset with primary key ``dataset_id``; raises DatasetNotFound."""
+    dataset = Dataset.objects.select_related("owner").filter(pk=dataset_id).first()
+    if dataset is None:
+        raise errors.DatasetNotFound(f"no dataset with id {dataset_id}")
+    return dataset
+
+
+def partition_list(
+    *,
+    dataset: Dataset,
+    state: str | None = None,
+    logical_from: date | datetime | None = None,
+    logical_to: date | datetime | None = None,
+) -> QuerySet[Partition]:
+    """A dataset's partitions, newest logical period first.
+
+    Args:
+        state: the current revision's state (``pending``, ``ready``, ``failed``), or
+            ``missing`` for partitions without any revision.
+        logical_from: inclusive lower bound on the logical start (UTC; a date means its
+            00:00 UTC).
+        logical_to: exclusive upper bound on the logical start.
+    """
+    queryset = Partition.objects.filter(dataset=dataset).select_related("current_revision")
+    if state == "missing":
+        queryset = queryset.filter(current_revision__isnull=True)
+    elif state:
+        queryset = queryset.filter(current_revision__state=state)
+    if logical_from is not None:
+        queryset = queryset.filter(start_at__gte=_as_utc(logical_from))
+    if logical_to is not None:
+        queryset = queryset.filter(start_at__lt=_as_utc(logical_to))
+    return queryset.order_by("-start_at", "-key")
+
+
+def partition_latest_ready(*, dataset: Dataset) -> Partition | None:
+    """The newest partition whose current revision is ready, or None."""
+    return (
+        Partition.objects.filter(
+            dataset=dataset, current_revision__state=PartitionRevision.State.READY
+        )
+        .select_related("current_revision")
+        .order_by("-start_at", "-key")
+        .first()
+    )
+
+
+def subscription_list(*, team: Team) -> QuerySet[Subscription]:
+    """The team's subscriptions, newest first, with dataset and endpoint joined."""
+    return (
+        Subscription.objects.filter(team=team)
+        .select_related("dataset", "endpoint")
+        .order_by("-created_at", "-id")
+    )
+
+
+def delivery_count_due(*, now: datetime | None = None) -> int:
+    """How many deliveries are pending or retrying with ``next_attempt_at <= now``."""
+    now = now or timezone.now()
+    return Delivery.objects.filter(
+        state__in=[Delivery.State.PENDING, Delivery.State.RETRYING], next_attempt_at__lte=now
+    ).count()
+
+
+def _as_utc(value: date | datetime) -> datetime:
+    if isinstance(value, datetime):
+        return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
+    return datetime(value.year, value.month, value.day, tzinfo=UTC)

@@ -1,0 +1,686 @@
+"""Writes to the catalog. Every function is keyword-only, typed and transactional."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from cronsim import CronSim, CronSimError
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, OperationalError, connection, transaction
+from django.utils import timezone
+
+from problems import FieldError, ValidationProblem
+
+from . import doorbell, errors, keys
+from .identity import IdentityError, normalise_dataset_identity
+from .models import (
+    ApiKey,
+    AuditEntry,
+    Dataset,
+    Delivery,
+    Endpoint,
+    IdempotencyRecord,
+    Notification,
+    Partition,
+    PartitionRevision,
+    ReadinessEvent,
+    Subscription,
+    Team,
+)
+from .partitioning import PartitionKeyError, parse_partition_key, validate_timezone
+
+logger = logging.getLogger(__name__)
+
+# How long a request waits for another holding the same Idempotency-Key before 409.
+IDEMPOTENCY_LOCK_TIMEOUT = "50ms"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is acting: a team, through an API key or a signed-in person."""
+
+    team: Team
+    api_key: ApiKey | None = None
+    username: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.api_key is not None:
+            return f"key:{self.api_key.public_id}"
+        return f"user:{self.username or '?'}"
+
+
+# --- teams and keys ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def team_create(*, slug: str, name: str, contact_email: str = "") -> Team:
+    """Create a team.
+
+    Raises:
+        ValidationError: the slug is taken or malformed.
+    """
+    team = Team(slug=slug, name=name, contact_email=contact_email)
+    team.full_clean()
+    team.save()
+    return team
+
+
+@transaction.atomic
+def api_key_create(
+    *,
+    team: Team,
+    name: str,
+    scopes: list[str],
+    expires_at: datetime | None = None,
+    delegated_datasets: list[Dataset] | None = None,
+) -> tuple[ApiKey, str]:
+    """Create an API key for ``team``.
+
+    Args:
+        scopes: subset of ``ApiKey.Scope`` values.
+        expires_at: aware UTC instant after which the key is refused; None: never.
+        delegated_datasets: other teams' datasets this key may publish readiness for.
+
+    Returns:
+        ``(key, token)``; the token is the only copy of the secret: show it once.
+
+    Raises:
+        ValidationError: an unknown scope.
+    """
+    unknown = sorted(set(scopes) - set(ApiKey.Scope.values))
+    if unknown:
+        raise ValidationError({"scopes": f"unknown scope(s): {', '.join(unknown)}"})
+    generated = keys.generate_key()
+    key = ApiKey(
+        team=team,
+        name=name,
+        public_id=generated.public_id,
+        digest=generated.digest,
+        scopes=sorted(set(scopes)),
+        expires_at=expires_at,
+    )
+    key.full_clean()
+    key.save()
+    if delegated_datasets:
+        key.delegated_datasets.set(delegated_datasets)
+    return key, generated.token
+
+
+def api_key_authenticate(*, token: str, now: datetime) -> ApiKey | None:
+    """The usable key ``token`` names, or None (unknown, wrong secret, revoked or expired).
+
+    Side effects: refreshes ``last_used_at`` at most once a minute per key, so hot
+    publishers do not write on every request.
+    """
+    parsed = keys.parse_key(token)
+    if parsed is None:
+        return None
+    key = ApiKey.objects.select_related("team").filter(public_id=parsed.public_id).first()
+    if key is None or not keys.matches(parsed.secret, key.digest) or not key.is_usable(now):
+        return None
+    if key.last_used_at is None or now - key.last_used_at > timedelta(minutes=1):
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key
+
+
+@transaction.atomic
+def api_key_revoke(*, key: ApiKey, now: datetime) -> ApiKey:
+    """Revoke ``key`` from ``now`` on; revoking twice keeps the first instant."""
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    key.refresh_from_db()
+    return key
+
+
+# --- datasets ---------------------------------------------------------------------------
+
+
+def _storage_sources() -> dict:
+    return getattr(settings, "TIDEMARK_STORAGE_SOURCES", {})
+
+
+def _validate_dataset_fields(values: dict[str, Any]) -> None:
+    """Field rules that need more than a type: zones, cron, storage source."""
+    problems: list[FieldError] = []
+    for tz_field in ("partition_timezone", "sla_timezone"):
+        if tz_field in values:
+            try:
+                validate_timezone(values[tz_field])
+            except ValueError as exc:
+                problems.append(FieldError(tz_field, str(exc), "iana_time_zone"))
+    if values.get("sla_cron"):
+        try:
+            CronSim(values["sla_cron"], timezone.now())
+        except CronSimError as exc:
+            problems.append(
+                FieldError("sla_cron", f"not a valid cron expression: {exc}", "cron_expression")
+            )
+    source = values.get("storage_source")
+    if source and source not in _storage_sources():
+        configured = ", ".join(sorted(_storage_sources())) or "none configured"
+        problems.append(
+            FieldError(
+                "storage_source",
+                f"unknown storage source {source!r} (configured: {configured})",
+                "configured_source",
+            )
+        )
+    if problems:
+        raise ValidationProblem("Some dataset fields are not valid.", errors=problems)
+
+
+def normalised_identity(namespace: str, name: str):
+    """``normalise_dataset_identity`` with its errors as a 400 problem naming the field."""
+    try:
+        return normalise_dataset_identity(namespace, name)
+    except IdentityError as exc:
+        raise ValidationProblem(
+            str(exc), errors=[FieldError(exc.field, str(exc), exc.rule)]
+        ) from exc
+
+
+@transaction.atomic
+def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) -> Dataset:
+    """Register a dataset owned by the actor's team.
+
+    Args:
+        namespace, name: OpenLineage identity; normalised before storing.
+        fields: any other ``Dataset`` field (``criticality``, ``partitioning``, ``sla_cron``...).
+
+    Raises:
+        ValidationProblem: a field breaks a rule (400, naming the field).
+        DatasetExists: the normalised identity is already registered (409).
+    """
+    identity = normalised_identity(namespace, name)
+    _validate_dataset_fields(fields)
+    dataset = Dataset(namespace=identity.namespace, name=identity.name, owner=actor.team, **fields)
+    dataset.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            dataset.save()
+    except IntegrityError as exc:
+        raise errors.DatasetExists(
+            f"{identity.namespace}/{identity.name} is already registered",
+            errors=[FieldError("name", "already registered in this namespace", "unique")],
+        ) from exc
+    AuditEntry.objects.create(
+        dataset=dataset,
+        team=actor.team,
+        actor=actor.label,
+        action="dataset.registered",
+        changes={f: [None, _jsonable(getattr(dataset, f))] for f in Dataset.AUDITED_FIELDS},
+    )
+    return dataset
+
+
+@transaction.atomic
+def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset:
+    """Change a dataset's fields; only its owner team may.
+
+    Changes to ``Dataset.AUDITED_FIELDS`` are written to the audit trail as
+    ``{field: [old, new]}`` in the same transaction.
+
+    Raises:
+        NotDatasetOwner: the actor's team does not own the dataset (403).
+        ValidationProblem: a field breaks a rule (400).
+    """
+    if dataset.owner_id != actor.team.pk:
+        raise errors.NotDatasetOwner(f"{dataset} is owned by team {dataset.owner.slug}")
+    _validate_dataset_fields(changes)
+    dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
+    audited = {}
+    for field_name, new in changes.items():
+        old = getattr(dataset, field_name)
+        if old != new and field_name in Dataset.AUDITED_FIELDS:
+            audited[field_name] = [_jsonable(old), _jsonable(new)]
+        setattr(dataset, field_name, new)
+    dataset.full_clean(validate_unique=False, validate_constraints=False)
+    dataset.save()
+    if audited:
+        AuditEntry.objects.create(
+            dataset=dataset,
+            team=actor.team,
+            actor=actor.label,
+            action="dataset.updated",
+            changes=audited,
+        )
+    return dataset
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+# --- readiness --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What ``readiness_publish`` answers: an HTTP status, a JSON body, and whether the body
+    is a replay of the first response to the same Idempotency-Key."""
+
+    status_code: int
+    body: dict[str, Any]
+    replayed: bool = False
+    deliveries_created: int = field(default=0, compare=False)
+
+
+def readiness_publish(
+    *,
+    actor: Actor,
+    namespace: str,
+    name: str,
+    partition: str,
+    version: str | None = None,
+    state: str = PartitionRevision.State.READY,
+    manifest: dict | None = None,
+    metadata: dict | None = None,
+    code_version: str = "",
+    idempotency_key: str | None = None,
+    now: datetime,
+) -> PublishResult:
+    """Record that a partition (revision) is ready or failed, in one transaction.
+
+    Steps, all or nothing: the Idempotency-Key record (if a key is sent), the partition
+    upsert (row-locked, so concurrent publishers of one partition serialise and those of
+    different partitions do not wait on each other), the revision upsert, the immutable
+    ``ReadinessEvent``, the ``Notification`` and one ``Delivery`` per matching subscriber
+    endpoint. After commit the delivery doorbell rings; a broker outage never fails the
+    publish.
+
+    Rules:
+        - without ``version`` the publish refers to the current revision (created with
+          version ``""`` when there is none), so a repeat is a no-op;
+        - a new version of a partition whose current revision is ready becomes current
+          at once and is told as ``partition.restated`` (for unpartitioned datasets, each
+          new version is a new snapshot: ``partition.ready``);
+        - re-publishing a superseded version changes nothing;
+        - a ready revision cannot become failed: publish a new version instead.
+
+    Args:
+        partition: key in the dataset's partitioning format; ``""`` when unpartitioned.
+        state: ``ready`` or ``failed``.
+        idempotency_key: the request's ``Idempotency-Key``, scoped to the actor's team.
+        now: the instant the publish is recorded at (aware, UTC).
+
+    Returns:
+        ``PublishResult``; status 201 when something changed, 200 when it was a no-op.
+
+    Raises:
+        DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
+        InvalidPartitionKey (400), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
+        IdempotencyKeyInProgress (409).
+    """
+    identity = normalised_identity(namespace, name)
+    request_fingerprint = _fingerprint(
+        {
+            "namespace": identity.namespace,
+            "name": identity.name,
+            "partition": partition,
+            "version": version,
+            "state": state,
+            "manifest": manifest,
+            "metadata": metadata,
+            "code_version": code_version,
+        }
+    )
+    with transaction.atomic():
+        record = None
+        if idempotency_key is not None:
+            record, replay = _idempotency_begin(
+                team=actor.team, key=idempotency_key, fingerprint=request_fingerprint, now=now
+            )
+            if replay is not None:
+                return replay
+        result = _publish(
+            actor=actor,
+            namespace=identity.namespace,
+            name=identity.name,
+            key=partition,
+            version=version,
+            state=state,
+            manifest=manifest,
+            metadata=metadata or {},
+            code_version=code_version,
+            now=now,
+        )
+        if record is not None:
+            record.status_code = result.status_code
+            record.response_body = result.body
+            record.save(update_fields=["status_code", "response_body"])
+    return result
+
+
+def _publish(
+    *,
+    actor: Actor,
+    namespace: str,
+    name: str,
+    key: str,
+    version: str | None,
+    state: str,
+    manifest: dict | None,
+    metadata: dict,
+    code_version: str,
+    now: datetime,
+) -> PublishResult:
+    dataset = Dataset.objects.filter(namespace=namespace, name=name).first()
+    if dataset is None:
+        raise errors.DatasetNotFound(
+            f"no dataset {namespace}/{name} is registered",
+            errors=[FieldError("name", "no such dataset in this namespace", "exists")],
+        )
+    _check_may_publish(actor, dataset)
+    if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
+        raise errors.DatasetRetired(f"{dataset} is retired; readiness can no longer be published")
+    try:
+        interval = parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+    except PartitionKeyError as exc:
+        raise errors.InvalidPartitionKey(
+            str(exc),
+            errors=[FieldError("partition", str(exc), "partition_key_format")],
+            extra={"expected_format": exc.expected_format},
+        ) from exc
+
+    part = _partition_lock_or_create(dataset=dataset, key=key, interval=interval)
+    current = part.current_revision
+    if version is None:
+        revision = current or PartitionRevision.objects.create(partition=part, version="")
+    else:
+        revision = PartitionRevision.objects.filter(partition=part, version=version).first()
+        if revision is None:
+            revision = PartitionRevision.objects.create(partition=part, version=version)
+    if current is not None and revision.pk < current.pk:
+        # A late retry of a superseded version must not roll the partition back.
+        return _publish_response(dataset, part, revision, status_code=200)
+    current_is_ready = current is not None and current.state == PartitionRevision.State.READY
+    # A failed new version never hides the last good one from readers.
+    becomes_current = revision != current and (
+        state == PartitionRevision.State.READY or not current_is_ready
+    )
+    restated_version = current.version if becomes_current and current_is_ready else None
+
+    changed = becomes_current
+    if revision.state != state:
+        if revision.state == PartitionRevision.State.READY:
+            raise errors.RevisionAlreadyReady(
+                f"partition {key!r} version {revision.version or '(unversioned)'!r} is already "
+                "ready; publish a new version to restate it",
+                errors=[FieldError("state", "a ready revision cannot change state", "terminal")],
+            )
+        revision.state = state
+        revision.ready_at = now if state == PartitionRevision.State.READY else None
+        revision.manifest = manifest
+        revision.metadata = metadata
+        revision.code_version = code_version
+        revision.detected_by = PartitionRevision.DetectedBy.EVENT
+        revision.save()
+        changed = True
+        event = ReadinessEvent.objects.create(
+            dataset=dataset,
+            partition=part,
+            revision=revision,
+            state=state,
+            source=ReadinessEvent.Source.API,
+            published_by=actor.team,
+            api_key=actor.api_key,
+            restated_version=restated_version,
+            payload={
+                "version": version,
+                "state": state,
+                "manifest": manifest,
+                "metadata": metadata,
+                "code_version": code_version,
+            },
+        )
+        _notify(dataset=dataset, part=part, revision=revision, event=event, now=now)
+    if becomes_current:
+        part.current_revision = revision
+        part.save(update_fields=["current_revision", "updated_at"])
+    return _publish_response(dataset, part, revision, status_code=201 if changed else 200)
+
+
+def _check_may_publish(actor: Actor, dataset: Dataset) -> None:
+    if dataset.owner_id == actor.team.pk:
+        return
+    if (
+        actor.api_key is not None
+        and actor.api_key.delegated_datasets.filter(pk=dataset.pk).exists()
+    ):
+        return
+    raise errors.PublishNotAllowed(
+        f"{dataset} is owned by team {dataset.owner.slug}; only its keys, or a key delegated "
+        "for this dataset, may publish"
+    )
+
+
+def _partition_lock_or_create(*, dataset: Dataset, key: str, interval) -> Partition:
+    """The partition row, locked FOR UPDATE; created if missing, safe under concurrency.
+
+    A concurrent creator's INSERT waits on the unique index until the first commits, then
+    fails; the savepoint absorbs it and the row is read and locked instead.
+    """
+    queryset = Partition.objects.select_for_update().select_related("current_revision")
+    part = queryset.filter(dataset=dataset, key=key).first()
+    if part is not None:
+        return part
+    try:
+        with transaction.atomic():
+            Partition.objects.create(
+                dataset=dataset,
+                key=key,
+                start_at=interval.start if interval else None,
+                end_at=interval.end if interval else None,
+            )
+    except IntegrityError:
+        pass
+    return queryset.get(dataset=dataset, key=key)
+
+
+def _notify(
+    *,
+    dataset: Dataset,
+    part: Partition,
+    revision: PartitionRevision,
+    event: ReadinessEvent,
+    now: datetime,
+) -> None:
+    """Write the notification for ``event`` and a delivery per matching subscriber endpoint."""
+    if revision.state == PartitionRevision.State.FAILED:
+        kind = Notification.Type.PARTITION_FAILED
+    elif event.restated_version is not None and dataset.partitioning != Dataset.Partitioning.NONE:
+        kind = Notification.Type.PARTITION_RESTATED
+    else:
+        kind = Notification.Type.PARTITION_READY
+    notification = Notification(type=kind, dataset=dataset, dedup_key=f"readiness-event:{event.pk}")
+    notification.payload = {
+        "id": str(notification.id),
+        "type": kind,
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "data": {
+            "dataset": {"namespace": dataset.namespace, "name": dataset.name},
+            "partition": part.key,
+            "logical_start": _iso(part.start_at),
+            "logical_end": _iso(part.end_at),
+            "version": revision.version or None,
+            "previous_version": (event.restated_version or None)
+            if kind == Notification.Type.PARTITION_RESTATED
+            else None,
+            "state": revision.state,
+            "ready_at": _iso(revision.ready_at),
+            "manifest": revision.manifest,
+            "metadata": revision.metadata,
+        },
+    }
+    notification.save()
+
+    endpoints: dict[int, Endpoint] = {}
+    for sub in Subscription.objects.filter(
+        dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
+    ).select_related("endpoint"):
+        if sub.event_types and kind not in sub.event_types:
+            continue
+        if sub.partition_pattern and not fnmatch.fnmatchcase(part.key, sub.partition_pattern):
+            continue
+        endpoints[sub.endpoint_id] = sub.endpoint
+    if endpoints:
+        Delivery.objects.bulk_create(
+            [
+                Delivery(notification=notification, endpoint=endpoint, next_attempt_at=now)
+                for endpoint in endpoints.values()
+            ]
+        )
+        doorbell.ring_deliveries()
+
+
+def _publish_response(
+    dataset: Dataset, part: Partition, revision: PartitionRevision, *, status_code: int
+) -> PublishResult:
+    event_id = (
+        ReadinessEvent.objects.filter(revision=revision, state=revision.state)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    current_version = part.current_revision.version if part.current_revision else revision.version
+    body = {
+        "dataset": {"namespace": dataset.namespace, "name": dataset.name},
+        "partition": part.key,
+        "logical_start": _iso(part.start_at),
+        "logical_end": _iso(part.end_at),
+        "version": revision.version or None,
+        "state": revision.state,
+        "ready_at": _iso(revision.ready_at),
+        "current_version": current_version or None,
+        "event_id": event_id,
+    }
+    return PublishResult(status_code=status_code, body=body)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def _fingerprint(payload: dict[str, Any]) -> str:
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _idempotency_begin(
+    *, team: Team, key: str, fingerprint: str, now: datetime
+) -> tuple[IdempotencyRecord | None, PublishResult | None]:
+    """Claim ``key`` for this request, or return the stored response to replay.
+
+    Must run inside the caller's transaction: the record commits with the work, so a
+    failed request leaves no record and may be retried. A concurrent request holding the
+    key makes this one wait at most ``IDEMPOTENCY_LOCK_TIMEOUT`` before 409.
+
+    Returns:
+        ``(record, None)`` when this request owns the key, ``(None, replay)`` otherwise.
+
+    Raises:
+        IdempotencyKeyReused (422), IdempotencyKeyInProgress (409).
+    """
+    expires_at = now + timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS)
+    existing = IdempotencyRecord.objects.select_for_update().filter(team=team, key=key).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SET LOCAL lock_timeout = '{IDEMPOTENCY_LOCK_TIMEOUT}'")
+                record = IdempotencyRecord.objects.create(
+                    team=team, key=key, fingerprint=fingerprint, expires_at=expires_at
+                )
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+            return record, None
+        except OperationalError as exc:
+            raise errors.IdempotencyKeyInProgress(
+                "another request with this Idempotency-Key is still being processed; "
+                "retry after it completes"
+            ) from exc
+        except IntegrityError:
+            existing = IdempotencyRecord.objects.select_for_update().get(team=team, key=key)
+    if existing.expires_at <= now:
+        existing.fingerprint = fingerprint
+        existing.status_code = None
+        existing.response_body = None
+        existing.expires_at = expires_at
+        existing.save()
+        return existing, None
+    if existing.fingerprint != fingerprint:
+        raise errors.IdempotencyKeyReused(
+            "this Idempotency-Key was first used with a different request body",
+            errors=[FieldError("Idempotency-Key", "reused with a different body", "reuse")],
+        )
+    if existing.status_code is None:
+        raise errors.IdempotencyKeyInProgress("the first request with this key has not finished")
+    return None, PublishResult(
+        status_code=existing.status_code, body=existing.response_body, replayed=True
+    )
+
+
+# --- subscriptions ----------------------------------------------------------------------
+
+
+@transaction.atomic
+def subscription_create(
+    *,
+    actor: Actor,
+    dataset: Dataset,
+    job_namespace: str = "",
+    job_name: str = "",
+    endpoint_url: str = "",
+    event_types: list[str] | None = None,
+    partition_pattern: str = "",
+) -> tuple[Subscription, bool]:
+    """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
+
+    Declaring the same (team, dataset, job) again updates its endpoint and filters.
+
+    Args:
+        endpoint_url: webhook URL to notify; reused when the team already has it.
+        event_types: notification types to receive; empty or None: all.
+        partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
+
+    Returns:
+        ``(subscription, created)``.
+    """
+    endpoint = None
+    if endpoint_url:
+        endpoint, _ = Endpoint.objects.get_or_create(
+            team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
+        )
+    subscription, created = Subscription.objects.update_or_create(
+        team=actor.team,
+        dataset=dataset,
+        job_namespace=job_namespace,
+        job_name=job_name,
+        defaults={
+            "endpoint": endpoint,
+            "event_types": sorted(set(event_types or [])),
+            "partition_pattern": partition_pattern,
+        },
+    )
+    return subscription, created
+
+
+@transaction.atomic
+def subscription_delete(*, actor: Actor, subscription_id: int) -> None:
+    """Delete one of the actor's team's subscriptions.
+
+    Raises:
+        SubscriptionNotFound: no such subscription of this team (404; another team's
+            subscriptions are not revealed).
+    """
+    deleted, _ = Subscription.objects.filter(pk=subscription_id, team=actor.team).delete()
+    if not deleted:
+        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")

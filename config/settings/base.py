@@ -1,0 +1,192 @@
+"""Settings shared by every Tidemark process, read from the environment.
+
+Without ``DATABASE_URL`` Tidemark runs in its *embedded* mode: SQLite files under
+``TIDEMARK_VAR_DIR`` (``var/`` by default) and Celery on kombu's filesystem transport, so
+``make run`` needs no servers. Set ``DATABASE_URL``, ``WATCHDOG_DATABASE_URL`` and
+``CELERY_BROKER_URL`` to run on PostgreSQL and Redis.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+VAR_DIR = Path(env.str("TIDEMARK_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+# Embedded mode: no servers, demo data allowed. Never true against a configured database.
+EMBEDDED = "DATABASE_URL" not in env
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="tidemark-embedded-insecure-key")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "catalog",
+    "lineage",
+    "watchdog",
+    "api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+
+def _database(url_var: str, sqlite_file: str) -> dict:
+    """One database from ``url_var``, or an embedded SQLite file tuned for many writers.
+
+    SQLite needs WAL plus ``BEGIN IMMEDIATE``: a deferred read-then-write transaction
+    cannot upgrade its lock under WAL and fails with "database is locked" at once,
+    whatever the timeout.
+    """
+    config = env.db_url(url_var, default=f"sqlite:///{VAR_DIR / sqlite_file}")
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    else:
+        config.setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+        config["CONN_HEALTH_CHECKS"] = True
+        config.setdefault("OPTIONS", {})
+        # A session left idle inside a transaction would hold row locks on hot queues.
+        config["OPTIONS"].setdefault("options", "-c idle_in_transaction_session_timeout=60000")
+    return config
+
+
+DATABASES = {
+    "default": _database("DATABASE_URL", "catalog.sqlite3"),
+    "watchdog": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3"),
+}
+DATABASE_ROUTERS = ["config.routers.WatchdogRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start without it
+
+# Request bodies are bounded; DRF honours this since 3.17.2 and api/ answers 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TIDEMARK_MAX_BODY_BYTES", default=256 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasScope"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.CursorPagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.exceptions.problem_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "PAGE_SIZE": 50,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tidemark API",
+    "DESCRIPTION": "Dataset catalog, per-partition readiness and freshness watchdog.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["api.permissions.Public"],
+    "SERVE_AUTHENTICATION": [],
+}
+
+# Idempotency-Key records are kept at least this long (IETF httpapi idempotency draft).
+IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
+
+# --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
+CELERY_DIR = VAR_DIR / "celery"
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_DIR / "in"),
+        "data_folder_out": str(CELERY_DIR / "in"),
+        "processed_folder": str(CELERY_DIR / "processed"),
+        "store_processed": False,
+        "control_folder": str(CELERY_DIR / "control"),
+    }
+else:
+    _VISIBILITY_TIMEOUT = 900
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": _VISIBILITY_TIMEOUT,
+        "socket_timeout": 5,
+        "socket_connect_timeout": 2,
+        "retry_on_timeout": False,
+        "health_check_interval": 25,
+    }
+    CELERY_VISIBILITY_TIMEOUT = _VISIBILITY_TIMEOUT
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 90
+CELERY_TASK_TIME_LIMIT = 120
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_DIR / "celerybeat-schedule")
+CELERY_TASK_ROUTES = {"catalog.tasks.deliver_due": {"queue": "delivery"}}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+# Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
+}

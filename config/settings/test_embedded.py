@@ -1,0 +1,12 @@
+"""The embedded-mode suite: SQLite files and the filesystem broker, as ``make run`` uses."""
+
+import os
+import tempfile
+
+for _name in ("DATABASE_URL", "WATCHDOG_DATABASE_URL", "CELERY_BROKER_URL"):
+    os.environ.pop(_name, None)
+os.environ.setdefault("TIDEMARK_VAR_DIR", tempfile.mkdtemp(prefix="tidemark-embedded-"))
+
+from .base import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

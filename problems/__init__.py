@@ -1,0 +1,26 @@
+"""RFC 9457 problem details: one error type and one rendering for every Tidemark API.
+
+Pure: no Django, so the API and the watchdog render errors the same way.
+"""
+
+from .core import (
+    PROBLEM_CONTENT_TYPE,
+    Conflict,
+    FieldError,
+    NotFound,
+    PermissionDenied,
+    Problem,
+    ValidationProblem,
+    problem_document,
+)
+
+__all__ = [
+    "PROBLEM_CONTENT_TYPE",
+    "Conflict",
+    "FieldError",
+    "NotFound",
+    "PermissionDenied",
+    "Problem",
+    "ValidationProblem",
+    "problem_document",
+]

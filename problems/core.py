@@ -1,0 +1,115 @@
+"""Problem types (RFC 9457) with stable codes, and their JSON rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+# A relative URI reference (RFC 9457 3.1.1), resolved against the API host.
+TYPE_BASE = "/problems/"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One offending input field: ``field`` is a JSON pointer-ish dotted path, ``rule`` a code."""
+
+    field: str
+    detail: str
+    rule: str = "invalid"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "rule": self.rule, "detail": self.detail}
+
+
+class Problem(Exception):
+    """An error a client can act on, rendered as an RFC 9457 problem document.
+
+    Subclasses set ``code`` (stable snake_case, also the last segment of ``type``),
+    ``title`` (the same for every occurrence) and ``status``; each raise gives a ``detail``
+    for this occurrence and, for input errors, the offending ``errors``.
+
+    Args:
+        detail: human-readable explanation of this occurrence.
+        errors: the offending fields, if any.
+        extra: further members added to the document (e.g. ``{"expected_format": ...}``).
+    """
+
+    code: ClassVar[str] = "problem"
+    title: ClassVar[str] = "Request failed"
+    status: ClassVar[int] = 400
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        errors: list[FieldError] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+        self.extra = extra or {}
+
+    def document(self, instance: str | None = None) -> dict[str, Any]:
+        """This problem as an RFC 9457 JSON object."""
+        return problem_document(
+            code=self.code,
+            title=self.title,
+            status=self.status,
+            detail=self.detail,
+            instance=instance,
+            errors=[e.as_dict() for e in self.errors],
+            extra=self.extra,
+        )
+
+
+def problem_document(
+    *,
+    code: str,
+    title: str,
+    status: int,
+    detail: str,
+    instance: str | None = None,
+    errors: list[dict[str, str]] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build an RFC 9457 document; ``code`` repeats the type's last segment for clients."""
+    doc: dict[str, Any] = {
+        "type": TYPE_BASE + code.replace("_", "-"),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if instance:
+        doc["instance"] = instance
+    if errors:
+        doc["errors"] = errors
+    for key, value in (extra or {}).items():
+        doc.setdefault(key, value)
+    return doc
+
+
+class ValidationProblem(Problem):
+    code = "validation_error"
+    title = "The request body is not valid"
+    status = 400
+
+
+class NotFound(Problem):
+    code = "not_found"
+    title = "Not found"
+    status = 404
+
+
+class PermissionDenied(Problem):
+    code = "permission_denied"
+    title = "Not allowed"
+    status = 403
+
+
+class Conflict(Problem):
+    code = "conflict"
+    title = "Conflict with the current state"
+    status = 409

@@ -1,0 +1,60 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from catalog.partitioning import PartitionKeyError, parse_partition_key
+
+
+def utc(*args):
+    return datetime(*args, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "key", "tz", "start", "end"),
+    [
+        ("daily", "2026-11-28", "UTC", utc(2026, 11, 28), utc(2026, 11, 29)),
+        ("daily", "2026-11-28", "Europe/Berlin", utc(2026, 11, 27, 23), utc(2026, 11, 28, 23)),
+        # spring-forward day in Berlin is 23 hours long, fall-back day 25
+        ("daily", "2026-03-29", "Europe/Berlin", utc(2026, 3, 28, 23), utc(2026, 3, 29, 22)),
+        ("daily", "2026-10-25", "Europe/Berlin", utc(2026, 10, 24, 22), utc(2026, 10, 25, 23)),
+        ("hourly", "2026-11-28T05", "UTC", utc(2026, 11, 28, 5), utc(2026, 11, 28, 6)),
+        # the repeated hour on fall-back day belongs to one key (first occurrence onwards)
+        ("hourly", "2026-10-25T02", "Europe/Berlin", utc(2026, 10, 25, 0), utc(2026, 10, 25, 2)),
+        ("monthly", "2026-12", "UTC", utc(2026, 12, 1), utc(2027, 1, 1)),
+        ("monthly", "2026-02", "Asia/Tokyo", utc(2026, 1, 31, 15), utc(2026, 2, 28, 15)),
+        ("monthly", "2026-11", "Pacific/Kiritimati", utc(2026, 10, 31, 10), utc(2026, 11, 30, 10)),
+        # Santiago skips midnight on its spring-forward day: the day starts at 01:00 local
+        ("daily", "2026-09-06", "America/Santiago", utc(2026, 9, 6, 4), utc(2026, 9, 7, 3)),
+    ],
+)
+def test_parse_partition_key_gives_the_utc_interval(partitioning, key, tz, start, end):
+    interval = parse_partition_key(partitioning, key, tz)
+    assert (interval.start, interval.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "key"),
+    [
+        ("daily", "28.11.2026"),
+        ("daily", "2026-11-28T05"),
+        ("daily", "2026-02-30"),
+        ("hourly", "2026-11-28"),
+        ("hourly", "2026-11-28T24"),
+        ("monthly", "2026-13"),
+        ("monthly", "2026-11-01"),
+        ("none", "2026-11-28"),
+    ],
+)
+def test_parse_partition_key_refuses_keys_of_another_format(partitioning, key):
+    with pytest.raises(PartitionKeyError) as info:
+        parse_partition_key(partitioning, key)
+    assert info.value.expected_format in str(info.value)
+
+
+def test_parse_partition_key_refuses_an_hour_skipped_by_spring_forward():
+    with pytest.raises(PartitionKeyError):
+        parse_partition_key("hourly", "2026-03-29T02", "Europe/Berlin")
+
+
+def test_unpartitioned_dataset_has_one_partition_without_interval():
+    assert parse_partition_key("none", "") is None
