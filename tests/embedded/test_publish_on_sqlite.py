@@ -16,7 +16,9 @@ def test_embedded_settings_use_sqlite_and_filesystem_broker():
     assert settings.DATABASES["default"]["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
 
 
-def test_publish_on_sqlite_writes_event_and_delivery(client_for, django_capture_on_commit_callbacks):
+def test_publish_on_sqlite_writes_event_and_delivery(
+    client_for, django_capture_on_commit_callbacks
+):
     owner = TeamFactory(slug="orders")
     dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
     SubscriptionFactory(dataset=dataset)
