@@ -13,7 +13,7 @@ class HasScope(permissions.BasePermission):
         if isinstance(scope, dict):
             scope = scope.get(request.method)
         if scope is not None and not request.auth.has_scope(scope):
-            raise exceptions.PermissionDenied(f"this API key lacks the {scope!r} scope")
+            raise exceptions.PermissionDenied(f"this API key lacks the '{scope}' scope")
         return True
 
 

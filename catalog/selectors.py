@@ -122,7 +122,7 @@ def subscription_list(*, team: Team) -> QuerySet[Subscription]:
     """The team's subscriptions, newest first, with dataset and endpoint joined."""
     return (
         Subscription.objects.filter(team=team)
-        .select_related("dataset", "endpoint")
+        .select_related("team", "dataset", "endpoint")
         .order_by("-created_at", "-id")
     )
 

@@ -1,0 +1,89 @@
+import pytest
+
+from catalog.models import Endpoint, Subscription
+from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/subscriptions"
+
+
+@pytest.fixture
+def dataset():
+    return DatasetFactory(
+        owner=TeamFactory(slug="producers"), namespace="s3://lake", name="raw/orders"
+    )
+
+
+def test_subscribe_by_identity_with_job_and_endpoint(client_for, team, dataset):
+    response = client_for(team).post(
+        URL,
+        {
+            "namespace": "S3://lake",
+            "name": "raw/orders",
+            "job_namespace": "airflow",
+            "job_name": "rollup",
+            "endpoint_url": "https://hooks.example.com/t",
+            "event_types": ["partition.ready", "partition.restated"],
+            "partition_pattern": "2026-*",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["dataset"] == {"id": dataset.id, "namespace": "s3://lake", "name": "raw/orders"}
+    assert body["endpoint_url"] == "https://hooks.example.com/t"
+    assert body["event_types"] == ["partition.ready", "partition.restated"]
+    assert Endpoint.objects.filter(team=team, url="https://hooks.example.com/t").count() == 1
+
+
+def test_subscribing_again_updates_rather_than_duplicates(client_for, team, dataset):
+    client = client_for(team)
+    client.post(URL, {"dataset_id": dataset.id}, format="json")
+    response = client.post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x"}, format="json"
+    )
+    assert response.status_code == 200
+    assert Subscription.objects.get().endpoint.url == "https://h.example.com/x"
+
+
+def test_list_shows_only_own_subscriptions(client_for, team, dataset, django_assert_num_queries):
+    SubscriptionFactory(team=team, dataset=dataset)
+    SubscriptionFactory(team=TeamFactory(slug="others"), dataset=dataset)
+    client = client_for(team, scopes=["read"])
+    client.get("/api/v1/me")
+    with django_assert_num_queries(2):
+        results = client.get(URL).json()["results"]
+    assert [r["team"] for r in results] == ["orders"]
+
+
+def test_delete_own_subscription_but_not_anothers(client_for, team, dataset):
+    mine = SubscriptionFactory(team=team, dataset=dataset)
+    theirs = SubscriptionFactory(team=TeamFactory(slug="others"), dataset=dataset)
+    client = client_for(team)
+    response = client.delete(f"{URL}/{theirs.id}")
+    assert response.status_code == 404
+    assert response.json()["code"] == "subscription_not_found"
+    assert client.delete(f"{URL}/{mine.id}").status_code == 204
+    assert list(Subscription.objects.values_list("id", flat=True)) == [theirs.id]
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({}, "dataset_id"),
+        ({"dataset_id": 1, "endpoint_url": "not a url"}, "endpoint_url"),
+        ({"dataset_id": 1, "event_types": ["partition.exploded"]}, "event_types.0"),
+        ({"dataset_id": 1, "job_name": "only-name"}, "job_name"),
+    ],
+)
+def test_subscribe_rejects_bad_input(client_for, team, dataset, payload, field):
+    response = client_for(team).post(URL, payload, format="json")
+    assert response.status_code == 400, response.json()
+    assert field in [e["field"] for e in response.json()["errors"]]
+    assert not Subscription.objects.exists()
+
+
+def test_subscribe_to_unknown_dataset_is_404(client_for, team):
+    response = client_for(team).post(URL, {"namespace": "s3://lake", "name": "none"}, format="json")
+    assert response.status_code == 404
