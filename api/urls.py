@@ -4,6 +4,8 @@ from .views import catalog
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
+    path("keys", catalog.ApiKeyListCreateApi.as_view(), name="key-list"),
+    path("keys/<str:public_id>", catalog.ApiKeyRevokeApi.as_view(), name="key-revoke"),
     path("datasets", catalog.DatasetListCreateApi.as_view(), name="dataset-list"),
     path("datasets/<int:dataset_id>", catalog.DatasetDetailApi.as_view(), name="dataset-detail"),
     path(

@@ -69,3 +69,13 @@ class InvalidIdempotencyKey(Problem):
 class PartitionNotFound(NotFound):
     code = "partition_not_found"
     title = "Partition not found"
+
+
+class ScopeNotHeld(PermissionDenied):
+    code = "scope_not_held"
+    title = "A key can only grant scopes it holds"
+
+
+class ApiKeyNotFound(NotFound):
+    code = "api_key_not_found"
+    title = "API key not found"

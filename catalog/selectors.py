@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from . import errors
 from .identity import normalise_dataset_identity
-from .models import Dataset, Delivery, Partition, PartitionRevision, Subscription, Team
+from .models import ApiKey, Dataset, Delivery, Partition, PartitionRevision, Subscription, Team
 
 
 def team_get(*, slug: str) -> Team:
@@ -139,3 +139,16 @@ def _as_utc(value: date | datetime) -> datetime:
     if isinstance(value, datetime):
         return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
     return datetime(value.year, value.month, value.day, tzinfo=UTC)
+
+
+def api_key_list(*, team: Team) -> QuerySet[ApiKey]:
+    """The team's API keys (revoked and expired included), newest first."""
+    return ApiKey.objects.filter(team=team).order_by("-created_at", "-id")
+
+
+def api_key_get(*, team: Team, public_id: str) -> ApiKey:
+    """One of the team's keys by public id; raises ApiKeyNotFound (others' are hidden)."""
+    key = ApiKey.objects.filter(team=team, public_id=public_id).first()
+    if key is None:
+        raise errors.ApiKeyNotFound(f"your team has no API key {public_id!r}")
+    return key

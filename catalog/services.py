@@ -81,6 +81,7 @@ def api_key_create(
     scopes: list[str],
     expires_at: datetime | None = None,
     delegated_datasets: list[Dataset] | None = None,
+    granted_by: ApiKey | None = None,
 ) -> tuple[ApiKey, str]:
     """Create an API key for ``team``.
 
@@ -88,16 +89,26 @@ def api_key_create(
         scopes: subset of ``ApiKey.Scope`` values.
         expires_at: aware UTC instant after which the key is refused; None: never.
         delegated_datasets: other teams' datasets this key may publish readiness for.
+        granted_by: the key creating this one, if created over the API; a key can only
+            grant scopes it holds itself.
 
     Returns:
         ``(key, token)``; the token is the only copy of the secret: show it once.
 
     Raises:
         ValidationError: an unknown scope.
+        ScopeNotHeld: ``granted_by`` lacks one of ``scopes`` (403).
     """
     unknown = sorted(set(scopes) - set(ApiKey.Scope.values))
     if unknown:
         raise ValidationError({"scopes": f"unknown scope(s): {', '.join(unknown)}"})
+    if granted_by is not None:
+        missing = sorted(set(scopes) - set(granted_by.scopes))
+        if missing:
+            raise errors.ScopeNotHeld(
+                f"this key cannot grant scope(s) it does not hold: {', '.join(missing)}",
+                errors=[FieldError("scopes", "not held by the granting key", "scope_not_held")],
+            )
     generated = keys.generate_key()
     key = ApiKey(
         team=team,

@@ -218,3 +218,19 @@ class ApiKeyOutputSerializer(serializers.Serializer):
     public_id = serializers.CharField()
     name = serializers.CharField()
     scopes = serializers.ListField(child=serializers.ChoiceField(ApiKey.Scope.choices))
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField()
+
+
+class ApiKeyCreateInputSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(ApiKey.Scope.choices), min_length=1, max_length=5
+    )
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
+    token = serializers.CharField(help_text="The key itself, shown only in this response.")

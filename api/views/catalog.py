@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from catalog import errors, selectors, services
 from catalog.models import ApiKey, AuditEntry
-from problems import FieldError
+from problems import FieldError, ValidationProblem
 
 from ..pagination import CursorPagination
 from ..serializers import catalog as s
@@ -40,6 +40,47 @@ class MeApi(APIView):
                 "key": s.ApiKeyOutputSerializer(key).data,
             }
         )
+
+
+class ApiKeyListCreateApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(responses=s.ApiKeyOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        queryset = selectors.api_key_list(team=_actor(request).team)
+        return _paginate(self, request, queryset, s.ApiKeyOutputSerializer, ("-id",))
+
+    @extend_schema(
+        request=s.ApiKeyCreateInputSerializer, responses={201: s.ApiKeyCreatedOutputSerializer}
+    )
+    def post(self, request: Request) -> Response:
+        data = s.ApiKeyCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        expires_at = data.validated_data.get("expires_at")
+        if expires_at is not None and expires_at <= timezone.now():
+            raise ValidationProblem(
+                "expires_at is in the past",
+                errors=[FieldError("expires_at", "must be in the future", "future")],
+            )
+        key, token = services.api_key_create(
+            team=_actor(request).team,
+            name=data.validated_data["name"],
+            scopes=data.validated_data["scopes"],
+            expires_at=expires_at,
+            granted_by=request.auth,
+        )
+        body = {**s.ApiKeyOutputSerializer(key).data, "token": token}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyRevokeApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, public_id: str) -> Response:
+        key = selectors.api_key_get(team=_actor(request).team, public_id=public_id)
+        services.api_key_revoke(key=key, now=timezone.now())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DatasetListCreateApi(APIView):
