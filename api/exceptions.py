@@ -35,18 +35,13 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, Problem):
         doc = exc.document(instance)
-    elif isinstance(exc, exceptions.ValidationError):
-        errors = list(_flatten(exc.detail))
-        doc = problem_document(
-            code="validation_error",
-            title="The request is not valid",
-            status=400,
-            detail="; ".join(f"{e['field']}: {e['detail']}" for e in errors)[:1000],
-            instance=instance,
-            errors=errors,
-        )
-    elif isinstance(exc, DjangoValidationError):
-        errors = list(_flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages))
+    elif isinstance(exc, exceptions.ValidationError | DjangoValidationError):
+        if isinstance(exc, exceptions.ValidationError):
+            errors = list(_flatten(exc.detail))
+        else:
+            errors = list(
+                _flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+            )
         doc = problem_document(
             code="validation_error",
             title="The request is not valid",
