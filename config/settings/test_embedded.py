@@ -5,6 +5,8 @@ import tempfile
 
 for _name in ("DATABASE_URL", "WATCHDOG_DATABASE_URL", "CELERY_BROKER_URL"):
     os.environ.pop(_name, None)
+# A developer .env must not turn the embedded suite into a PostgreSQL one.
+os.environ["TIDEMARK_IGNORE_DOTENV"] = "1"
 os.environ.setdefault("TIDEMARK_VAR_DIR", tempfile.mkdtemp(prefix="tidemark-embedded-"))
 
 from .base import *  # noqa: E402, F403

@@ -1,5 +1,7 @@
 """Load the small demo catalog (embedded mode only) and print its API key."""
 
+import os
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -87,6 +89,8 @@ class Command(BaseCommand):
             _, token = services.api_key_create(
                 team=teams["orders"], name="demo", scopes=ApiKey.Scope.values
             )
-            key_file.write_text(token + "\n")
-            key_file.chmod(0o600)
+            # Created 0600 from the start: never readable by others, even briefly.
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(token + "\n")
         self.stdout.write(token)

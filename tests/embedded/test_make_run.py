@@ -1,0 +1,90 @@
+"""``make run`` (``bin/run``) starts web, worker and beat embedded, serves the demo catalog,
+rings the worker after a publish, stops on Ctrl-C and keeps its demo key across starts."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+from contextlib import closing
+
+import httpx
+import pytest
+
+from .helpers import wait_until
+
+DEMO = {"namespace": "s3://tidemark-demo", "name": "raw/orders"}
+
+
+def _query(stack, sql: str) -> list[tuple]:
+    with closing(sqlite3.connect(stack.var_dir / "catalog.sqlite3", timeout=20)) as db:
+        return db.execute(sql).fetchall()
+
+
+def _doorbell_answered(stack) -> bool:
+    """The worker ran deliver_due, saw the pending delivery, and ran it more often than
+    beat's sweep scheduled it: at least one run came from the publish's doorbell."""
+    out = stack.stdout
+    received = len(re.findall(r"Task catalog\.tasks\.deliver_due\[[^\]]+\] received", out))
+    swept = out.count("Sending due task sweep-deliveries")
+    return "deliveries due: 1" in out and received > swept
+
+
+def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_stack, tmp_path):
+    stack = start_stack(tmp_path / "var")
+    assert (tmp_path / "var" / "demo-api-key").read_text().strip() == stack.key
+    names = [n for n in stack.commands.values() if "sh -c" not in n]  # not honcho's shells
+    assert sum("bin/gunicorn config.wsgi" in n for n in names) == 3, names  # master, 2 workers
+    assert any("celery -A config.celery worker" in n for n in names), names
+    assert any("celery -A config.celery beat" in n for n in names), names
+
+    response = httpx.post(
+        f"{stack.url}/api/v1/readiness",
+        headers={"Authorization": f"Bearer {stack.key}"},
+        json={**DEMO, "partition": "2026-11-28"},
+        timeout=10,
+    )
+
+    assert response.status_code == 201, response.text
+    assert response.json()["state"] == "ready"
+    assert _query(
+        stack,
+        "SELECT d.state, e.url FROM catalog_delivery d "
+        "JOIN catalog_endpoint e ON e.id = d.endpoint_id",
+    ) == [("pending", "https://hooks.analytics.example.com/tidemark")]
+    wait_until(
+        lambda: _doorbell_answered(stack),
+        20,
+        "the worker to log 'deliveries due: 1' from the publish's doorbell",
+        stack.describe,
+    )
+
+    took = stack.stop(signal.SIGINT)
+
+    assert took < 20
+    assert "SIGINT received" in stack.stdout
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{stack.url}/healthz", timeout=2)
+
+
+def test_make_run_restart_reuses_demo_key_and_catalog(start_stack, tmp_path):
+    var_dir = tmp_path / "var"
+    first = start_stack(var_dir)
+    counts_sql = (
+        "SELECT (SELECT count(*) FROM catalog_team), (SELECT count(*) FROM catalog_dataset), "
+        "(SELECT count(*) FROM catalog_subscription), (SELECT count(*) FROM catalog_apikey)"
+    )
+    first_counts = _query(first, counts_sql)
+    assert first_counts == [(3, 3, 1, 1)]
+    first.stop(signal.SIGTERM)
+
+    second = start_stack(var_dir)
+
+    assert re.fullmatch(r"tm_[A-Za-z0-9_-]+", second.key)
+    assert second.key == first.key
+    assert _query(second, counts_sql) == first_counts
+    response = httpx.get(
+        f"{second.url}/api/v1/me", headers={"Authorization": f"Bearer {second.key}"}, timeout=10
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["team"]["slug"] == "orders"

@@ -1,0 +1,97 @@
+"""README.md's Walkthrough, run as written against a ``make run`` stack: it must not drift."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+
+from .helpers import REPO_ROOT
+
+README_URL = "http://127.0.0.1:8000"
+README_KEY_FILE = "var/demo-api-key"
+MARK = "=== tidemark-walkthrough block {} ==="
+
+
+def _walkthrough_blocks() -> list[str]:
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = re.search(r"^## Walkthrough\n(.*?)(?=^## )", readme, re.M | re.S)
+    assert section, "README.md has no '## Walkthrough' section"
+    return re.findall(r"^```sh\n(.*?)^```", section.group(1), re.M | re.S)
+
+
+def _json_values(text: str) -> list:
+    """Every JSON value in ``text``, in order (curl -s prints bodies back to back)."""
+    decoder, values, pos = json.JSONDecoder(), [], 0
+    while (pos := _skip_space(text, pos)) < len(text):
+        value, pos = decoder.raw_decode(text, pos)
+        values.append(value)
+    return values
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _block_with(blocks: list[str], outputs: list[str], needle: str) -> list:
+    found = [out for block, out in zip(blocks, outputs, strict=True) if needle in block]
+    assert len(found) == 1, f"expected one Walkthrough block containing {needle!r}"
+    return _json_values(found[0])
+
+
+def test_readme_walkthrough_runs_against_make_run(embedded_stack):
+    blocks = _walkthrough_blocks()
+    assert len(blocks) >= 7, blocks
+    assert README_KEY_FILE in blocks[0]
+    assert all(README_URL in block for block in blocks[1:]), blocks
+    key_file = shlex.quote(str(embedded_stack.var_dir / "demo-api-key"))
+    script = ["set -eo pipefail"]
+    for number, block in enumerate(blocks):
+        block = block.replace(README_URL, embedded_stack.url).replace(README_KEY_FILE, key_file)
+        script += [block, "echo", f"echo '{MARK.format(number)}'"]
+    script.append('printf "%s" "$KEY"')
+    # python3 in the README is any Python 3; the project's own keeps the test host-free.
+    env = {**os.environ, "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+
+    result = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    report = f"exit {result.returncode}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n"
+    report += result.stderr
+    assert result.returncode == 0, report
+    *outputs, key = re.split(r"\n?=== tidemark-walkthrough block \d+ ===\n", result.stdout)
+    assert len(outputs) == len(blocks), report
+    assert key == embedded_stack.key, report
+
+    registered = _block_with(blocks, outputs, "/api/v1/datasets \\")
+    assert len(registered) == 1 and "id" in registered[0], report
+    assert registered[0]["name"] == "curated/orders_daily", report
+
+    subscribed = _block_with(blocks, outputs, "/api/v1/subscriptions")
+    assert len(subscribed) == 1, report
+    assert subscribed[0]["endpoint_url"] == "https://hooks.example.com/tidemark", report
+
+    published = _block_with(blocks, outputs, "Idempotency-Key:")
+    assert [p["state"] for p in published] == ["ready"], report
+
+    restated = _block_with(blocks, outputs, '"rerun-2"')
+    assert [r["current_version"] for r in restated] == ["rerun-2"], report
+
+    latest, ready_list = _block_with(blocks, outputs, "/partitions/latest")
+    assert latest["key"] == "2026-11-28", report
+    assert latest["current_revision"]["version"] == "rerun-2", report
+    assert [p["key"] for p in ready_list["results"]] == ["2026-11-28"], report
+
+    problem = _block_with(blocks, outputs, "28.11.2026")
+    assert len(problem) == 1 and problem[0]["status"] == 400, report
+    assert [e["field"] for e in problem[0]["errors"]] == ["partition"], report
