@@ -478,7 +478,9 @@ def _partition_lock_or_create(*, dataset: Dataset, key: str, interval) -> Partit
     A concurrent creator's INSERT waits on the unique index until the first commits, then
     fails; the savepoint absorbs it and the row is read and locked instead.
     """
-    queryset = Partition.objects.select_for_update(of=("self",)).select_related("current_revision")
+    # No join here: the current revision must be read after the lock is granted, or a
+    # waiter would act on the revision as it was before the holder changed it.
+    queryset = Partition.objects.select_for_update()
     part = queryset.filter(dataset=dataset, key=key).first()
     if part is not None:
         return part

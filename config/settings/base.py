@@ -166,6 +166,9 @@ else:
         "socket_timeout": 5,
         "socket_connect_timeout": 2,
         "retry_on_timeout": False,
+        # A doorbell is one attempt: kombu would otherwise retry the connect for seconds
+        # on every publish while Redis is down.
+        "max_retries": 0,
         "health_check_interval": 25,
     }
     CELERY_VISIBILITY_TIMEOUT = _VISIBILITY_TIMEOUT
