@@ -11,7 +11,8 @@ class HasScope(permissions.BasePermission):
             raise exceptions.NotAuthenticated("send 'Authorization: Bearer <API key>'")
         scope = getattr(view, "required_scope", None)
         if isinstance(scope, dict):
-            scope = scope.get(request.method)
+            # HEAD runs the GET handler, so it needs GET's scope.
+            scope = scope.get("GET" if request.method == "HEAD" else request.method)
         if scope is not None and not request.auth.has_scope(scope):
             raise exceptions.PermissionDenied(f"this API key lacks the '{scope}' scope")
         return True

@@ -79,3 +79,8 @@ class ScopeNotHeld(PermissionDenied):
 class ApiKeyNotFound(NotFound):
     code = "api_key_not_found"
     title = "API key not found"
+
+
+class PartitioningLocked(Conflict):
+    code = "partitioning_locked"
+    title = "Partitioning cannot change once partitions exist"

@@ -14,6 +14,7 @@ every other engine keep their case exactly.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 MAX_NAMESPACE_LENGTH = 255
@@ -84,8 +85,12 @@ def _check_text(field: str, value: object, max_length: int) -> str:
         raise IdentityError(field, "required", f"{field} is required")
     if len(value) > max_length:
         raise IdentityError(field, "max_length", f"{field} is longer than {max_length} characters")
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    # Separators, control and invisible format characters (zero-width space, BOM, bidi
+    # overrides) would let two identities look the same.
+    if any(ch.isspace() or unicodedata.category(ch)[0] in "CZ" for ch in value):
         raise IdentityError(
-            field, "whitespace", f"{field} must not contain whitespace or control characters"
+            field,
+            "whitespace",
+            f"{field} must not contain whitespace, control or invisible characters",
         )
     return value

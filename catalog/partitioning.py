@@ -22,10 +22,12 @@ KEY_FORMATS = {
     DAILY: "YYYY-MM-DD, e.g. 2026-11-28",
     MONTHLY: "YYYY-MM, e.g. 2026-11",
 }
+# ASCII digits only: strptime also takes fullwidth or Arabic-Indic digits, which would
+# make a second key for the same period.
 _KEY_PATTERNS = {
-    HOURLY: (re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}$"), "%Y-%m-%dT%H"),
-    DAILY: (re.compile(r"^\d{4}-\d{2}-\d{2}$"), "%Y-%m-%d"),
-    MONTHLY: (re.compile(r"^\d{4}-\d{2}$"), "%Y-%m"),
+    HOURLY: (re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$"), "%Y-%m-%dT%H"),
+    DAILY: (re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "%Y-%m-%d"),
+    MONTHLY: (re.compile(r"^[0-9]{4}-[0-9]{2}$"), "%Y-%m"),
 }
 
 
@@ -84,7 +86,13 @@ def parse_partition_key(
         naive_start = datetime.strptime(key, fmt)  # noqa: DTZ007 - zone attached below
     except ValueError as exc:
         raise PartitionKeyError(partitioning, key) from exc
-    zone = ZoneInfo(time_zone)
+    try:
+        return _interval(partitioning, naive_start, ZoneInfo(time_zone), key)
+    except (OverflowError, ValueError) as exc:  # periods at the edge of year 1 or 9999
+        raise PartitionKeyError(partitioning, key) from exc
+
+
+def _interval(partitioning: str, naive_start: datetime, zone: ZoneInfo, key: str):
     if partitioning == MONTHLY:
         year, month = divmod(naive_start.year * 12 + naive_start.month, 12)
         naive_end = naive_start.replace(year=year, month=month + 1)

@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import errors
-from .identity import normalise_dataset_identity
+from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import ApiKey, Dataset, Delivery, Partition, PartitionRevision, Subscription, Team
 
 
@@ -24,6 +24,7 @@ def dataset_list(
     *,
     owner: str | None = None,
     namespace: str | None = None,
+    name: str | None = None,
     criticality: str | None = None,
     lifecycle: str | None = None,
     search: str | None = None,
@@ -31,14 +32,21 @@ def dataset_list(
     """Datasets matching every given filter, ordered by namespace then name.
 
     Args:
-        owner: team slug; namespace: exact (normalised) namespace;
+        owner: team slug; namespace, name: exact, normalised as at registration (a name
+            is case-folded only with its namespace given);
         search: case-insensitive substring of the name or description.
     """
     queryset = Dataset.objects.select_related("owner").order_by("namespace", "name", "id")
     if owner:
         queryset = queryset.filter(owner__slug=owner)
-    if namespace:
-        queryset = queryset.filter(namespace=namespace.lower().rstrip("/"))
+    if namespace or name:
+        identity = _identity_or_none(namespace or "", name)
+        if identity is None:
+            return queryset.none()
+        if namespace:
+            queryset = queryset.filter(namespace=identity.namespace)
+        if name:
+            queryset = queryset.filter(name=identity.name)
     if criticality:
         queryset = queryset.filter(criticality=criticality)
     if lifecycle:
@@ -46,6 +54,16 @@ def dataset_list(
     if search:
         queryset = queryset.filter(Q(name__icontains=search) | Q(description__icontains=search))
     return queryset
+
+
+def _identity_or_none(namespace: str, name: str | None):
+    """Normalise a filter's identity; a bare name is matched exactly."""
+    try:
+        if namespace:
+            return normalise_dataset_identity(namespace, name or "x")
+        return DatasetIdentity(namespace="", name=name or "")
+    except ValueError:
+        return None
 
 
 def dataset_get(*, namespace: str, name: str) -> Dataset:

@@ -90,7 +90,7 @@ def api_key_create(
         expires_at: aware UTC instant after which the key is refused; None: never.
         delegated_datasets: other teams' datasets this key may publish readiness for.
         granted_by: the key creating this one, if created over the API; a key can only
-            grant scopes it holds itself.
+            grant scopes it holds itself, and never expires after it.
 
     Returns:
         ``(key, token)``; the token is the only copy of the secret: show it once.
@@ -102,6 +102,9 @@ def api_key_create(
     unknown = sorted(set(scopes) - set(ApiKey.Scope.values))
     if unknown:
         raise ValidationError({"scopes": f"unknown scope(s): {', '.join(unknown)}"})
+    if granted_by is not None and granted_by.expires_at is not None:
+        # A key cannot outlive the key that made it.
+        expires_at = min(expires_at or granted_by.expires_at, granted_by.expires_at)
     if granted_by is not None:
         missing = sorted(set(scopes) - set(granted_by.scopes))
         if missing:
@@ -246,6 +249,7 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
         raise errors.NotDatasetOwner(f"{dataset} is owned by team {dataset.owner.slug}")
     _validate_dataset_fields(changes)
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
+    _check_partitioning_change(dataset, changes)
     audited = {}
     for field_name, new in changes.items():
         old = getattr(dataset, field_name)
@@ -263,6 +267,23 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
             changes=audited,
         )
     return dataset
+
+
+def _check_partitioning_change(dataset: Dataset, changes: dict[str, Any]) -> None:
+    """Keys and intervals of stored partitions follow the partitioning and its zone, so
+    neither may change once partitions exist (register a new dataset instead)."""
+    changed = [
+        name
+        for name in ("partitioning", "partition_timezone")
+        if name in changes and changes[name] != getattr(dataset, name)
+    ]
+    if changed and dataset.partitions.exists():
+        raise errors.PartitioningLocked(
+            f"{dataset} already has partitions; {' and '.join(changed)} cannot change",
+            errors=[
+                FieldError(name, "fixed once partitions exist", "immutable") for name in changed
+            ],
+        )
 
 
 def _jsonable(value: Any) -> Any:
@@ -651,7 +672,7 @@ def subscription_create(
     dataset: Dataset,
     job_namespace: str = "",
     job_name: str = "",
-    endpoint_url: str = "",
+    endpoint_url: str | None = None,
     event_types: list[str] | None = None,
     partition_pattern: str = "",
 ) -> tuple[Subscription, bool]:
@@ -660,28 +681,32 @@ def subscription_create(
     Declaring the same (team, dataset, job) again updates its endpoint and filters.
 
     Args:
-        endpoint_url: webhook URL to notify; reused when the team already has it.
+        endpoint_url: webhook URL to notify, reused when the team already has it; ``""``
+            removes it; None keeps what an earlier declaration set.
         event_types: notification types to receive; empty or None: all.
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
 
     Returns:
         ``(subscription, created)``.
     """
-    endpoint = None
-    if endpoint_url:
-        endpoint, _ = Endpoint.objects.get_or_create(
-            team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
+    defaults: dict[str, Any] = {
+        "event_types": sorted(set(event_types or [])),
+        "partition_pattern": partition_pattern,
+    }
+    if endpoint_url is not None:  # None: keep the endpoint a previous declaration set
+        defaults["endpoint"] = (
+            Endpoint.objects.get_or_create(
+                team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
+            )[0]
+            if endpoint_url
+            else None
         )
     subscription, created = Subscription.objects.update_or_create(
         team=actor.team,
         dataset=dataset,
         job_namespace=job_namespace,
         job_name=job_name,
-        defaults={
-            "endpoint": endpoint,
-            "event_types": sorted(set(event_types or [])),
-            "partition_pattern": partition_pattern,
-        },
+        defaults=defaults,
     )
     return subscription, created
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from rest_framework import serializers
 
 from catalog.models import ApiKey, Dataset, Notification, PartitionRevision
@@ -178,17 +180,27 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=1024, required=False, trim_whitespace=False)
     job_namespace = serializers.CharField(max_length=255, allow_blank=True, default="")
     job_name = serializers.CharField(max_length=1024, allow_blank=True, default="")
-    endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, default="")
+    endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, required=False)
     event_types = serializers.ListField(
         child=serializers.ChoiceField(Notification.Type.choices), max_length=20, default=list
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
 
     def validate(self, attrs):
-        if "dataset_id" not in attrs and not ("namespace" in attrs and "name" in attrs):
+        by_identity = "namespace" in attrs or "name" in attrs
+        if ("dataset_id" in attrs) == by_identity or (
+            by_identity and not ("namespace" in attrs and "name" in attrs)
+        ):
             raise serializers.ValidationError(
-                {"dataset_id": "give dataset_id, or namespace and name"}
+                {"dataset_id": "give either dataset_id, or namespace and name"}
             )
+        url = attrs.get("endpoint_url")
+        if url:
+            parts = urlsplit(url)
+            if parts.scheme != "https" or parts.username or parts.password:
+                raise serializers.ValidationError(
+                    {"endpoint_url": "must be an https URL without credentials"}
+                )
         if bool(attrs["job_namespace"]) != bool(attrs["job_name"]):
             raise serializers.ValidationError(
                 {"job_name": "job_namespace and job_name go together"}

@@ -99,9 +99,8 @@ class DatasetListCreateApi(APIView):
             criticality=f.get("criticality"),
             lifecycle=f.get("lifecycle"),
             search=f.get("q"),
+            name=f.get("name"),
         )
-        if f.get("name"):
-            queryset = queryset.filter(name=f["name"])
         return _paginate(self, request, queryset, s.DatasetOutputSerializer, ("id",))
 
     @extend_schema(

@@ -58,3 +58,18 @@ def test_parse_partition_key_refuses_an_hour_skipped_by_spring_forward():
 
 def test_unpartitioned_dataset_has_one_partition_without_interval():
     assert parse_partition_key("none", "") is None
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "key", "tz"),
+    [
+        ("daily", "9999-12-31", "UTC"),
+        ("monthly", "9999-12", "UTC"),
+        ("daily", "0001-01-01", "Asia/Tokyo"),
+        ("hourly", "0001-01-01T00", "Europe/Berlin"),
+        ("daily", "9999-12-31", "America/New_York"),
+    ],
+)
+def test_parse_partition_key_refuses_periods_beyond_the_calendar(partitioning, key, tz):
+    with pytest.raises(PartitionKeyError):
+        parse_partition_key(partitioning, key, tz)
