@@ -103,8 +103,10 @@ def _flatten(detail: Any, prefix: str = ""):
     """DRF error details as ``{"field", "rule", "detail"}`` with dotted field paths."""
     if isinstance(detail, dict):
         for key, value in detail.items():
-            name = "body" if key == "non_field_errors" and not prefix else str(key)
-            yield from _flatten(value, f"{prefix}.{name}" if prefix else name)
+            if key == "non_field_errors":  # an error of the object itself
+                yield from _flatten(value, prefix)
+            else:
+                yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(detail, list):
         if all(not isinstance(item, dict | list) for item in detail):
             for item in detail:

@@ -13,5 +13,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
+handler400 = errors.bad_request
 handler404 = errors.not_found
 handler500 = errors.server_error

@@ -93,7 +93,7 @@ def problem_document(
 
 class ValidationProblem(Problem):
     code = "validation_error"
-    title = "The request body is not valid"
+    title = "The request is not valid"
     status = 400
 
 

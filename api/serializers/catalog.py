@@ -136,13 +136,16 @@ class ReadinessPublishOutputSerializer(serializers.Serializer):
 
 
 class RevisionOutputSerializer(serializers.Serializer):
-    version = serializers.CharField()
+    version = serializers.SerializerMethodField()
     state = serializers.CharField()
     ready_at = serializers.DateTimeField()
     detected_by = serializers.CharField()
     code_version = serializers.CharField()
     manifest = serializers.JSONField()
     metadata = serializers.JSONField()
+
+    def get_version(self, obj) -> str | None:
+        return obj.version or None  # "" is the revision published without a version
 
 
 class PartitionOutputSerializer(serializers.Serializer):

@@ -19,3 +19,29 @@ def not_found(request, exception=None):
 
 def server_error(request):
     return json_problem_response(server_error_document(request.path))
+
+
+def bad_request(request, exception=None):
+    """Django's 400 (e.g. a Host header not in ALLOWED_HOSTS) as a problem document."""
+    return json_problem_response(
+        problem_document(
+            code="bad_request",
+            title="Bad request",
+            status=400,
+            detail="the request could not be accepted (check the Host header)",
+            instance=request.path,
+        )
+    )
+
+
+def csrf_failure(request, reason=""):
+    """CSRF refusals (session-authenticated forms only; API keys need no CSRF token)."""
+    return json_problem_response(
+        problem_document(
+            code="csrf_failed",
+            title="CSRF check failed",
+            status=403,
+            detail=reason or "the CSRF token is missing or wrong",
+            instance=request.path,
+        )
+    )

@@ -54,6 +54,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+CSRF_FAILURE_VIEW = "api.views.errors.csrf_failure"
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [

@@ -50,3 +50,12 @@ def test_unrouted_path_is_a_problem_document(client):
     response = client.get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response["Content-Type"] == "application/problem+json"
+
+
+def test_csrf_and_host_refusals_are_problem_documents(client, settings):
+    from django.test import Client
+
+    response = Client(enforce_csrf_checks=True).post("/healthz")
+    assert (response.status_code, response["Content-Type"]) == (403, "application/problem+json")
+    response = client.get("/healthz", HTTP_HOST="evil.example")
+    assert (response.status_code, response["Content-Type"]) == (400, "application/problem+json")

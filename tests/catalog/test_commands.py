@@ -39,3 +39,11 @@ def test_load_demo_refuses_a_configured_database():
     with pytest.raises(CommandError, match="embedded"):
         call_command("load_demo")
     assert not Team.objects.exists()
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "100000000"])
+def test_create_api_key_rejects_expiry_out_of_range(days):
+    call_command("create_team", "orders", name="Orders")
+    with pytest.raises(CommandError, match="between 1 and 3650"):
+        call_command("create_api_key", "orders", "--expires-in-days", days)
+    assert not ApiKey.objects.exists()

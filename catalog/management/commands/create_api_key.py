@@ -19,13 +19,17 @@ class Command(BaseCommand):
             default="publish,lineage,read,manage",
             help=f"comma-separated, from {', '.join(ApiKey.Scope.values)}",
         )
-        parser.add_argument("--expires-in-days", type=int, default=None)
+        parser.add_argument(
+            "--expires-in-days", type=int, default=None, help="1 to 3650; default: never"
+        )
 
     def handle(self, *args, team, name, scopes, expires_in_days, **options):
         try:
             team_obj = selectors.team_get(slug=team)
         except errors.TeamNotFound as exc:
             raise CommandError(exc.detail) from exc
+        if expires_in_days is not None and not 1 <= expires_in_days <= 3650:
+            raise CommandError("--expires-in-days must be between 1 and 3650")
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
         try:
             _, token = services.api_key_create(
