@@ -34,7 +34,12 @@ from .models import (
     Subscription,
     Team,
 )
-from .partitioning import PartitionKeyError, parse_partition_key, validate_timezone
+from .partitioning import (
+    LogicalInterval,
+    PartitionKeyError,
+    parse_partition_key,
+    validate_timezone,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -403,7 +408,12 @@ def _publish(
     code_version: str,
     now: datetime,
 ) -> PublishResult:
-    dataset = Dataset.objects.filter(namespace=namespace, name=name).first()
+    # Only what publishing reads: wide rows cost more to build than to fetch.
+    dataset = (
+        Dataset.objects.filter(namespace=namespace, name=name)
+        .only("namespace", "name", "owner_id", "lifecycle", "partitioning", "partition_timezone")
+        .first()
+    )
     if dataset is None:
         raise errors.DatasetNotFound(
             f"no dataset {namespace}/{name} is registered",
@@ -421,40 +431,46 @@ def _publish(
             extra={"expected_format": exc.expected_format},
         ) from exc
 
-    part = _partition_lock_or_create(dataset=dataset, key=key, interval=interval)
-    current = part.current_revision
-    if version is None:
-        revision = current or PartitionRevision.objects.create(partition=part, version="")
+    part, part_created = _partition_lock_or_create(dataset=dataset, key=key, interval=interval)
+    current = None if part_created else part.current_revision
+    if version is None or part_created:
+        revision = current
     else:
         revision = PartitionRevision.objects.filter(partition=part, version=version).first()
-        if revision is None:
-            revision = PartitionRevision.objects.create(partition=part, version=version)
-    if current is not None and revision.pk < current.pk:
+    if revision is not None and current is not None and revision.pk < current.pk:
         # A late retry of a superseded version must not roll the partition back.
         return _publish_response(dataset, part, revision, status_code=200)
     current_is_ready = current is not None and current.state == PartitionRevision.State.READY
     # A failed new version never hides the last good one from readers.
-    becomes_current = revision != current and (
+    becomes_current = (revision is None or current is None or revision.pk != current.pk) and (
         state == PartitionRevision.State.READY or not current_is_ready
     )
     restated_version = current.version if becomes_current and current_is_ready else None
 
-    changed = becomes_current
-    if revision.state != state:
-        if revision.state == PartitionRevision.State.READY:
+    event = None
+    if revision is None or revision.state != state:
+        if revision is not None and revision.state == PartitionRevision.State.READY:
             raise errors.RevisionAlreadyReady(
                 f"partition {key!r} version {revision.version or '(unversioned)'!r} is already "
                 "ready; publish a new version to restate it",
                 errors=[FieldError("state", "a ready revision cannot change state", "terminal")],
             )
-        revision.state = state
-        revision.ready_at = now if state == PartitionRevision.State.READY else None
-        revision.manifest = manifest
-        revision.metadata = metadata
-        revision.code_version = code_version
-        revision.detected_by = PartitionRevision.DetectedBy.EVENT
-        revision.save()
-        changed = True
+        content = {
+            "state": state,
+            "ready_at": now if state == PartitionRevision.State.READY else None,
+            "manifest": manifest,
+            "metadata": metadata,
+            "code_version": code_version,
+            "detected_by": PartitionRevision.DetectedBy.EVENT,
+        }
+        if revision is None:
+            revision = PartitionRevision.objects.create(
+                partition=part, version=version or "", **content
+            )
+        else:
+            for field_name, value in content.items():
+                setattr(revision, field_name, value)
+            revision.save(update_fields=list(content))
         event = ReadinessEvent.objects.create(
             dataset=dataset,
             partition=part,
@@ -476,7 +492,10 @@ def _publish(
     if becomes_current:
         part.current_revision = revision
         part.save(update_fields=["current_revision", "updated_at"])
-    return _publish_response(dataset, part, revision, status_code=201 if changed else 200)
+    changed = becomes_current or event is not None
+    return _publish_response(
+        dataset, part, revision, status_code=201 if changed else 200, event=event
+    )
 
 
 def _check_may_publish(actor: Actor, dataset: Dataset) -> None:
@@ -493,29 +512,39 @@ def _check_may_publish(actor: Actor, dataset: Dataset) -> None:
     )
 
 
-def _partition_lock_or_create(*, dataset: Dataset, key: str, interval) -> Partition:
-    """The partition row, locked FOR UPDATE; created if missing, safe under concurrency.
+def _partition_lock_or_create(
+    *, dataset: Dataset, key: str, interval: LogicalInterval | None
+) -> tuple[Partition, bool]:
+    """The partition row, locked for this transaction; created if missing.
 
-    A concurrent creator's INSERT waits on the unique index until the first commits, then
-    fails; the savepoint absorbs it and the row is read and locked instead.
+    One ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (PostgreSQL and SQLite alike): a
+    new row is ours and locked by the insert itself; a concurrent creator waits on the
+    unique index until the first commits and then finds the row, which it locks.
+
+    Returns:
+        ``(partition, created)``.
     """
+    now = timezone.now()
+    start, end = (interval.start, interval.end) if interval else (None, None)
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Partition._meta.db_table} "  # noqa: S608 - table name from the model
+            "(dataset_id, key, start_at, end_at, created_at, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (dataset_id, key) DO NOTHING RETURNING id",
+            [dataset.pk, key, adapt(start), adapt(end), adapt(now), adapt(now)],
+        )
+        row = cursor.fetchone()
+    if row is not None:
+        part = Partition(
+            id=row[0], dataset=dataset, key=key, start_at=start, end_at=end, created_at=now
+        )
+        part.updated_at = now
+        return part, True
     # No join here: the current revision must be read after the lock is granted, or a
     # waiter would act on the revision as it was before the holder changed it.
-    queryset = Partition.objects.select_for_update()
-    part = queryset.filter(dataset=dataset, key=key).first()
-    if part is not None:
-        return part
-    try:
-        with transaction.atomic():
-            Partition.objects.create(
-                dataset=dataset,
-                key=key,
-                start_at=interval.start if interval else None,
-                end_at=interval.end if interval else None,
-            )
-    except IntegrityError:
-        pass
-    return queryset.get(dataset=dataset, key=key)
+    return Partition.objects.select_for_update().get(dataset=dataset, key=key), False
 
 
 def _notify(
@@ -555,30 +584,36 @@ def _notify(
     }
     notification.save()
 
-    endpoints: dict[int, Endpoint] = {}
-    for sub in Subscription.objects.filter(
-        dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
-    ).select_related("endpoint"):
-        if sub.event_types and kind not in sub.event_types:
-            continue
-        if sub.partition_pattern and not fnmatch.fnmatchcase(part.key, sub.partition_pattern):
-            continue
-        endpoints[sub.endpoint_id] = sub.endpoint
-    if endpoints:
+    endpoint_ids = {
+        endpoint_id
+        for endpoint_id, event_types, pattern in Subscription.objects.filter(
+            dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
+        ).values_list("endpoint_id", "event_types", "partition_pattern")
+        if (not event_types or kind in event_types)
+        and (not pattern or fnmatch.fnmatchcase(part.key, pattern))
+    }
+    if endpoint_ids:
         Delivery.objects.bulk_create(
             [
-                Delivery(notification=notification, endpoint=endpoint, next_attempt_at=now)
-                for endpoint in endpoints.values()
+                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
+                for endpoint_id in sorted(endpoint_ids)
             ]
         )
         doorbell.ring_deliveries()
 
 
 def _publish_response(
-    dataset: Dataset, part: Partition, revision: PartitionRevision, *, status_code: int
+    dataset: Dataset,
+    part: Partition,
+    revision: PartitionRevision,
+    *,
+    status_code: int,
+    event: ReadinessEvent | None = None,
 ) -> PublishResult:
     event_id = (
-        ReadinessEvent.objects.filter(revision=revision, state=revision.state)
+        event.pk
+        if event is not None
+        else ReadinessEvent.objects.filter(revision=revision, state=revision.state)
         .values_list("pk", flat=True)
         .first()
     )
