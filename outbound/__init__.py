@@ -1,0 +1,23 @@
+"""Calling other people's endpoints safely: the one sending policy for webhooks and pages.
+
+Pure (no Django, no app imports), so the catalog's delivery worker and the watchdog's pager
+share the same rules: an SSRF guard at connect time, timeouts with a total deadline,
+bounded response reads, failure classification, backoff, and Standard Webhooks signing.
+"""
+
+from .http import AddressPolicy, AttemptResult, BlockedAddress, Sender
+from .policy import Decision, backoff_delay, classify, parse_retry_after
+from .signing import generate_secret, signature_header
+
+__all__ = [
+    "AddressPolicy",
+    "AttemptResult",
+    "BlockedAddress",
+    "Decision",
+    "Sender",
+    "backoff_delay",
+    "classify",
+    "generate_secret",
+    "parse_retry_after",
+    "signature_header",
+]

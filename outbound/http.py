@@ -1,0 +1,198 @@
+"""Sending one request to an endpoint we do not control, safely.
+
+- SSRF guard at connect time: the host is resolved once and every address is checked
+  against private, loopback, link-local, reserved and translation ranges (so DNS
+  rebinding cannot slip past a check made at registration); the vetted address is the
+  one connected to, with the original host kept for TLS SNI and ``Host``.
+- No redirects, no proxies from the environment.
+- Connect/read/write timeouts plus a total deadline, checked while the response streams,
+  so a receiver dripping bytes cannot hold a worker; at most 64 KiB of body is read.
+- One connection pool per ``Sender`` (one per worker process), reused across requests.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import httpcore
+import httpx
+
+MAX_RESPONSE_BYTES = 64 * 1024
+EXCERPT_CHARS = 1024
+
+_ALWAYS_BLOCKED = [
+    ipaddress.ip_network(n)
+    for n in (
+        "64:ff9b::/96",  # NAT64: reaches IPv4 addresses through a translator
+        "64:ff9b:1::/48",
+        "2002::/16",  # 6to4: embeds an IPv4 address
+        "100.64.0.0/10",  # carrier-grade NAT
+        "192.0.0.0/24",
+    )
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class BlockedAddress(Exception):
+    """The endpoint resolved to an address outbound requests may not reach."""
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which resolved addresses outbound requests may connect to.
+
+    Args:
+        allow_networks: CIDR blocks allowed even though not public (e.g. ``127.0.0.0/8``
+            in tests, an internal hook relay in production).
+        allow_http: plain ``http://`` URLs are allowed (only sensible with an allow-list).
+    """
+
+    allow_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    allow_http: bool = False
+
+    @classmethod
+    def from_strings(cls, networks: Iterable[str], *, allow_http: bool = False) -> AddressPolicy:
+        return cls(tuple(ipaddress.ip_network(n, strict=False) for n in networks), allow_http)
+
+    def check(self, address: IPAddress, host: str) -> None:
+        """Raise BlockedAddress unless ``address`` is public or explicitly allowed."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+            address = address.ipv4_mapped
+        if any(address in net for net in self.allow_networks):
+            return
+        if (
+            not address.is_global
+            or address.is_multicast
+            or any(address in net for net in _ALWAYS_BLOCKED)
+        ):
+            raise BlockedAddress(f"{host} resolves to {address}, which is not a public address")
+
+
+class _GuardedBackend(httpcore.SyncBackend):
+    """httpcore's socket backend, resolving and vetting the address before connecting."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        if not infos:
+            raise httpcore.ConnectError(f"{host} did not resolve")
+        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        for address in addresses:  # every address, or rebinding could pick a bad one later
+            self.policy.check(address, host)
+        return super().connect_tcp(
+            str(addresses[0]),
+            port,
+            timeout,
+            local_address=local_address,
+            socket_options=socket_options,
+        )
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """What one attempt saw.
+
+    ``status_code`` is None when no response arrived; then ``error_kind`` is one of
+    ``timeout``, ``connect``, ``deadline``, ``protocol``, ``blocked``, ``invalid_url``.
+    """
+
+    status_code: int | None
+    duration_ms: int
+    response_excerpt: str = ""
+    retry_after: str | None = None
+    error_kind: str = ""
+    error: str = ""
+
+
+@dataclass
+class Sender:
+    """POSTs bodies with the guard, timeouts and deadline above.
+
+    Args:
+        policy: the address policy.
+        connect_timeout, read_timeout: seconds, per connect and per read.
+        total_deadline: seconds for the whole attempt, response included.
+    """
+
+    policy: AddressPolicy = field(default_factory=AddressPolicy)
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0
+    total_deadline: float = 15.0
+    user_agent: str = "Tidemark-Webhooks/1"
+    _client: httpx.Client | None = field(default=None, init=False, repr=False)
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            transport = httpx.HTTPTransport(retries=0)
+            # httpx has no public hook for the network backend: rebuild its pool with ours.
+            transport._pool = httpcore.ConnectionPool(
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=20,
+                max_keepalive_connections=10,
+                keepalive_expiry=30.0,
+                network_backend=_GuardedBackend(self.policy),
+            )
+            self._client = httpx.Client(
+                transport=transport,
+                follow_redirects=False,
+                trust_env=False,
+                timeout=httpx.Timeout(
+                    self.total_deadline, connect=self.connect_timeout, read=self.read_timeout
+                ),
+                headers={"User-Agent": self.user_agent},
+            )
+        return self._client
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> AttemptResult:
+        """POST ``body`` to ``url``; never raises for network trouble, only reports it."""
+        started = time.monotonic()
+
+        def result(**kwargs) -> AttemptResult:
+            return AttemptResult(duration_ms=int((time.monotonic() - started) * 1000), **kwargs)
+
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            return result(status_code=None, error_kind="invalid_url", error=str(exc))
+        if parsed.scheme != "https" and not (parsed.scheme == "http" and self.policy.allow_http):
+            return result(status_code=None, error_kind="invalid_url", error="only https URLs")
+        try:
+            with self.client().stream("POST", parsed, content=body, headers=headers) as response:
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= MAX_RESPONSE_BYTES:
+                        break
+                    if time.monotonic() - started > self.total_deadline:
+                        return result(
+                            status_code=None,
+                            error_kind="deadline",
+                            error=f"response not complete within {self.total_deadline:g} s",
+                        )
+                excerpt = b"".join(chunks)[:EXCERPT_CHARS].decode("utf-8", "replace")
+                return result(
+                    status_code=response.status_code,
+                    response_excerpt=excerpt,
+                    retry_after=response.headers.get("retry-after"),
+                )
+        except BlockedAddress as exc:
+            return result(status_code=None, error_kind="blocked", error=str(exc))
+        except httpx.TimeoutException as exc:
+            return result(status_code=None, error_kind="timeout", error=str(exc) or "timed out")
+        except httpx.ConnectError as exc:
+            return result(status_code=None, error_kind="connect", error=str(exc))
+        except (httpx.TransportError, socket.gaierror) as exc:
+            return result(status_code=None, error_kind="protocol", error=str(exc))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

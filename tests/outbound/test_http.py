@@ -1,0 +1,130 @@
+import ipaddress
+import socket
+import threading
+import time
+
+import pytest
+from werkzeug import Response
+
+from outbound import AddressPolicy, BlockedAddress, Sender
+
+LOOPBACK = AddressPolicy.from_strings(["127.0.0.0/8", "::1/128"], allow_http=True)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "64:ff9b::a00:1",
+        "2002:a00:1::1",
+        "224.0.0.1",
+    ],
+)
+def test_default_policy_blocks_non_public_addresses(address):
+    with pytest.raises(BlockedAddress):
+        AddressPolicy().check(ipaddress.ip_address(address), "h")
+
+
+def test_public_and_allow_listed_addresses_pass():
+    AddressPolicy().check(ipaddress.ip_address("93.184.215.14"), "h")
+    LOOPBACK.check(ipaddress.ip_address("127.0.0.1"), "h")
+
+
+def test_post_reaches_allowed_loopback_receiver(httpserver):
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok", status=200)
+    result = Sender(policy=LOOPBACK).post(httpserver.url_for("/hook"), b"{}", {"x": "1"})
+    assert (result.status_code, result.response_excerpt, result.error_kind) == (200, "ok", "")
+
+
+def test_post_to_loopback_is_blocked_by_default_policy(httpserver):
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    sender = Sender(policy=AddressPolicy(allow_http=True))
+    result = sender.post(httpserver.url_for("/hook"), b"{}", {})
+    assert (result.status_code, result.error_kind) == (None, "blocked")
+    assert httpserver.log == []
+
+
+def test_name_resolving_to_loopback_is_blocked(httpserver):
+    url = (
+        httpserver.url_for("/hook").replace("127.0.0.1", "localhost").replace("[::1]", "localhost")
+    )
+    result = Sender(policy=AddressPolicy(allow_http=True)).post(url, b"{}", {})
+    assert result.error_kind == "blocked"
+
+
+def test_plain_http_is_refused_unless_allowed(httpserver):
+    result = Sender(policy=AddressPolicy.from_strings(["127.0.0.0/8"])).post(
+        httpserver.url_for("/hook"), b"{}", {}
+    )
+    assert result.error_kind == "invalid_url"
+
+
+def test_redirects_are_not_followed(httpserver):
+    httpserver.expect_request("/hook").respond_with_data("", status=302, headers={"Location": "/x"})
+    result = Sender(policy=LOOPBACK).post(httpserver.url_for("/hook"), b"{}", {})
+    assert result.status_code == 302
+    assert len(httpserver.log) == 1
+
+
+def test_slow_receiver_times_out(httpserver):
+    def slow(request):
+        time.sleep(1.5)
+        return Response("late")
+
+    httpserver.expect_request("/hook").respond_with_handler(slow)
+    result = Sender(policy=LOOPBACK, read_timeout=0.3, total_deadline=5).post(
+        httpserver.url_for("/hook"), b"{}", {}
+    )
+    assert (result.status_code, result.error_kind) == (None, "timeout")
+
+
+def test_drip_feeding_receiver_hits_the_total_deadline():
+    """Headers, then one byte every 0.2 s: each read is quick, the whole is not."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                break
+            time.sleep(0.2)
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        result = Sender(policy=LOOPBACK, read_timeout=1, total_deadline=1).post(
+            f"http://127.0.0.1:{port}/hook", b"{}", {}
+        )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        server.close()
+    assert (result.status_code, result.error_kind) == (None, "deadline")
+    assert took < 2.5
+
+
+def test_connection_refused_is_a_connect_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = Sender(policy=LOOPBACK).post(f"http://127.0.0.1:{port}/", b"{}", {})
+    assert (result.status_code, result.error_kind) == (None, "connect")
