@@ -22,6 +22,11 @@ def ring_deliveries() -> None:
     transaction.on_commit(lambda: _send(DELIVER_DUE), robust=True)
 
 
+def ring_now(task_name: str) -> None:
+    """Ring at once (outside any transaction); failures are logged, never raised."""
+    _send(task_name)
+
+
 def _send(task_name: str) -> None:
     from config.celery import app  # the web process loads Celery only when it rings
 

@@ -284,6 +284,15 @@ class Endpoint(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.WEBHOOK)
     url = models.CharField(max_length=2048)
     is_active = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=255, blank=True)
+    # Standard Webhooks signing secrets, encrypted (catalog.secrets): they must sign, so
+    # they cannot be hashed. The previous one keeps signing until its overlap ends.
+    secret_encrypted = models.TextField(blank=True)
+    previous_secret_encrypted = models.TextField(blank=True)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    failing_since = models.DateTimeField(
+        null=True, blank=True, help_text="First failed attempt since the last success."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -364,10 +373,13 @@ class Delivery(models.Model):
     claim_token = models.UUIDField(null=True, blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error_kind = models.CharField(max_length=32, blank=True)
     last_error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "deliveries"
         constraints = [
             models.UniqueConstraint(fields=["notification", "endpoint"], name="uniq_delivery"),
         ]
@@ -381,6 +393,29 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.notification_id} -> {self.endpoint_id} ({self.state})"
+
+
+class DeliveryAttempt(models.Model):
+    """One try of a delivery, append-only: what was sent when, and what came back."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    decision = models.CharField(max_length=16)
+    error_kind = models.CharField(max_length=32, blank=True)
+    error = models.TextField(blank=True)
+    response_excerpt = models.TextField(blank=True)
+    next_attempt_in_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"], name="uniq_attempt_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id}#{self.number} {self.status_code or self.error_kind}"
 
 
 class IdempotencyRecord(models.Model):

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
 
-from . import doorbell, errors, keys
+from . import delivery, doorbell, errors, keys
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
     ApiKey,
@@ -700,6 +700,16 @@ def _idempotency_begin(
 # --- subscriptions ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SubscriptionResult:
+    """``subscription_create``'s answer; ``endpoint_secret`` is set only when the webhook
+    endpoint was new: it is the one time its signing secret is shown."""
+
+    subscription: Subscription
+    created: bool
+    endpoint_secret: str | None = None
+
+
 @transaction.atomic
 def subscription_create(
     *,
@@ -710,7 +720,8 @@ def subscription_create(
     endpoint_url: str | None = None,
     event_types: list[str] | None = None,
     partition_pattern: str = "",
-) -> tuple[Subscription, bool]:
+    now: datetime | None = None,
+) -> SubscriptionResult:
     """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
 
     Declaring the same (team, dataset, job) again updates its endpoint and filters.
@@ -720,22 +731,27 @@ def subscription_create(
             removes it; None keeps what an earlier declaration set.
         event_types: notification types to receive; empty or None: all.
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
+        now: aware UTC instant (default: the current time).
 
     Returns:
-        ``(subscription, created)``.
+        A ``SubscriptionResult``; a new webhook endpoint gets a signing secret, returned
+        once in ``endpoint_secret``.
     """
+    now = now or timezone.now()
     defaults: dict[str, Any] = {
         "event_types": sorted(set(event_types or [])),
         "partition_pattern": partition_pattern,
     }
+    new_secret = None
     if endpoint_url is not None:  # None: keep the endpoint a previous declaration set
-        defaults["endpoint"] = (
-            Endpoint.objects.get_or_create(
+        defaults["endpoint"] = None
+        if endpoint_url:
+            endpoint, endpoint_created = Endpoint.objects.get_or_create(
                 team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
-            )[0]
-            if endpoint_url
-            else None
-        )
+            )
+            if endpoint_created:
+                new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=now)
+            defaults["endpoint"] = endpoint
     subscription, created = Subscription.objects.update_or_create(
         team=actor.team,
         dataset=dataset,
@@ -743,7 +759,7 @@ def subscription_create(
         job_name=job_name,
         defaults=defaults,
     )
-    return subscription, created
+    return SubscriptionResult(subscription, created, new_secret)
 
 
 @transaction.atomic

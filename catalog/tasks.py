@@ -6,18 +6,31 @@ import logging
 
 from celery import shared_task
 
-from . import selectors
+from . import delivery, doorbell
 
 logger = logging.getLogger(__name__)
 
+_sender = None
+
+
+def _process_sender():
+    """One HTTP client per worker process, so connections to endpoints are reused."""
+    global _sender
+    if _sender is None:
+        _sender = delivery.sender_from_settings()
+    return _sender
+
 
 @shared_task(name="catalog.tasks.deliver_due")
-def deliver_due() -> int:
-    """Doorbell target for due deliveries; returns how many are due now.
+def deliver_due() -> str:
+    """Deliver what is due: the publish doorbell and the 30 s beat sweep both ring this.
 
-    The HTTP sender that claims and sends them belongs to the notifications work; until it
-    lands, deliveries wait as outbox rows and this task reports the backlog.
+    Runs a bounded pass; when the pass stopped with work left, rings itself again rather
+    than holding the worker.
     """
-    due = selectors.delivery_count_due()
-    logger.info("deliveries due: %d", due)
-    return due
+    batches = 20
+    summary = delivery.deliver_due(sender=_process_sender(), max_batches=batches)
+    logger.info("deliveries: %s", summary)
+    if summary.claimed >= batches * delivery.batch_size():
+        doorbell.ring_now(doorbell.DELIVER_DUE)
+    return str(summary)

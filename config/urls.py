@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -12,6 +13,11 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("admin/", admin.site.urls),
 ]
+
+if settings.EMBEDDED:
+    from api.views import demo
+
+    urlpatterns.append(path("demo/hooks/<slug:team_slug>", demo.webhook_receiver))
 
 handler400 = errors.bad_request
 handler404 = errors.not_found

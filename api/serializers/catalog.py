@@ -221,6 +221,12 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     event_types = serializers.ListField(child=serializers.CharField())
     partition_pattern = serializers.CharField()
     created_at = serializers.DateTimeField()
+    endpoint_secret = serializers.CharField(
+        read_only=True,
+        required=False,
+        help_text="The webhook's Standard Webhooks signing secret: only in the response "
+        "that created the endpoint.",
+    )
 
     def get_dataset(self, obj) -> dict:
         return {"id": obj.dataset_id, "namespace": obj.dataset.namespace, "name": obj.dataset.name}

@@ -249,12 +249,12 @@ class SubscriptionListCreateApi(APIView):
             if dataset_id is not None
             else selectors.dataset_get(namespace=namespace, name=name)
         )
-        subscription, created = services.subscription_create(
-            actor=_actor(request), dataset=dataset, **values
-        )
+        result = services.subscription_create(actor=_actor(request), dataset=dataset, **values)
+        body = dict(s.SubscriptionOutputSerializer(result.subscription).data)
+        if result.endpoint_secret:
+            body["endpoint_secret"] = result.endpoint_secret
         return Response(
-            s.SubscriptionOutputSerializer(subscription).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+            body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         )
 
 

@@ -6,6 +6,8 @@ Without ``DATABASE_URL`` Tidemark runs in its *embedded* mode: SQLite files unde
 ``CELERY_BROKER_URL`` to run on PostgreSQL and Redis.
 """
 
+import base64
+import hashlib
 from pathlib import Path
 
 import environ
@@ -146,6 +148,34 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["api.permissions.Public"],
     "SERVE_AUTHENTICATION": [],
 }
+
+# Fernet keys for secrets kept encrypted at rest (webhook signing secrets); the first
+# encrypts, all decrypt. Production sets them; elsewhere one is derived from SECRET_KEY.
+TIDEMARK_ENCRYPTION_KEYS = env.list("TIDEMARK_ENCRYPTION_KEYS", default=[]) or [
+    base64.urlsafe_b64encode(hashlib.sha256(SECRET_KEY.encode()).digest()).decode()
+]
+
+# Consumer webhook delivery (catalog.delivery). Seconds throughout.
+TIDEMARK_DELIVERY = {
+    "max_attempts": env.int("TIDEMARK_DELIVERY_MAX_ATTEMPTS", default=15),
+    "backoff_base_seconds": env.float("TIDEMARK_DELIVERY_BACKOFF_BASE", default=10.0),
+    "backoff_cap_seconds": env.float("TIDEMARK_DELIVERY_BACKOFF_CAP", default=6 * 3600.0),
+    "lease_seconds": env.int("TIDEMARK_DELIVERY_LEASE", default=60),
+    "batch_size": env.int("TIDEMARK_DELIVERY_BATCH", default=50),
+    "connect_timeout": 5.0,
+    "read_timeout": 10.0,
+    "total_deadline": 15.0,
+    # An endpoint failing every attempt this long is disabled and its owners told.
+    "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
+    # After a secret rotation the old secret keeps signing this long.
+    "secret_overlap_seconds": env.int("TIDEMARK_SECRET_OVERLAP", default=24 * 3600),
+}
+# Non-public networks outbound requests may reach (SSRF guard); empty: public only.
+# The embedded demo notifies its own loopback receiver, so loopback is allowed there.
+TIDEMARK_OUTBOUND_ALLOW_NETWORKS = env.list(
+    "TIDEMARK_OUTBOUND_ALLOW_NETWORKS", default=["127.0.0.0/8"] if EMBEDDED else []
+)
+TIDEMARK_OUTBOUND_ALLOW_HTTP = env.bool("TIDEMARK_OUTBOUND_ALLOW_HTTP", default=EMBEDDED)
 
 # Idempotency-Key records are kept at least this long (IETF httpapi idempotency draft).
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)

@@ -11,3 +11,7 @@ os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 from .base import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Test receivers listen on loopback over plain HTTP.
+TIDEMARK_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8", "::1/128"]
+TIDEMARK_OUTBOUND_ALLOW_HTTP = True

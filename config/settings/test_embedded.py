@@ -12,3 +12,7 @@ os.environ.setdefault("TIDEMARK_VAR_DIR", tempfile.mkdtemp(prefix="tidemark-embe
 from .base import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Test receivers listen on loopback over plain HTTP.
+TIDEMARK_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8", "::1/128"]
+TIDEMARK_OUTBOUND_ALLOW_HTTP = True

@@ -87,3 +87,16 @@ def test_subscribe_rejects_bad_input(client_for, team, dataset, payload, field):
 def test_subscribe_to_unknown_dataset_is_404(client_for, team):
     response = client_for(team).post(URL, {"namespace": "s3://lake", "name": "none"}, format="json")
     assert response.status_code == 404
+
+
+def test_new_webhook_endpoint_secret_is_shown_once(client_for, team, dataset):
+    client = client_for(team)
+    first = client.post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/a"}, format="json"
+    )
+    assert first.json()["endpoint_secret"].startswith("whsec_")
+    again = client.post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/a"}, format="json"
+    )
+    assert "endpoint_secret" not in again.json()
+    assert all("endpoint_secret" not in s for s in client.get(URL).json()["results"])

@@ -22,12 +22,12 @@ def _query(stack, sql: str) -> list[tuple]:
 
 
 def _doorbell_answered(stack) -> bool:
-    """The worker ran deliver_due, saw the pending delivery, and ran it more often than
+    """The worker delivered the publish's notification, and ran deliver_due more often than
     beat's sweep scheduled it: at least one run came from the publish's doorbell."""
     out = stack.stdout
     received = len(re.findall(r"Task catalog\.tasks\.deliver_due\[[^\]]+\] received", out))
     swept = out.count("Sending due task sweep-deliveries")
-    return "deliveries due: 1" in out and received > swept
+    return "deliveries: claimed 1: succeeded 1" in out and received > swept
 
 
 def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_stack, tmp_path):
@@ -47,16 +47,22 @@ def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_
 
     assert response.status_code == 201, response.text
     assert response.json()["state"] == "ready"
-    assert _query(
-        stack,
+    deliveries_sql = (
         "SELECT d.state, e.url FROM catalog_delivery d "
-        "JOIN catalog_endpoint e ON e.id = d.endpoint_id",
-    ) == [("pending", "https://hooks.analytics.example.com/tidemark")]
+        "JOIN catalog_endpoint e ON e.id = d.endpoint_id"
+    )
+    [(_, url)] = _query(stack, deliveries_sql)
+    assert url == f"{stack.url}/demo/hooks/analytics"
     wait_until(
         lambda: _doorbell_answered(stack),
         20,
-        "the worker to log 'deliveries due: 1' from the publish's doorbell",
+        "the worker to deliver the notification, woken by the publish's doorbell",
         stack.describe,
+    )
+    assert _query(stack, deliveries_sql) == [("succeeded", url)]
+    assert (
+        "demo receiver analytics: verified partition.ready for raw/orders partition 2026-11-28"
+        in stack.stdout
     )
 
     took = stack.stop(signal.SIGINT)

@@ -28,7 +28,7 @@ dataset = services.dataset_register(
 )
 services.subscription_create(
     actor=services.Actor(team=reader, username="test"), dataset=dataset,
-    endpoint_url="https://hooks.example.com/analytics",
+    endpoint_url="http://127.0.0.1:9/analytics",  # refused at once: the worker records retries
 )
 services.api_key_create(team=team, name="writers", scopes=ApiKey.Scope.values)
 """
@@ -78,7 +78,7 @@ else:
             partitions = Partition.objects.filter(dataset=dataset).count()
             events = ReadinessEvent.objects.count()
             selectors.partition_latest_ready(dataset=dataset)
-            tasks.deliver_due()  # the worker's task body: a read of the outbox
+            tasks.deliver_due()  # the worker task: claims, sends, records retries
             with transaction.atomic():  # BEGIN IMMEDIATE: competes for the write lock
                 Delivery.objects.filter(state="pending").count()
             reads += 1

@@ -61,6 +61,7 @@ class Command(BaseCommand):
             )
         key_file = settings.VAR_DIR / "demo-api-key"
         if Team.objects.filter(slug="orders").exists() and key_file.exists():
+            self._point_demo_webhook_here()
             self.stdout.write(key_file.read_text().strip())
             return
         with transaction.atomic():
@@ -78,14 +79,7 @@ class Command(BaseCommand):
                     services.dataset_register(
                         actor=services.Actor(team=team, username="demo"), **spec
                     )
-            raw_orders = Dataset.objects.get(namespace="s3://tidemark-demo", name="raw/orders")
-            services.subscription_create(
-                actor=services.Actor(team=teams["analytics"], username="demo"),
-                dataset=raw_orders,
-                job_namespace="analytics",
-                job_name="daily_orders_rollup",
-                endpoint_url="https://hooks.analytics.example.com/tidemark",
-            )
+            self._point_demo_webhook_here()
             _, token = services.api_key_create(
                 team=teams["orders"], name="demo", scopes=ApiKey.Scope.values
             )
@@ -94,3 +88,16 @@ class Command(BaseCommand):
             with os.fdopen(fd, "w") as handle:
                 handle.write(token + "\n")
         self.stdout.write(token)
+
+    def _point_demo_webhook_here(self) -> None:
+        """The analytics team reads raw/orders, notified at this server's demo receiver
+        (``/demo/hooks/analytics``), which verifies each signature and logs the event."""
+        host = os.environ.get("TIDEMARK_HOST", "127.0.0.1")
+        port = os.environ.get("TIDEMARK_PORT", "8000")
+        services.subscription_create(
+            actor=services.Actor(team=Team.objects.get(slug="analytics"), username="demo"),
+            dataset=Dataset.objects.get(namespace="s3://tidemark-demo", name="raw/orders"),
+            job_namespace="analytics",
+            job_name="daily_orders_rollup",
+            endpoint_url=f"http://{host}:{port}/demo/hooks/analytics",
+        )

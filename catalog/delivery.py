@@ -1,0 +1,321 @@
+"""Delivering notifications: claim due outbox rows, send them, record what happened.
+
+At-least-once, from the database (DESIGN.md principles 1, 2 and 4):
+
+1. **Claim** (short transaction): due deliveries are locked with ``FOR UPDATE SKIP
+   LOCKED``, given a lease (``claimed_until``, on the database clock) and a claim token,
+   and their attempt is counted, so a worker that dies mid-send still uses up attempts.
+2. **Send** outside any transaction, through ``outbound`` (SSRF guard, timeouts, deadline),
+   signed per Standard Webhooks with the same ``webhook-id`` on every attempt.
+3. **Record** (short transaction): only if the claim token still matches, so a worker
+   whose lease expired cannot overwrite a newer attempt. The next attempt time is a row
+   value (``next_attempt_at``), never a Celery countdown.
+
+A lost doorbell or a killed worker only delays a delivery: the beat sweeper re-rings
+every 30 s and expired leases are claimable again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+import outbound
+
+from . import secrets
+from .models import Delivery, DeliveryAttempt, Endpoint
+
+logger = logging.getLogger(__name__)
+
+_DUE_STATES = (Delivery.State.PENDING, Delivery.State.RETRYING)
+
+
+def _config() -> dict:
+    return settings.TIDEMARK_DELIVERY
+
+
+def batch_size() -> int:
+    """Deliveries claimed per batch."""
+    return _config()["batch_size"]
+
+
+# --- endpoint secrets -------------------------------------------------------------------
+
+
+def endpoint_set_new_secret(*, endpoint: Endpoint, now: datetime) -> str:
+    """Give ``endpoint`` a new signing secret and return it (shown to its owner once).
+
+    The previous secret, if any, keeps signing for ``secret_overlap_seconds`` so the
+    consumer can switch without rejecting a delivery. Saves the endpoint.
+    """
+    secret = outbound.generate_secret()
+    if endpoint.secret_encrypted:
+        endpoint.previous_secret_encrypted = endpoint.secret_encrypted
+        endpoint.previous_secret_expires_at = now + timedelta(
+            seconds=_config()["secret_overlap_seconds"]
+        )
+    endpoint.secret_encrypted = secrets.encrypt(secret)
+    endpoint.save()
+    return secret
+
+
+def endpoint_secrets_in_use(endpoint: Endpoint, now: datetime) -> list[str]:
+    """The secrets a delivery is signed with at ``now``: current first, then the previous
+    one while its overlap lasts."""
+    in_use = [secrets.decrypt(endpoint.secret_encrypted)]
+    expires = endpoint.previous_secret_expires_at
+    if endpoint.previous_secret_encrypted and expires is not None and expires > now:
+        in_use.append(secrets.decrypt(endpoint.previous_secret_encrypted))
+    return in_use
+
+
+# --- claim, send, record ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed delivery: everything needed to send it without the database."""
+
+    delivery_id: int
+    token: uuid.UUID
+    attempt: int
+    endpoint_id: int
+    url: str
+    msg_id: str
+    body: str
+    secrets: tuple[str, ...]
+
+
+def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list[Claim]:
+    """Claim up to ``limit`` due deliveries for this worker.
+
+    Due: pending or retrying, ``next_attempt_at`` reached, endpoint active, and not
+    leased (or the lease expired). Rows other workers hold are skipped, not waited for.
+
+    Args:
+        lease_seconds: how long the claim is exclusive; longer than one send's deadline.
+        now: aware UTC instant used to pick signing secrets (leases use the DB clock).
+
+    Returns:
+        The claims, oldest ``next_attempt_at`` first; ``attempt`` is this try's number.
+    """
+    token = uuid.uuid4()
+    with transaction.atomic():
+        ids = list(
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(state__in=_DUE_STATES, next_attempt_at__lte=Now(), endpoint__is_active=True)
+            .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now()))
+            .order_by("next_attempt_at", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if not ids:
+            return []
+        Delivery.objects.filter(id__in=ids).update(
+            claim_token=token,
+            claimed_until=Now() + timedelta(seconds=lease_seconds),
+            attempts=F("attempts") + 1,
+        )
+        rows = list(
+            Delivery.objects.filter(id__in=ids)
+            .select_related("notification", "endpoint")
+            .order_by("next_attempt_at", "id")
+        )
+    return [
+        Claim(
+            delivery_id=row.pk,
+            token=token,
+            attempt=row.attempts,
+            endpoint_id=row.endpoint_id,
+            url=row.endpoint.url,
+            msg_id=str(row.notification_id),
+            # Sorted keys: every attempt sends (and signs) byte-identical bodies.
+            body=json.dumps(row.notification.payload, sort_keys=True, separators=(",", ":")),
+            secrets=tuple(endpoint_secrets_in_use(row.endpoint, now)),
+        )
+        for row in rows
+    ]
+
+
+def delivery_send(
+    claim: Claim, *, sender: outbound.Sender, now: datetime
+) -> outbound.AttemptResult:
+    """Send one claimed delivery with Standard Webhooks headers; no database access."""
+    timestamp = int(now.timestamp())
+    headers = {
+        "Content-Type": "application/json",
+        "webhook-id": claim.msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": outbound.signature_header(
+            list(claim.secrets), msg_id=claim.msg_id, timestamp=timestamp, body=claim.body
+        ),
+    }
+    return sender.post(claim.url, claim.body.encode(), headers)
+
+
+def delivery_record(
+    *, claim: Claim, result: outbound.AttemptResult, started_at: datetime, now: datetime
+) -> str | None:
+    """Write one attempt's outcome, fenced by the claim token.
+
+    Succeeded, retrying (with ``next_attempt_at`` from backoff and ``Retry-After``), dead
+    (attempts exhausted), or rejected (a 4xx that a resend cannot fix; 410 also disables
+    the endpoint). An endpoint failing longer than ``disable_after_failing_seconds`` is
+    disabled.
+
+    Returns:
+        The delivery's new state, or None when the claim was lost (its lease expired and
+        another worker took over); then nothing is written.
+    """
+    config = _config()
+    verdict = outbound.classify(result.status_code, retry_after=result.retry_after, now=now)
+    delay = None
+    if verdict.decision == outbound.Decision.SUCCEEDED:
+        state = Delivery.State.SUCCEEDED
+    elif verdict.decision == outbound.Decision.RETRY:
+        if claim.attempt >= config["max_attempts"]:
+            state = Delivery.State.DEAD
+        else:
+            state = Delivery.State.RETRYING
+            delay = outbound.backoff_delay(
+                claim.attempt,
+                base_seconds=config["backoff_base_seconds"],
+                cap_seconds=config["backoff_cap_seconds"],
+                retry_after_seconds=verdict.retry_after_seconds,
+            )
+    else:
+        state = Delivery.State.REJECTED
+    error = result.error or (
+        f"HTTP {result.status_code}" if state != Delivery.State.SUCCEEDED else ""
+    )
+    changes = {
+        "state": state,
+        "claimed_until": None,
+        "claim_token": None,
+        "last_attempt_at": started_at,
+        "last_status_code": result.status_code,
+        "last_error_kind": result.error_kind,
+        "last_error": error,
+        "finished_at": now if state != Delivery.State.RETRYING else None,
+    }
+    if delay is not None:
+        changes["next_attempt_at"] = Now() + timedelta(seconds=delay)
+    with transaction.atomic():
+        updated = Delivery.objects.filter(pk=claim.delivery_id, claim_token=claim.token).update(
+            **changes
+        )
+        if updated != 1:
+            logger.warning("delivery %s: claim lost before write-back", claim.delivery_id)
+            return None
+        DeliveryAttempt.objects.create(
+            delivery_id=claim.delivery_id,
+            number=claim.attempt,
+            started_at=started_at,
+            duration_ms=result.duration_ms,
+            status_code=result.status_code,
+            decision=verdict.decision.value,
+            error_kind=result.error_kind,
+            error=result.error[:2000],
+            response_excerpt=result.response_excerpt,
+            next_attempt_in_seconds=delay,
+        )
+        _endpoint_health(claim, verdict.decision, now=now, config=config)
+    return state
+
+
+def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime, config) -> None:
+    endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
+    if decision == outbound.Decision.SUCCEEDED:
+        endpoints.filter(failing_since__isnull=False).update(failing_since=None)
+        return
+    if decision == outbound.Decision.GONE:
+        endpoints.update(is_active=False, disabled_reason="the receiver answered 410 Gone")
+        return
+    endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+    too_long = now - timedelta(seconds=config["disable_after_failing_seconds"])
+    endpoints.filter(is_active=True, failing_since__lte=too_long).update(
+        is_active=False,
+        disabled_reason=f"every attempt failed for {config['disable_after_failing_seconds']} s",
+    )
+
+
+def _exhausted(claim: Claim) -> outbound.AttemptResult:
+    return outbound.AttemptResult(
+        status_code=None,
+        duration_ms=0,
+        error_kind="exhausted",
+        error="attempts exhausted (a worker died during the last one)",
+    )
+
+
+@dataclass
+class PassSummary:
+    """What one delivery pass did, by final state of each attempt."""
+
+    claimed: int = 0
+    by_state: dict[str, int] = field(default_factory=dict)
+    lost: int = 0
+
+    def __str__(self) -> str:
+        states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
+        return f"claimed {self.claimed}: {states}; claims lost {self.lost}"
+
+
+def deliver_due(
+    *,
+    sender: outbound.Sender,
+    batch_size: int | None = None,
+    max_batches: int = 20,
+) -> PassSummary:
+    """Run claim, send, record until nothing is due or ``max_batches`` batches are done.
+
+    Returns:
+        A summary; ``claimed == batch_size * max_batches`` suggests more work remains.
+    """
+    config = _config()
+    summary = PassSummary()
+    for _ in range(max_batches):
+        claims = delivery_claim_due(
+            limit=batch_size or config["batch_size"],
+            lease_seconds=config["lease_seconds"],
+            now=timezone.now(),
+        )
+        if not claims:
+            break
+        summary.claimed += len(claims)
+        for claim in claims:
+            started_at = timezone.now()
+            if claim.attempt > config["max_attempts"]:
+                result = _exhausted(claim)
+            else:
+                result = delivery_send(claim, sender=sender, now=started_at)
+            state = delivery_record(
+                claim=claim, result=result, started_at=started_at, now=timezone.now()
+            )
+            if state is None:
+                summary.lost += 1
+            else:
+                summary.by_state[state] = summary.by_state.get(state, 0) + 1
+    return summary
+
+
+def sender_from_settings() -> outbound.Sender:
+    """A ``Sender`` configured from settings (one per worker process)."""
+    config = _config()
+    return outbound.Sender(
+        policy=outbound.AddressPolicy.from_strings(
+            settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS,
+            allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP,
+        ),
+        connect_timeout=config["connect_timeout"],
+        read_timeout=config["read_timeout"],
+        total_deadline=config["total_deadline"],
+    )

@@ -1,0 +1,288 @@
+"""Delivering notifications to real HTTP receivers on loopback, on real PostgreSQL."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+from standardwebhooks import Webhook
+from werkzeug import Response
+
+from catalog import delivery
+from catalog.models import Delivery, DeliveryAttempt, Endpoint
+from catalog.services import Actor, readiness_publish, subscription_create
+from tests.catalog.factories import DatasetFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fast_delivery(settings):
+    settings.TIDEMARK_DELIVERY = {
+        **settings.TIDEMARK_DELIVERY,
+        "backoff_base_seconds": 0.01,
+        "backoff_cap_seconds": 0.05,
+        "read_timeout": 0.5,
+        "total_deadline": 2.0,
+        "max_attempts": 5,
+    }
+
+
+@pytest.fixture
+def sender():
+    s = delivery.sender_from_settings()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def setup(httpserver):
+    """A dataset with one subscriber whose webhook is the test receiver."""
+    owner = TeamFactory(slug="orders")
+    consumer = TeamFactory(slug="analytics")
+    dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
+    result = subscription_create(
+        actor=Actor(team=consumer), dataset=dataset, endpoint_url=httpserver.url_for("/hook")
+    )
+
+    def publish(partition="2026-11-28", **kwargs):
+        return readiness_publish(
+            actor=Actor(team=owner),
+            namespace="s3://lake",
+            name="raw/orders",
+            partition=partition,
+            now=timezone.now(),
+            **kwargs,
+        )
+
+    return publish, result.endpoint_secret
+
+
+def make_due():
+    """Bring every retry's next attempt to now (the database clock cannot be travelled)."""
+    Delivery.objects.filter(state="retrying").update(
+        next_attempt_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def test_delivery_is_signed_and_verifies_with_standardwebhooks(httpserver, setup, sender):
+    publish, secret = setup
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    publish()
+    summary = delivery.deliver_due(sender=sender)
+    assert summary.by_state == {"succeeded": 1}
+    request, _ = httpserver.log[0]
+    payload = Webhook(secret).verify(request.get_data(), dict(request.headers))
+    assert payload["type"] == "partition.ready"
+    assert payload["data"]["partition"] == "2026-11-28"
+    assert request.headers["webhook-id"] == payload["id"]
+    tampered = request.get_data().replace(b"2026-11-28", b"2026-11-29")
+    with pytest.raises(Exception, match="signature"):
+        Webhook(secret).verify(tampered, dict(request.headers))
+    attempt = DeliveryAttempt.objects.get()
+    assert (attempt.number, attempt.status_code, attempt.decision) == (1, 200, "succeeded")
+
+
+def test_500_then_429_then_timeout_then_200_is_one_delivery_with_one_webhook_id(
+    httpserver, setup, sender
+):
+    publish, _ = setup
+    answers = iter(
+        [
+            Response("boom", status=500),
+            Response("slow down", status=429, headers={"Retry-After": "2"}),
+            "sleep",
+            Response("ok", status=200),
+        ]
+    )
+
+    def handler(request):
+        answer = next(answers)
+        if answer == "sleep":
+            time.sleep(1.0)
+            return Response("too late")
+        return answer
+
+    httpserver.expect_request("/hook").respond_with_handler(handler)
+    publish()
+    states = []
+    for _ in range(4):
+        states.append(str(delivery.deliver_due(sender=sender)))
+        make_due()
+    row = Delivery.objects.get()
+    assert row.state == "succeeded", states
+    attempts = list(DeliveryAttempt.objects.order_by("number"))
+    assert [(a.status_code, a.error_kind, a.decision) for a in attempts] == [
+        (500, "", "retry"),
+        (429, "", "retry"),
+        (None, "timeout", "retry"),
+        (200, "", "succeeded"),
+    ]
+    assert attempts[1].next_attempt_in_seconds >= 2  # Retry-After honoured as a floor
+    ids = {request.headers["webhook-id"] for request, _ in httpserver.log}
+    assert len(httpserver.log) == 4 and len(ids) == 1
+    assert row.attempts == 4
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_4xx_is_rejected_after_one_attempt(httpserver, setup, sender, status):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("bad signature config", status=status)
+    publish()
+    delivery.deliver_due(sender=sender)
+    make_due()
+    delivery.deliver_due(sender=sender)
+    row = Delivery.objects.get()
+    assert (row.state, row.last_status_code, row.attempts) == ("rejected", status, 1)
+    assert DeliveryAttempt.objects.get().response_excerpt == "bad signature config"
+    assert len(httpserver.log) == 1
+
+
+def test_410_gone_disables_the_endpoint(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("", status=410)
+    publish()
+    delivery.deliver_due(sender=sender)
+    endpoint = Endpoint.objects.get()
+    assert not endpoint.is_active and "410" in endpoint.disabled_reason
+    publish(partition="2026-11-29")
+    assert delivery.deliver_due(sender=sender).claimed == 0
+
+
+def test_retries_stop_at_max_attempts_as_a_dead_letter(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("", status=503)
+    publish()
+    for _ in range(7):
+        delivery.deliver_due(sender=sender)
+        make_due()
+    row = Delivery.objects.get()
+    assert (row.state, row.attempts) == ("dead", 5)
+    assert len(httpserver.log) == 5
+
+
+def test_endpoint_failing_too_long_is_disabled(httpserver, setup, sender, settings):
+    settings.TIDEMARK_DELIVERY = {**settings.TIDEMARK_DELIVERY, "disable_after_failing_seconds": 0}
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("", status=500)
+    publish()
+    delivery.deliver_due(sender=sender)
+    endpoint = Endpoint.objects.get()
+    assert not endpoint.is_active and endpoint.failing_since is not None
+
+
+def test_success_clears_failing_since(httpserver, setup, sender):
+    publish, _ = setup
+    answers = iter([Response("", status=500), Response("", status=200)])
+    httpserver.expect_request("/hook").respond_with_handler(lambda r: next(answers))
+    publish()
+    delivery.deliver_due(sender=sender)
+    assert Endpoint.objects.get().failing_since is not None
+    make_due()
+    delivery.deliver_due(sender=sender)
+    assert Endpoint.objects.get().failing_since is None
+
+
+def test_worker_whose_lease_expired_cannot_overwrite_the_newer_attempt(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    publish()
+    now = timezone.now()
+    [first] = delivery.delivery_claim_due(limit=10, lease_seconds=60, now=now)
+    assert delivery.delivery_claim_due(limit=10, lease_seconds=60, now=now) == []  # leased
+    Delivery.objects.update(claimed_until=timezone.now() - timedelta(seconds=1))  # lease ran out
+    [second] = delivery.delivery_claim_due(limit=10, lease_seconds=60, now=now)
+    assert (second.attempt, second.msg_id) == (2, first.msg_id)
+    late = delivery.delivery_send(first, sender=sender, now=now)
+    assert delivery.delivery_record(claim=first, result=late, started_at=now, now=now) is None
+    assert not DeliveryAttempt.objects.exists()
+    result = delivery.delivery_send(second, sender=sender, now=now)
+    assert (
+        delivery.delivery_record(claim=second, result=result, started_at=now, now=now)
+        == "succeeded"
+    )
+    assert list(DeliveryAttempt.objects.values_list("number", flat=True)) == [2]
+
+
+def test_claim_after_exhausted_attempts_marks_dead_without_sending(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    publish()
+    Delivery.objects.update(attempts=5)  # a worker died during the last allowed attempt
+    delivery.deliver_due(sender=sender)
+    assert Delivery.objects.get().state == "dead"
+    assert httpserver.log == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claims_never_share_a_delivery(httpserver):
+    owner = TeamFactory(slug="orders")
+    dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
+    for i in range(6):
+        subscription_create(
+            actor=Actor(team=TeamFactory(slug=f"c{i}")),
+            dataset=dataset,
+            endpoint_url=httpserver.url_for(f"/hook/{i}"),
+        )
+    for day in range(1, 11):
+        readiness_publish(
+            actor=Actor(team=owner),
+            namespace="s3://lake",
+            name="raw/orders",
+            partition=f"2026-11-{day:02d}",
+            now=timezone.now(),
+        )
+    barrier = threading.Barrier(4)
+    claimed: list[list[int]] = [[] for _ in range(4)]
+
+    def worker(index):
+        try:
+            barrier.wait()
+            while claims := delivery.delivery_claim_due(
+                limit=7, lease_seconds=60, now=timezone.now()
+            ):
+                claimed[index] += [c.delivery_id for c in claims]
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    everything = [d for ids in claimed for d in ids]
+    assert len(everything) == len(set(everything)) == 60
+    assert sum(1 for ids in claimed if ids) >= 2
+
+
+def test_rotated_secret_signs_with_old_and_new_during_overlap(httpserver, setup, sender):
+    publish, old_secret = setup
+    endpoint = Endpoint.objects.get()
+    new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=timezone.now())
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    publish()
+    delivery.deliver_due(sender=sender)
+    request, _ = httpserver.log[0]
+    for secret in (old_secret, new_secret):
+        Webhook(secret).verify(request.get_data(), dict(request.headers))
+    endpoint.refresh_from_db()
+    assert delivery.endpoint_secrets_in_use(endpoint, timezone.now() + timedelta(days=2)) == [
+        new_secret
+    ]
+
+
+def test_secret_is_stored_encrypted(setup):
+    _, secret = setup
+    stored = Endpoint.objects.get().secret_encrypted
+    assert secret not in stored and secret.split("_", 1)[1] not in stored
+
+
+def test_deliver_due_command_prints_what_it_did(httpserver, setup, capsys):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("ok")
+    publish()
+    call_command("deliver_due")
+    assert "claimed 1: succeeded 1" in capsys.readouterr().out
