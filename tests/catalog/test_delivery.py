@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 def fast_delivery(settings):
     settings.TIDEMARK_DELIVERY = {
         **settings.TIDEMARK_DELIVERY,
-        "backoff_base_seconds": 0.01,
-        "backoff_cap_seconds": 0.05,
+        # Long enough that a pass never re-claims its own retry; tests move it with make_due.
+        "backoff_base_seconds": 30,
+        "backoff_cap_seconds": 60,
         "read_timeout": 0.5,
         "total_deadline": 2.0,
         "max_attempts": 5,
@@ -87,8 +88,14 @@ def test_delivery_is_signed_and_verifies_with_standardwebhooks(httpserver, setup
 
 
 def test_500_then_429_then_timeout_then_200_is_one_delivery_with_one_webhook_id(
-    httpserver, setup, sender
+    httpserver, setup, sender, settings
 ):
+    # Tiny backoff windows, so only Retry-After can explain a delay of 2 s or more.
+    settings.TIDEMARK_DELIVERY = {
+        **settings.TIDEMARK_DELIVERY,
+        "backoff_base_seconds": 0.01,
+        "backoff_cap_seconds": 0.05,
+    }
     publish, _ = setup
     answers = iter(
         [
@@ -121,6 +128,7 @@ def test_500_then_429_then_timeout_then_200_is_one_delivery_with_one_webhook_id(
         (None, "timeout", "retry"),
         (200, "", "succeeded"),
     ]
+    assert attempts[0].next_attempt_in_seconds <= 0.05
     assert attempts[1].next_attempt_in_seconds >= 2  # Retry-After honoured as a floor
     ids = {request.headers["webhook-id"] for request, _ in httpserver.log}
     assert len(httpserver.log) == 4 and len(ids) == 1
