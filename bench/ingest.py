@@ -1,0 +1,1358 @@
+"""Ingest benchmark: readiness publishes per second through the real HTTP stack.
+
+Run from the repository root (``make bench`` does the same)::
+
+    .venv/bin/python bench/ingest.py
+
+It creates fresh PostgreSQL databases (``tidemark_bench`` and ``tidemark_bench_watchdog``),
+migrates them, seeds a producer team, a publish-scoped API key and a daily-partitioned
+dataset with two webhook subscribers (so each publish writes partition, revision, event,
+notification and two deliveries, then rings the Redis doorbell after commit), starts
+gunicorn with ``config.settings.bench`` on a free loopback port and drives it with 16
+concurrent keep-alive clients (``wrk`` when installed, else a multiprocessing generator).
+
+Targets, measured alternately with one gunicorn config (floor, tidemark, floor, ...):
+
+- ``floor``: ``POST /bench/floor``, a plain Django view doing one INSERT (bench/floor.py);
+- ``tidemark``: ``POST /api/v1/readiness``, every request a new partition (real work);
+- ``noop``: repeats of already-published partitions (the 200 no-op path), secondary;
+- ``hot``: every client repeating the same partition (row-lock serialisation), secondary.
+
+It prints a table and the ratio tidemark/floor, writes ``bench/results/ingest.json`` and
+drops the bench databases at the end (``--keep`` keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RESULTS_DIR = ROOT / "bench" / "results"
+VENV_BIN = ROOT / ".venv" / "bin"
+
+TARGET_RATE = 600.0  # publishes/s
+TARGET_RATIO = 0.3  # tidemark rate / floor rate
+
+NAMESPACE = "s3://tidemark-bench"
+NAME = "curated/orders_daily"
+PUBLISH_PATH = "/api/v1/readiness"
+FLOOR_PATH = "/bench/floor"
+MANIFEST = {"expected_files": 4, "row_count": 18250}
+
+# Partition keys are daily dates from year 1000 on; each load run gets its own slot of
+# SLOT_DAYS consecutive days, so every publish in a run names a partition never seen.
+FIRST_DAY = date(1000, 1, 1)
+SLOT_DAYS = 50_000
+NOOP_KEYS = 1_000  # the no-op run cycles over this many already-published partitions
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def partition_key(index: int) -> str:
+    return (FIRST_DAY + timedelta(days=index)).isoformat()
+
+
+def publish_body(key: str) -> str:
+    body = {"namespace": NAMESPACE, "name": NAME, "partition": key, "manifest": MANIFEST}
+    return json.dumps(body, separators=(",", ":"))
+
+
+# --- arguments --------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clients", type=int, default=16, help="concurrent clients (16)")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds measured per run (10)")
+    p.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds before each run")
+    p.add_argument("--rounds", type=int, default=2, help="floor+tidemark rounds (2)")
+    p.add_argument("--workers", type=int, default=4, help="gunicorn workers (4)")
+    p.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (1)")
+    p.add_argument(
+        "--worker-class", default="sync", help="gunicorn worker class: sync or gthread (sync)"
+    )
+    p.add_argument(
+        "--loadgen",
+        choices=["auto", "wrk", "python"],
+        default="auto",
+        help="load generator: wrk when installed (auto), or the multiprocessing one",
+    )
+    p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server")
+    p.add_argument("--db-name", default="tidemark_bench")
+    p.add_argument(
+        "--broker-url",
+        default="redis://127.0.0.1:6379/14",
+        help="CELERY_BROKER_URL for the server (a dead port measures the doorbell's cost)",
+    )
+    p.add_argument("--output", type=Path, default=RESULTS_DIR / "ingest.json")
+    p.add_argument("--skip-secondary", action="store_true", help="skip the noop and hot runs")
+    p.add_argument(
+        "--cprofile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also cProfile N in-process publishes and save bench/results/publish.prof",
+    )
+    p.add_argument(
+        "--quiet-cores",
+        type=float,
+        default=0.25,
+        help="before each run, wait until other processes use at most this many CPUs (0.25)",
+    )
+    p.add_argument(
+        "--quiet-wait", type=float, default=30.0, help="longest wait for a quiet machine (30 s)"
+    )
+    p.add_argument("--keep", action="store_true", help="keep the bench databases at the end")
+    p.add_argument(
+        "--check", action="store_true", help="exit 1 when a target (rate, ratio) is missed"
+    )
+    args = p.parse_args(argv)
+    if args.clients < 1 or args.duration <= 0 or args.rounds < 1:
+        p.error("--clients, --duration and --rounds must be positive")
+    if not args.db_name.isidentifier() or not args.db_name.islower():
+        p.error("--db-name must be a lower-case identifier")
+    return args
+
+
+# --- services and databases -------------------------------------------------------------
+
+
+def _port_open(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+        return True
+    return False
+
+
+def check_services(args: argparse.Namespace) -> None:
+    import psycopg
+
+    try:
+        with psycopg.connect(f"{args.pg}/postgres", connect_timeout=3):
+            pass
+    except psycopg.Error as exc:
+        sys.exit(f"PostgreSQL is not reachable at {args.pg}: {exc} (try: bin/ensure-services)")
+    if not _port_open("127.0.0.1", 6379):
+        sys.exit("Redis is not reachable at 127.0.0.1:6379 (try: bin/ensure-services)")
+
+
+def recreate_databases(args: argparse.Namespace, names: list[str]) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+        for name in names:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_databases(args: argparse.Namespace, names: list[str]) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+        for name in names:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def clear_doorbells(url: str) -> None:
+    """Delete the doorbell queue and kombu bindings the bench leaves in Redis (no worker
+    consumes them); only those keys, never the whole database."""
+    if not url.startswith("redis://"):
+        return
+    import redis
+
+    with contextlib.suppress(redis.RedisError):
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+        names = ["delivery", "default"]
+        for pattern in ("_kombu.binding.*", "_kombu.binding_permanent.*"):
+            names.extend(client.scan_iter(match=pattern))
+        client.delete(*names)
+
+
+def migrate(env: dict[str, str]) -> None:
+    for database in ("default", "watchdog"):
+        subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "migrate",
+                "--noinput",
+                "-v",
+                "0",
+                "--database",
+                database,
+            ],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+
+
+# --- seeding and in-process profile -----------------------------------------------------
+
+
+def seed() -> dict[str, Any]:
+    """Producer team, publish key, daily dataset, two subscribers; the floor's table."""
+    from django.db import connection
+
+    from bench.floor import CREATE_TABLE_SQL
+    from catalog import services
+    from catalog.models import ApiKey
+
+    with connection.cursor() as cursor:
+        cursor.execute(CREATE_TABLE_SQL)
+    producer = services.team_create(slug="bench-producer", name="Bench producer")
+    key, token = services.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
+    dataset = services.dataset_register(
+        actor=services.Actor(team=producer, api_key=key),
+        namespace=NAMESPACE,
+        name=NAME,
+        partitioning="daily",
+        sla_cron="30 6 * * *",
+        criticality="high",
+    )
+    for i in (1, 2):
+        consumer = services.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
+        services.subscription_create(
+            actor=services.Actor(team=consumer),
+            dataset=dataset,
+            endpoint_url=f"https://hooks.example.invalid/bench/{i}",
+        )
+    assert (dataset.namespace, dataset.name) == (NAMESPACE, NAME), "identity was normalised"
+    return {"token": token, "dataset_id": dataset.pk, "subscribers": 2}
+
+
+def _sql_digest(sql: str) -> str:
+    sql = " ".join(sql.split())
+    return sql if len(sql) <= 160 else sql[:157] + "..."
+
+
+def profile_queries(token: str, slot_start: int) -> dict[str, Any]:
+    """Queries and time of one publish through Django's test client (no HTTP, no gunicorn).
+
+    ``CaptureQueriesContext`` counts statements (BEGIN, SAVEPOINT and COMMIT included); an
+    execute wrapper times each one with ``perf_counter`` (Django's own timings are rounded
+    to milliseconds). Transaction control is not timed by the wrapper.
+    """
+    from django.db import connections
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    timings: list[float] = []
+
+    def timer(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            timings.append((time.perf_counter() - started) * 1000)
+
+    def publish(index: int):
+        default, watchdog = connections["default"], connections["watchdog"]
+        timings.clear()
+        with (
+            CaptureQueriesContext(default) as cap,
+            CaptureQueriesContext(watchdog) as wcap,
+            default.execute_wrapper(timer),
+        ):
+            wall, cpu = time.perf_counter(), time.process_time()
+            resp = client.post(
+                PUBLISH_PATH, publish_body(partition_key(index)), "application/json", **headers
+            )
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        timed = iter(timings)
+        queries = []
+        for q in cap.captured_queries:
+            entry: dict[str, Any] = {"sql": _sql_digest(q["sql"])}
+            if q["sql"] not in ("BEGIN", "COMMIT", "ROLLBACK"):
+                entry["ms"] = round(next(timed, math.nan), 3)
+            queries.append(entry)
+        return resp, queries, len(wcap.captured_queries), wall * 1000, cpu * 1000
+
+    def floor():
+        with CaptureQueriesContext(connections["default"]) as cap:
+            resp = client.post(FLOOR_PATH, publish_body("x"), "application/json")
+        return resp, len(cap.captured_queries)
+
+    first, first_q, *_ = publish(slot_start)  # cold: also refreshes api key last_used_at
+    assert first.status_code == 201, first.content
+    new, new_q, watchdog_q, *_ = publish(slot_start + 1)
+    assert new.status_code == 201, new.content
+    noop, noop_q, *_ = publish(slot_start + 1)
+    assert noop.status_code == 200, noop.content
+    floor_resp, floor_q = floor()
+    assert floor_resp.status_code == 201, floor_resp.content
+
+    # In-process timing of new-partition publishes, one after another.
+    n = 200
+    walls, cpus, sqls = [], [], []
+    for i in range(n):
+        resp, queries, _, wall, cpu = publish(slot_start + 2 + i)
+        assert resp.status_code == 201, resp.content
+        walls.append(wall)
+        cpus.append(cpu)
+        sqls.append(sum(q.get("ms", 0) for q in queries))
+    return {
+        "method": "django.test.Client in-process (no gunicorn): CaptureQueriesContext counts, "
+        "an execute_wrapper times statements",
+        "publish_new_partition": {"queries": len(new_q), "sql": new_q},
+        "publish_first_request_of_key_per_minute": {
+            "queries": len(first_q),
+            "extra": "UPDATE catalog_apikey SET last_used_at (at most once a minute per key)",
+        },
+        "publish_noop_repeat": {"queries": len(noop_q), "sql": noop_q},
+        "watchdog_db_queries": watchdog_q,
+        "floor_queries": floor_q,
+        "hidden_per_request": "CONN_HEALTH_CHECKS=True adds a SELECT 1 round trip per request "
+        "on a reused connection (not captured: it bypasses Django's cursor wrapper)",
+        "in_process_timing": {
+            "publishes": n,
+            "wall_ms_median": round(statistics.median(walls), 3),
+            "python_cpu_ms_median": round(statistics.median(cpus), 3),
+            "statement_wall_ms_median": round(statistics.median(sqls), 3),
+            "doorbell_send_ms_median": _time_doorbell(),
+        },
+        "keys_used": n + 2,
+    }
+
+
+def _time_doorbell() -> float | None:
+    """Median wall time of one doorbell send (``app.send_task``) to the configured broker."""
+    from catalog import doorbell
+
+    samples = []
+    for _ in range(200):
+        started = time.perf_counter()
+        doorbell._send(doorbell.DELIVER_DUE)
+        samples.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(samples), 3)
+
+
+def cprofile_publishes(token: str, slot_start: int, n: int) -> str:
+    import cProfile
+    import io
+    import pstats
+
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for i in range(n):
+        client.post(PUBLISH_PATH, publish_body(partition_key(slot_start + i)), "application/json")
+    profiler.disable()
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(RESULTS_DIR / "publish.prof")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    return out.getvalue()
+
+
+def published_run(first: int, limit: int) -> tuple[int, int]:
+    """The first run of consecutive published partitions from index ``first`` on:
+    ``(start index, length)``, length at most ``limit``.
+
+    wrk calls ``request()`` once to verify the script, so a run's first key may be skipped.
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT key FROM catalog_partition WHERE key >= %s AND key <= %s",
+            [partition_key(first), partition_key(first + limit + 64)],
+        )
+        have = {row[0] for row in cursor.fetchall()}
+    connection.close()
+    start = next((i for i in range(first, first + 64) if partition_key(i) in have), first)
+    n = 0
+    while n < limit and partition_key(start + n) in have:
+        n += 1
+    if n < 16:
+        raise RuntimeError(f"only {n} partitions published from {partition_key(first)} on")
+    return start, n
+
+
+def count_rows() -> dict[str, int]:
+    from django.db import connection
+
+    tables = [
+        "catalog_partition",
+        "catalog_partitionrevision",
+        "catalog_readinessevent",
+        "catalog_notification",
+        "catalog_delivery",
+        "bench_floor",
+    ]
+    counts = {}
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"SELECT count(*) FROM {table}")  # noqa: S608 - fixed names
+            counts[table] = cursor.fetchone()[0]
+    connection.close()
+    return counts
+
+
+# --- gunicorn ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gunicorn serving ``config.settings.bench`` on a loopback port."""
+
+    def __init__(self, args: argparse.Namespace, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.log = RESULTS_DIR / "gunicorn.log"
+        self.argv = [
+            str(VENV_BIN / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(args.workers),
+            "--worker-class",
+            args.worker_class,
+            "--threads",
+            str(args.threads),
+            "--backlog",
+            "2048",
+            "--keep-alive",
+            "5",
+            "--graceful-timeout",
+            "5",
+            "--log-level",
+            "warning",
+            "--error-logfile",
+            "-",  # stderr, which start() sends to self.log with Django's own logging
+        ]
+        self.env = {**env, "DJANGO_SETTINGS_MODULE": "config.settings.bench"}
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        self.log.unlink(missing_ok=True)
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.proc.returncode}; see {self.log}")
+            url = f"{self.base_url}/healthz"  # always http://127.0.0.1
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(url, timeout=2) as resp,  # noqa: S310
+            ):
+                if resp.status == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"gunicorn did not answer /healthz within 30 s; see {self.log}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # our own gunicorn's group only
+            self.proc.wait(timeout=5)
+
+    def log_summary(self) -> dict[str, Any]:
+        """Counts of tracebacks, errors and warnings in the server's log, and the first few."""
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        errors = [line for line in lines if " ERROR " in line or "[ERROR]" in line]
+        warnings = [line for line in lines if " WARNING " in line or "[WARNING]" in line]
+        return {
+            "log": str(self.log.relative_to(ROOT)),
+            "tracebacks": sum(line.startswith("Traceback") for line in lines),
+            "errors": len(errors),
+            "warnings": len(warnings),
+            "first_errors": errors[:5],
+            "first_warnings": warnings[:5],
+        }
+
+
+# --- load generators --------------------------------------------------------------------
+
+# wrk script: every request a new daily partition key (day number -> civil date, Howard
+# Hinnant's algorithm), or the floor/noop/hot variants. Args: mode path token first_day
+# span.
+WRK_LUA = r"""
+local threads = {}
+local next_id = 0
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+  table.insert(threads, thread)
+end
+
+local mode, path, token, first_day, span, nthreads
+local counter = 0
+c200, c201, cother, errbody = 0, 0, 0, ""
+
+local function civil(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  if m <= 2 then y = y + 1 end
+  return string.format("%04d-%02d-%02d", y, m, d)
+end
+
+function init(args)
+  mode, path, token = args[1], args[2], args[3]
+  first_day, span, nthreads = tonumber(args[4]), tonumber(args[5]), tonumber(args[6])
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  if token ~= "-" then wrk.headers["Authorization"] = "Bearer " .. token end
+end
+
+function request()
+  local offset = 0
+  if mode ~= "hot" then
+    offset = (id + nthreads * counter) % span
+  end
+  counter = counter + 1
+  local body = string.format(
+    '{"namespace":"%s","name":"%s","partition":"%s","manifest":%s}',
+    "NAMESPACE", "NAME", civil(first_day + offset), 'MANIFEST')
+  return wrk.format(nil, path, nil, body)
+end
+
+function response(status, headers, body)
+  if status == 201 then c201 = c201 + 1
+  elseif status == 200 then c200 = c200 + 1
+  else
+    cother = cother + 1
+    if errbody == "" then errbody = tostring(status) .. " " .. string.sub(body, 1, 300) end
+  end
+end
+
+function done(summary, latency, requests)
+  local s200, s201, sother, err = 0, 0, 0, ""
+  for _, t in ipairs(threads) do
+    s200 = s200 + t:get("c200")
+    s201 = s201 + t:get("c201")
+    sother = sother + t:get("cother")
+    if err == "" then err = t:get("errbody") end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'WRK_JSON {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,'
+    .. '"status":%d,"timeout":%d},"latency_us":{"p50":%d,"p90":%d,"p99":%d,"max":%d,'
+    .. '"mean":%.1f},"status":{"200":%d,"201":%d,"other":%d}}\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
+    latency.mean, s200, s201, sother))
+  if err ~= "" then io.write("WRK_ERRBODY " .. err .. "\n") end
+end
+"""
+
+
+class WrkLoad:
+    name = "wrk"
+
+    def __init__(self, clients: int) -> None:
+        self.clients = clients
+        self.threads = 1  # one event loop drives 16 connections; leaves CPU to the server
+        lua = (
+            WRK_LUA.replace('"NAMESPACE"', json.dumps(NAMESPACE))
+            .replace('"NAME"', json.dumps(NAME))
+            .replace("'MANIFEST'", json.dumps(json.dumps(MANIFEST, separators=(",", ":"))))
+        )
+        fd, self.script = tempfile.mkstemp(prefix="tidemark-bench-", suffix=".lua")
+        with os.fdopen(fd, "w") as f:
+            f.write(lua)
+
+    def version(self) -> str:
+        out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
+        return (out.stdout or out.stderr).splitlines()[0].strip()
+
+    def run(
+        self, url: str, mode: str, path: str, token: str, first: int, span: int, seconds: float
+    ) -> dict[str, Any]:
+        argv = [
+            "wrk",
+            f"-t{self.threads}",
+            f"-c{self.clients}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "30s",
+            "-s",
+            self.script,
+            url,
+            "--",
+            mode,
+            path,
+            token or "-",
+            str((FIRST_DAY.toordinal() - _EPOCH_ORDINAL) + first),
+            str(span),
+            str(self.threads),
+        ]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True)
+        data, errbody = None, None
+        for line in out.stdout.splitlines():
+            if line.startswith("WRK_JSON "):
+                data = json.loads(line[len("WRK_JSON ") :])
+            elif line.startswith("WRK_ERRBODY "):
+                errbody = line[len("WRK_ERRBODY ") :]
+        if data is None:
+            raise RuntimeError(f"wrk printed no summary:\n{out.stdout}\n{out.stderr}")
+        seconds_run = data["duration_us"] / 1e6
+        lat = data["latency_us"]
+        return {
+            "requests": data["requests"],
+            "seconds": round(seconds_run, 3),
+            "rate": round(data["requests"] / seconds_run, 1),
+            "p50_ms": round(lat["p50"] / 1000, 2),
+            "p90_ms": round(lat["p90"] / 1000, 2),
+            "p99_ms": round(lat["p99"] / 1000, 2),
+            "max_ms": round(lat["max"] / 1000, 2),
+            "mean_ms": round(lat["mean"] / 1000, 2),
+            "status": data["status"],
+            "socket_errors": data["errors"],
+            "first_error": errbody,
+        }
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.script)
+
+
+def _python_worker(job: dict[str, Any], queue) -> None:
+    """One load process: ``job["threads"]`` threads, each with its own keep-alive client."""
+    import logging
+    import threading
+
+    import httpx
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's LOGGING is inherited
+    headers = {"Content-Type": "application/json"}
+    if job["token"]:
+        headers["Authorization"] = f"Bearer {job['token']}"
+    results: list[tuple[list[float], dict[str, int], str | None, int]] = []
+    lock = threading.Lock()
+
+    def client_loop(global_id: int) -> None:
+        latencies: list[float] = []
+        status: dict[str, int] = {"200": 0, "201": 0, "other": 0}
+        first_error, socket_errors, counter = None, 0, 0
+        with httpx.Client(base_url=job["url"], headers=headers, timeout=30) as client:
+            while time.time() < job["start_at"]:
+                time.sleep(0.001)
+            while time.time() < job["stop_at"]:
+                if job["mode"] == "hot":
+                    offset = 0
+                else:
+                    offset = (global_id + job["clients"] * counter) % job["span"]
+                counter += 1
+                body = publish_body(partition_key(job["first"] + offset))
+                started = time.perf_counter()
+                try:
+                    resp = client.post(job["path"], content=body)
+                except httpx.HTTPError:
+                    socket_errors += 1
+                    continue
+                latencies.append(time.perf_counter() - started)
+                code = str(resp.status_code)
+                if code in status:
+                    status[code] += 1
+                else:
+                    status["other"] += 1
+                    first_error = first_error or f"{code} {resp.text[:300]}"
+        with lock:
+            results.append((latencies, status, first_error, socket_errors))
+
+    threads = [
+        threading.Thread(target=client_loop, args=(job["first_id"] + i,))
+        for i in range(job["threads"])
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    queue.put(results)
+
+
+class PythonLoad:
+    """Fallback without wrk: 2 processes x (clients / 2) threads, httpx keep-alive clients."""
+
+    name = "python-multiprocessing-httpx"
+
+    def __init__(self, clients: int) -> None:
+        self.clients = clients
+        self.processes = min(2, clients)
+
+    def version(self) -> str:
+        import httpx
+
+        return f"httpx {httpx.__version__}, {self.processes} processes"
+
+    def run(
+        self, url: str, mode: str, path: str, token: str, first: int, span: int, seconds: float
+    ) -> dict[str, Any]:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        start_at = time.time() + 1.0  # every process connected and waiting
+        per = [self.clients // self.processes] * self.processes
+        for i in range(self.clients % self.processes):
+            per[i] += 1
+        procs, first_id = [], 0
+        for n in per:
+            job = {
+                "url": url,
+                "mode": mode,
+                "path": path,
+                "token": token,
+                "first": first,
+                "span": span,
+                "clients": self.clients,
+                "threads": n,
+                "first_id": first_id,
+                "start_at": start_at,
+                "stop_at": start_at + seconds,
+            }
+            first_id += n
+            proc = ctx.Process(target=_python_worker, args=(job, queue))
+            proc.start()
+            procs.append(proc)
+        gathered = [queue.get(timeout=seconds + 60) for _ in procs]
+        for proc in procs:
+            proc.join(timeout=10)
+        latencies: list[float] = []
+        status = {"200": 0, "201": 0, "other": 0}
+        first_error, socket_errors = None, 0
+        for results in gathered:
+            for lat, st, err, sock in results:
+                latencies.extend(lat)
+                for k, v in st.items():
+                    status[k] += v
+                first_error = first_error or err
+                socket_errors += sock
+        latencies.sort()
+        ms = [x * 1000 for x in latencies]
+        return {
+            "requests": len(ms),
+            "seconds": round(seconds, 3),
+            "rate": round(len(ms) / seconds, 1),
+            "p50_ms": round(_percentile(ms, 50), 2),
+            "p90_ms": round(_percentile(ms, 90), 2),
+            "p99_ms": round(_percentile(ms, 99), 2),
+            "max_ms": round(ms[-1], 2) if ms else math.nan,
+            "mean_ms": round(statistics.fmean(ms), 2) if ms else math.nan,
+            "status": status,
+            "socket_errors": {"total": socket_errors},
+            "first_error": first_error,
+        }
+
+    def close(self) -> None:
+        pass
+
+
+def _percentile(sorted_values: list[float], pct: float) -> float:
+    if not sorted_values:
+        return math.nan
+    rank = max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)
+    return sorted_values[rank]
+
+
+def make_loadgen(choice: str, clients: int):
+    has_wrk = shutil.which("wrk") is not None
+    if choice == "wrk" and not has_wrk:
+        sys.exit("wrk is not installed (Debian: apt-get install -y wrk); try --loadgen python")
+    if choice == "wrk" or (choice == "auto" and has_wrk):
+        return WrkLoad(clients)
+    if choice == "auto":
+        print("wrk not found; using the multiprocessing load generator (slower client side)")
+    return PythonLoad(clients)
+
+
+# --- machine info -----------------------------------------------------------------------
+
+
+def machine_info(args: argparse.Namespace, loadgen) -> dict[str, Any]:
+    import django
+    import gunicorn
+    import psycopg
+
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_gb = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        meminfo = Path("/proc/meminfo").read_text().splitlines()[0]
+        mem_gb = round(int(meminfo.split()[1]) / 1024 / 1024, 1)
+    pg: dict[str, Any] = {}
+    with (
+        contextlib.suppress(psycopg.Error),
+        psycopg.connect(f"{args.pg}/postgres") as conn,
+    ):
+        pg["version"] = conn.execute("SHOW server_version").fetchone()[0]
+        for setting in (
+            "synchronous_commit",
+            "fsync",
+            "wal_sync_method",
+            "shared_buffers",
+            "max_connections",
+        ):
+            pg[setting] = conn.execute(f"SHOW {setting}").fetchone()[0]
+    redis_version = None
+    with contextlib.suppress(Exception):
+        import redis
+
+        redis_version = redis.Redis(socket_connect_timeout=1).info("server")["redis_version"]
+    git = {}
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        git["commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        git["dirty"] = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "memory_gb": mem_gb,
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "gunicorn": gunicorn.__version__,
+        "psycopg": psycopg.__version__,
+        "postgresql": pg,
+        "redis": redis_version,
+        "loadgen": loadgen.version(),
+        "git": git,
+        "note": "load generator, gunicorn, PostgreSQL and Redis share the same CPUs",
+    }
+
+
+# --- CPU accounting ---------------------------------------------------------------------
+#
+# The machine may be shared: other processes' CPU time during a run makes the figures
+# unreliable, so each run records who used the CPUs. "Ours" is this process's children
+# (the load generator), the gunicorn tree, the bench database's PostgreSQL backends plus
+# PostgreSQL's shared background processes, and Redis; "foreign" is everything else.
+
+_HZ = os.sysconf("SC_CLK_TCK")
+_PG_AUX = ("checkpointer", "background writer", "walwriter", "autovacuum", "logical replication")
+
+
+def _machine_busy() -> dict[str, int]:
+    """Jiffies over all CPUs since boot: ``tasks`` (user, nice, system: what processes
+    are charged with), ``irq`` (hard and soft interrupts, e.g. loopback networking) and
+    ``steal`` (taken by the hypervisor for other guests). iowait counts as idle."""
+    v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return {"tasks": v[0] + v[1] + v[2], "irq": v[5] + v[6], "steal": v[7]}
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """``pid -> (ppid, utime + stime jiffies, cmdline)`` for every readable process."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]), cmdline)
+    return table
+
+
+class CpuMeter:
+    """CPU jiffies used during a window, split into gunicorn, PostgreSQL, Redis, load
+    generator and foreign (everything else on the machine)."""
+
+    def __init__(self, server_pid: int, databases: list[str]) -> None:
+        self.server_pid = server_pid
+        self.databases = databases
+
+    def _classify(self, table: dict[int, tuple[int, int, str]]) -> dict[int, tuple[str, int]]:
+        """``pid -> (category, jiffies)`` for the processes the bench accounts as its own."""
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        ours: dict[int, tuple[str, int]] = {}
+        stack = [self.server_pid]
+        while stack:
+            pid = stack.pop()
+            if pid in table:
+                ours[pid] = ("gunicorn", table[pid][1])
+            stack.extend(children.get(pid, []))
+        for pid, (_, jiffies, cmdline) in table.items():
+            if cmdline.startswith("postgres:"):
+                if any(f" {db} " in cmdline for db in self.databases) or any(
+                    aux in cmdline for aux in _PG_AUX
+                ):
+                    ours[pid] = ("postgres", jiffies)
+            elif cmdline.startswith("redis-server"):
+                ours[pid] = ("redis", jiffies)
+        return ours
+
+    def snapshot(self) -> dict[str, Any]:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {
+            "procs": self._classify(_processes()),
+            "loadgen": (usage.ru_utime + usage.ru_stime) * _HZ,  # waited-for children
+            "busy": _machine_busy(),
+            "wall": time.monotonic(),
+        }
+
+    @staticmethod
+    def report(start: dict[str, Any], end: dict[str, Any], requests: int) -> dict:
+        """CPUs used per category over the window, and CPU milliseconds per request.
+
+        Per process, so a backend that reconnects (``CONN_MAX_AGE``) or an autovacuum
+        worker that comes and goes does not count negative; CPU of a process that exited
+        during the window is lost to "foreign".
+        """
+        seconds = end["wall"] - start["wall"]
+        delta = {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0}
+        for pid, (category, jiffies) in end["procs"].items():
+            before = start["procs"].get(pid)
+            delta[category] += jiffies - (before[1] if before and before[0] == category else 0)
+        delta["loadgen"] = end["loadgen"] - start["loadgen"]
+        busy = {k: end["busy"][k] - start["busy"][k] for k in start["busy"]}
+        foreign = max(0.0, busy["tasks"] - sum(delta.values()))
+        cores = {k: round(v / _HZ / seconds, 2) for k, v in delta.items()}
+        cores["foreign"] = round(foreign / _HZ / seconds, 2)
+        cores["irq"] = round(busy["irq"] / _HZ / seconds, 2)
+        cores["steal"] = round(busy["steal"] / _HZ / seconds, 2)
+        cores["machine_busy"] = round(sum(busy.values()) / _HZ / seconds, 2)
+        per_request = {
+            k: round(v / _HZ * 1000 / max(1, requests), 3)
+            for k, v in (*delta.items(), ("foreign", foreign))
+        }
+        return {"cores_used": cores, "cpu_ms_per_request": per_request}
+
+    @staticmethod
+    def background_cores(seconds: float = 1.0) -> float:
+        """CPUs busy while the bench itself is idle: other work on this machine."""
+        before, started = _machine_busy(), time.monotonic()
+        time.sleep(seconds)
+        after = _machine_busy()
+        busy = sum(after.values()) - sum(before.values())
+        return busy / _HZ / (time.monotonic() - started)
+
+
+# --- orchestration ----------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(
+        self, args: argparse.Namespace, server: Server, loadgen, token: str, meter: CpuMeter
+    ) -> None:
+        self.args = args
+        self.server = server
+        self.loadgen = loadgen
+        self.token = token
+        self.meter = meter
+        self.next_slot = 1  # slot 0: the in-process profile
+        self.runs: list[dict[str, Any]] = []
+
+    def slot(self) -> int:
+        first = self.next_slot * SLOT_DAYS
+        self.next_slot += 1
+        if (FIRST_DAY + timedelta(days=first + SLOT_DAYS)).year > 9999:
+            raise RuntimeError("out of partition key space; use fewer rounds")
+        return first
+
+    def _load(self, mode: str, first: int, span: int, seconds: float) -> dict[str, Any]:
+        path, token = (FLOOR_PATH, "") if mode == "floor" else (PUBLISH_PATH, self.token)
+        return self.loadgen.run(self.server.base_url, mode, path, token, first, span, seconds)
+
+    def measure(
+        self,
+        target: str,
+        round_no: int,
+        mode: str,
+        fixed_first: int | None = None,
+        span: int = SLOT_DAYS,
+    ):
+        background = self.wait_quiet()
+        if self.args.warmup > 0:
+            first = fixed_first if fixed_first is not None else self.slot()
+            self._load(mode, first, span, self.args.warmup)
+        first = fixed_first if fixed_first is not None else self.slot()
+        start = self.meter.snapshot()
+        result = self._load(mode, first, span, self.args.duration)
+        result["cpu"] = CpuMeter.report(start, self.meter.snapshot(), result["requests"])
+        result["background_cores_before"] = round(background, 2)
+        result.update(
+            target=target,
+            round=round_no,
+            mode=mode,
+            first_key=partition_key(first),
+            key_span=1 if mode == "hot" else span,
+        )
+        if result["requests"] >= span and mode in ("publish",):
+            result["warning"] = "more requests than keys in the slot: some publishes repeated"
+        self.runs.append(result)
+        st = result["status"]
+        foreign = result["cpu"]["cores_used"]["foreign"]
+        print(
+            f"  {target:<9} round {round_no}: {result['rate']:8.1f} req/s  "
+            f"p50 {result['p50_ms']:6.2f} ms  p99 {result['p99_ms']:7.2f} ms  "
+            f"201={st['201']} 200={st['200']} other={st['other']}  "
+            f"foreign CPU {foreign:.2f} cores"
+            + (f"  first error: {result['first_error']}" if result.get("first_error") else "")
+        )
+        return result, first
+
+    def wait_quiet(self) -> float:
+        """Wait (up to ``--quiet-wait`` s) until other processes leave the CPUs alone."""
+        deadline = time.monotonic() + self.args.quiet_wait
+        told = False
+        while True:
+            background = CpuMeter.background_cores(1.0)
+            if background <= self.args.quiet_cores:
+                return background
+            if time.monotonic() >= deadline:
+                print(f"  warning: other processes use {background:.2f} CPUs; measuring anyway")
+                return background
+            if not told:
+                print(f"  machine busy ({background:.2f} CPUs used by others); waiting")
+                told = True
+            time.sleep(2)
+
+
+def summarise(runs: list[dict[str, Any]], target: str) -> dict[str, Any] | None:
+    mine = [r for r in runs if r["target"] == target]
+    if not mine:
+        return None
+    rates = [r["rate"] for r in mine]
+    best = max(mine, key=lambda r: r["rate"])
+
+    def med(f) -> float:
+        return round(statistics.median(f(r) for r in mine), 3)
+
+    return {
+        "runs": len(mine),
+        "rate_median": round(statistics.median(rates), 1),
+        "rate_best": best["rate"],
+        "rate_min": min(rates),
+        "p50_ms_median": round(med(lambda r: r["p50_ms"]), 2),
+        "p99_ms_median": round(med(lambda r: r["p99_ms"]), 2),
+        "p50_ms_best_run": best["p50_ms"],
+        "p99_ms_best_run": best["p99_ms"],
+        "non_2xx": sum(r["status"]["other"] for r in mine),
+        "cpu_ms_per_request_median": {
+            k: med(lambda r, k=k: r["cpu"]["cpu_ms_per_request"][k])
+            for k in ("gunicorn", "postgres", "redis", "loadgen")
+        },
+        "foreign_cores_max": max(r["cpu"]["cores_used"]["foreign"] for r in mine),
+        "server_cpu_ceiling_rate": round(
+            statistics.median(
+                (os.cpu_count() or 1)
+                * 1000
+                / max(
+                    1e-6,
+                    sum(
+                        r["cpu"]["cpu_ms_per_request"][k] for k in ("gunicorn", "postgres", "redis")
+                    ),
+                )
+                for r in mine
+            ),
+            1,
+        ),
+    }
+
+
+LABELS = {
+    "floor": "floor (1 INSERT view)",
+    "tidemark": "tidemark publish (new partition)",
+    "noop": "tidemark repeat (no-op, 200)",
+    "hot": "tidemark hot partition (16 on 1)",
+}
+
+
+def print_table(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
+    print()
+    header = (
+        f"{'target':<36} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'201':>6} {'200':>6} "
+        f"{'err':>4} {'app cpu':>8} {'pg cpu':>7} {'foreign':>7}"
+    )
+    print(header)
+    units = f"{'ms/req':>8} {'ms/req':>7} {'cores':>7}"
+    print(f"{'':<36} {'':>8} {'':>7} {'':>7} {'':>6} {'':>6} {'':>4} {units}")
+    print("-" * len(header))
+    for r in runs:
+        st, cpu = r["status"], r["cpu"]
+        label = f"{LABELS[r['target']]} #{r['round']}"
+        print(
+            f"{label:<36} {r['rate']:>8.1f} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} "
+            f"{st['201']:>6} {st['200']:>6} {st['other']:>4} "
+            f"{cpu['cpu_ms_per_request']['gunicorn']:>8.2f} "
+            f"{cpu['cpu_ms_per_request']['postgres']:>7.2f} {cpu['cores_used']['foreign']:>7.2f}"
+        )
+    print("-" * len(header))
+    for target in ("floor", "tidemark"):
+        t = summary[target]
+        print(
+            f"{LABELS[target] + ' median':<36} {t['rate_median']:>8.1f} "
+            f"{t['p50_ms_median']:>7.2f} {t['p99_ms_median']:>7.2f}"
+        )
+    print()
+    verdict = summary["verdict"]
+    print(
+        f"ratio tidemark/floor (median rates): {summary['ratio_median']:.3f}"
+        f"  (best runs: {summary['ratio_best']:.3f})  target >= {TARGET_RATIO}: "
+        f"{'met' if verdict['ratio_met'] else 'MISSED'}"
+    )
+    print(
+        f"tidemark publishes/s (median): {summary['tidemark']['rate_median']:.1f}"
+        f"  target >= {TARGET_RATE:.0f}: {'met' if verdict['rate_met'] else 'MISSED'}"
+    )
+    if summary.get("noop"):
+        print(f"no-op repeat publishes/s: {summary['noop']['rate_median']:.1f}")
+    print(
+        "CPU-bound ceiling (all CPUs / server CPU ms per request; no load generator, no "
+        f"other processes): tidemark {summary['tidemark']['server_cpu_ceiling_rate']:.0f}/s, "
+        f"floor {summary['floor']['server_cpu_ceiling_rate']:.0f}/s"
+    )
+    if summary["machine_was_busy"]:
+        print(
+            "WARNING: other processes used more than "
+            f"{summary['foreign_cores_limit']} CPUs during some runs; figures are pessimistic"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.chdir(ROOT)
+    check_services(args)
+    databases = [args.db_name, f"{args.db_name}_watchdog"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{args.pg}/{databases[0]}",
+        "WATCHDOG_DATABASE_URL": f"{args.pg}/{databases[1]}",
+        "CELERY_BROKER_URL": args.broker_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
+        "DJANGO_DEBUG": "false",
+    }
+    os.environ.update(env)
+    loadgen = make_loadgen(args.loadgen, args.clients)
+    server = Server(args, env)
+    started_at = datetime.now(UTC)
+    report: dict[str, Any] = {}
+    try:
+        print(f"creating databases {', '.join(databases)} and migrating")
+        recreate_databases(args, databases)
+        clear_doorbells(args.broker_url)
+        migrate(env)
+
+        import django
+
+        django.setup()
+        from django.db import connections
+
+        # With a dead --broker-url every in-process ring logs a traceback; count, not print.
+        logging.getLogger("catalog.doorbell").setLevel(logging.ERROR)
+        seeded = seed()
+        print("profiling one publish in-process (query count)")
+        profile = profile_queries(seeded["token"], 0)
+        cprofile_text = None
+        if args.cprofile:
+            cprofile_text = cprofile_publishes(
+                seeded["token"], profile["keys_used"] + 10, args.cprofile
+            )
+        connections.close_all()
+
+        print(
+            f"starting gunicorn: {args.workers} x {args.worker_class} workers, "
+            f"{args.threads} thread(s) each"
+        )
+        server.start()
+        bench = Bench(args, server, loadgen, seeded["token"], CpuMeter(server.proc.pid, databases))
+        print(
+            f"load: {args.clients} clients via {loadgen.name}, {args.warmup:g} s warm-up + "
+            f"{args.duration:g} s per run, {args.rounds} round(s)"
+        )
+        published_first = None
+        for round_no in range(1, args.rounds + 1):
+            bench.measure("floor", round_no, "floor")
+            _, first = bench.measure("tidemark", round_no, "publish")
+            published_first = published_first if published_first is not None else first
+        if not args.skip_secondary:
+            start, span = published_run(published_first, NOOP_KEYS)
+            bench.measure("noop", 1, "noop", fixed_first=start, span=span)
+            bench.measure("hot", 1, "hot", fixed_first=start)
+        server.stop()
+        server_log = server.log_summary()
+
+        rows = count_rows()
+        summary = {t: summarise(bench.runs, t) for t in ("floor", "tidemark", "noop", "hot")}
+        created = sum(r["status"]["201"] for r in bench.runs if r["target"] == "tidemark")
+        verification = {
+            "row_counts": rows,
+            "note": "counts include warm-up runs and the in-process profile's publishes",
+            "deliveries_per_event": round(
+                rows["catalog_delivery"] / max(1, rows["catalog_readinessevent"]), 3
+            ),
+            "measured_201s_tidemark": created,
+            "server_log": server_log,
+        }
+        n = rows["catalog_partition"]
+        verification["consistent"] = (
+            rows["catalog_partitionrevision"] == rows["catalog_readinessevent"] == n
+            and rows["catalog_notification"] == n
+            and rows["catalog_delivery"] == 2 * n
+            and created <= n
+        )
+        ratio_median = summary["tidemark"]["rate_median"] / summary["floor"]["rate_median"]
+        ratio_best = summary["tidemark"]["rate_best"] / summary["floor"]["rate_best"]
+        summary["ratio_median"] = round(ratio_median, 3)
+        summary["ratio_best"] = round(ratio_best, 3)
+        summary["foreign_cores_limit"] = args.quiet_cores
+        summary["machine_was_busy"] = any(
+            r["cpu"]["cores_used"]["foreign"] > args.quiet_cores for r in bench.runs
+        )
+        summary["verdict"] = {
+            "basis": "median rate over rounds",
+            "rate_target": TARGET_RATE,
+            "ratio_target": TARGET_RATIO,
+            "rate_met": summary["tidemark"]["rate_median"] >= TARGET_RATE,
+            "ratio_met": ratio_median >= TARGET_RATIO,
+        }
+        report = {
+            "benchmark": "tidemark ingest: POST /api/v1/readiness vs one-INSERT floor view",
+            "started_at": started_at.isoformat(),
+            "finished_at": datetime.now(UTC).isoformat(),
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "settings": {
+                "clients": args.clients,
+                "warmup_s": args.warmup,
+                "duration_s": args.duration,
+                "rounds": args.rounds,
+                "order": "floor, tidemark alternately per round; then noop, hot",
+                "loadgen": loadgen.name,
+                "gunicorn": {
+                    "argv": server.argv[1:],
+                    "workers": args.workers,
+                    "worker_class": args.worker_class,
+                    "threads": args.threads,
+                    "settings_module": "config.settings.bench",
+                },
+                "databases": databases,
+                "broker_url": args.broker_url,
+                "dataset": {
+                    "namespace": NAMESPACE,
+                    "name": NAME,
+                    "partitioning": "daily",
+                    "subscribers": seeded["subscribers"],
+                },
+                "publish_body_example": json.loads(publish_body(partition_key(0))),
+                "writes_per_new_publish": "partition, revision, readiness event, notification, "
+                "2 deliveries, partition.current_revision; doorbell to Redis after commit "
+                "(statements: profile.publish_new_partition.sql)",
+                "noop": f"repeats of up to {NOOP_KEYS} partitions published in tidemark round 1 "
+                "(cycled; see the run's key_span)",
+                "hot": "all clients repeat one already-published partition",
+            },
+            "machine": machine_info(args, loadgen),
+            "summary": summary,
+            "runs": bench.runs,
+            "profile": profile,
+            "verification": verification,
+        }
+        if cprofile_text:
+            report["profile"]["cprofile_top"] = cprofile_text.splitlines()[:60]
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        print_table(summary, bench.runs)
+        print(
+            f"\nqueries per new-partition publish: "
+            f"{profile['publish_new_partition']['queries']} (+1 health-check SELECT 1); "
+            f"no-op: {profile['publish_noop_repeat']['queries']}; floor: "
+            f"{profile['floor_queries']}"
+        )
+        print(
+            f"rows written: {n} partitions, revisions, events and notifications, "
+            f"{rows['catalog_delivery']} deliveries: "
+            + ("consistent" if verification["consistent"] else f"INCONSISTENT {rows}")
+        )
+        if server_log["tracebacks"] or server_log["errors"] or server_log["warnings"]:
+            print(
+                f"server log {server_log['log']}: {server_log['tracebacks']} tracebacks, "
+                f"{server_log['errors']} errors, {server_log['warnings']} warnings"
+            )
+        print(f"wrote {args.output}")
+    finally:
+        server.stop()
+        loadgen.close()
+        with contextlib.suppress(Exception):
+            from django.db import connections
+
+            connections.close_all()
+        if not args.keep:
+            drop_databases(args, databases)
+        clear_doorbells(args.broker_url)
+    if (
+        args.check
+        and report
+        and not all(report["summary"]["verdict"][k] for k in ("rate_met", "ratio_met"))
+    ):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
