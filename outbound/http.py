@@ -80,7 +80,10 @@ class _GuardedBackend(httpcore.SyncBackend):
         self.policy = policy
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise httpcore.ConnectError(f"{host} did not resolve: {exc}") from exc
         if not infos:
             raise httpcore.ConnectError(f"{host} did not resolve")
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
@@ -189,7 +192,7 @@ class Sender:
             return result(status_code=None, error_kind="timeout", error=str(exc) or "timed out")
         except httpx.ConnectError as exc:
             return result(status_code=None, error_kind="connect", error=str(exc))
-        except (httpx.TransportError, socket.gaierror) as exc:
+        except httpx.TransportError as exc:
             return result(status_code=None, error_kind="protocol", error=str(exc))
 
     def close(self) -> None:

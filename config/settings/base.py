@@ -197,7 +197,7 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": _VISIBILITY_TIMEOUT,
         "socket_timeout": 5,
-        "socket_connect_timeout": 2,
+        "socket_connect_timeout": 0.5,
         "retry_on_timeout": False,
         # A doorbell is one attempt: kombu would otherwise retry the connect for seconds
         # on every publish while Redis is down.

@@ -128,3 +128,8 @@ def test_connection_refused_is_a_connect_error():
         port = probe.getsockname()[1]
     result = Sender(policy=LOOPBACK).post(f"http://127.0.0.1:{port}/", b"{}", {})
     assert (result.status_code, result.error_kind) == (None, "connect")
+
+
+def test_unresolvable_host_is_a_connect_error():
+    result = Sender(policy=AddressPolicy()).post("https://no-such-host.invalid/hook", b"{}", {})
+    assert (result.status_code, result.error_kind) == (None, "connect")
