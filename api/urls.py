@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog
+from .views import catalog, delivery
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -22,6 +22,33 @@ urlpatterns = [
         name="partition-latest",
     ),
     path("readiness", catalog.ReadinessPublishApi.as_view(), name="readiness-publish"),
+    path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),
+    path(
+        "endpoints/<int:endpoint_id>/rotate-secret",
+        delivery.EndpointRotateSecretApi.as_view(),
+        name="endpoint-rotate-secret",
+    ),
+    path(
+        "endpoints/<int:endpoint_id>/enable",
+        delivery.EndpointEnableApi.as_view(),
+        name="endpoint-enable",
+    ),
+    path(
+        "endpoints/<int:endpoint_id>/replay",
+        delivery.EndpointReplayApi.as_view(),
+        name="endpoint-replay",
+    ),
+    path("deliveries", delivery.DeliveryListApi.as_view(), name="delivery-list"),
+    path(
+        "deliveries/<int:delivery_id>",
+        delivery.DeliveryDetailApi.as_view(),
+        name="delivery-detail",
+    ),
+    path(
+        "deliveries/<int:delivery_id>/replay",
+        delivery.DeliveryReplayApi.as_view(),
+        name="delivery-replay",
+    ),
     path("subscriptions", catalog.SubscriptionListCreateApi.as_view(), name="subscription-list"),
     path(
         "subscriptions/<int:subscription_id>",

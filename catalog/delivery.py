@@ -31,7 +31,7 @@ from django.utils import timezone
 
 import outbound
 
-from . import secrets
+from . import doorbell, errors, secrets
 from .models import Delivery, DeliveryAttempt, Endpoint
 
 logger = logging.getLogger(__name__)
@@ -88,6 +88,7 @@ class Claim:
     delivery_id: int
     token: uuid.UUID
     attempt: int
+    attempt_in_budget: int  # counted from the last replay, against max_attempts
     endpoint_id: int
     url: str
     msg_id: str
@@ -134,6 +135,7 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             delivery_id=row.pk,
             token=token,
             attempt=row.attempts,
+            attempt_in_budget=row.attempts - row.attempts_before_replay,
             endpoint_id=row.endpoint_id,
             url=row.endpoint.url,
             msg_id=str(row.notification_id),
@@ -181,12 +183,12 @@ def delivery_record(
     if verdict.decision == outbound.Decision.SUCCEEDED:
         state = Delivery.State.SUCCEEDED
     elif verdict.decision == outbound.Decision.RETRY:
-        if claim.attempt >= config["max_attempts"]:
+        if claim.attempt_in_budget >= config["max_attempts"]:
             state = Delivery.State.DEAD
         else:
             state = Delivery.State.RETRYING
             delay = outbound.backoff_delay(
-                claim.attempt,
+                claim.attempt_in_budget,
                 base_seconds=config["backoff_base_seconds"],
                 cap_seconds=config["backoff_cap_seconds"],
                 retry_after_seconds=verdict.retry_after_seconds,
@@ -293,7 +295,7 @@ def deliver_due(
         summary.claimed += len(claims)
         for claim in claims:
             started_at = timezone.now()
-            if claim.attempt > config["max_attempts"]:
+            if claim.attempt_in_budget > config["max_attempts"]:
                 result = _exhausted(claim)
             else:
                 result = delivery_send(claim, sender=sender, now=started_at)
@@ -319,3 +321,70 @@ def sender_from_settings() -> outbound.Sender:
         read_timeout=config["read_timeout"],
         total_deadline=config["total_deadline"],
     )
+
+
+# --- operator and consumer actions ------------------------------------------------------
+
+DEAD_LETTER_STATES = (Delivery.State.REJECTED, Delivery.State.DEAD)
+
+
+@transaction.atomic
+def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
+    """Send a dead letter (rejected or dead) again, with the same ``webhook-id`` and a
+    fresh attempt budget.
+
+    Raises:
+        NotADeadLetter: the delivery is not rejected or dead (409).
+    """
+    updated = Delivery.objects.filter(pk=delivery.pk, state__in=DEAD_LETTER_STATES).update(
+        state=Delivery.State.PENDING,
+        next_attempt_at=now,
+        attempts_before_replay=F("attempts"),
+        claimed_until=None,
+        claim_token=None,
+        finished_at=None,
+    )
+    if updated != 1:
+        raise errors.NotADeadLetter(
+            f"delivery {delivery.pk} is {delivery.state}; only rejected or dead deliveries "
+            "can be replayed"
+        )
+    doorbell.ring_deliveries()
+    delivery.refresh_from_db()
+    return delivery
+
+
+@transaction.atomic
+def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
+    """Replay every dead letter of ``endpoint``; returns how many."""
+    count = Delivery.objects.filter(endpoint=endpoint, state__in=DEAD_LETTER_STATES).update(
+        state=Delivery.State.PENDING,
+        next_attempt_at=now,
+        attempts_before_replay=F("attempts"),
+        claimed_until=None,
+        claim_token=None,
+        finished_at=None,
+    )
+    if count:
+        doorbell.ring_deliveries()
+    return count
+
+
+@transaction.atomic
+def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
+    """Re-enable a disabled endpoint (after a 410 or a day of failures); what waited for
+    it is delivered again."""
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        is_active=True, disabled_reason="", failing_since=None
+    )
+    doorbell.ring_deliveries()
+    endpoint.refresh_from_db()
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_rotate_secret(*, endpoint: Endpoint, now: datetime) -> str:
+    """A new signing secret for ``endpoint``, shown once; the old one keeps signing for
+    ``secret_overlap_seconds``."""
+    endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+    return endpoint_set_new_secret(endpoint=endpoint, now=now)

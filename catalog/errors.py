@@ -84,3 +84,18 @@ class ApiKeyNotFound(NotFound):
 class PartitioningLocked(Conflict):
     code = "partitioning_locked"
     title = "Partitioning cannot change once partitions exist"
+
+
+class NotADeadLetter(Conflict):
+    code = "not_a_dead_letter"
+    title = "Only rejected or dead deliveries can be replayed"
+
+
+class DeliveryNotFound(NotFound):
+    code = "delivery_not_found"
+    title = "Delivery not found"
+
+
+class EndpointNotFound(NotFound):
+    code = "endpoint_not_found"
+    title = "Endpoint not found"

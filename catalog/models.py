@@ -367,7 +367,10 @@ class Delivery(models.Model):
     )
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0, help_text="Attempts ever made.")
+    attempts_before_replay = models.PositiveIntegerField(
+        default=0, help_text="Attempts made before the last replay; the budget restarts there."
+    )
     next_attempt_at = models.DateTimeField()
     claimed_until = models.DateTimeField(null=True, blank=True)
     claim_token = models.UUIDField(null=True, blank=True)

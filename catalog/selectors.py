@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from . import errors
 from .identity import DatasetIdentity, normalise_dataset_identity
-from .models import ApiKey, Dataset, Delivery, Partition, PartitionRevision, Subscription, Team
+from .models import (
+    ApiKey,
+    Dataset,
+    Delivery,
+    Endpoint,
+    Partition,
+    PartitionRevision,
+    Subscription,
+    Team,
+)
 
 
 def team_get(*, slug: str) -> Team:
@@ -170,3 +179,56 @@ def api_key_get(*, team: Team, public_id: str) -> ApiKey:
     if key is None:
         raise errors.ApiKeyNotFound(f"your team has no API key {public_id!r}")
     return key
+
+
+def endpoint_list(*, team: Team) -> QuerySet[Endpoint]:
+    """The team's endpoints with delivery counts by outcome (``n_succeeded``,
+    ``n_waiting`` for pending or retrying, ``n_dead_letters`` for rejected or dead)."""
+    return (
+        Endpoint.objects.filter(team=team)
+        .annotate(
+            n_succeeded=Count("deliveries", filter=Q(deliveries__state="succeeded")),
+            n_waiting=Count("deliveries", filter=Q(deliveries__state__in=["pending", "retrying"])),
+            n_dead_letters=Count(
+                "deliveries", filter=Q(deliveries__state__in=["rejected", "dead"])
+            ),
+        )
+        .order_by("-id")
+    )
+
+
+def endpoint_get(*, team: Team, endpoint_id: int) -> Endpoint:
+    """One of the team's endpoints; raises EndpointNotFound (others' are hidden)."""
+    endpoint = Endpoint.objects.filter(team=team, pk=endpoint_id).first()
+    if endpoint is None:
+        raise errors.EndpointNotFound(f"your team has no endpoint {endpoint_id}")
+    return endpoint
+
+
+def delivery_list(
+    *, team: Team, state: str | None = None, endpoint_id: int | None = None
+) -> QuerySet[Delivery]:
+    """Deliveries to the team's endpoints, newest first, with notification and endpoint."""
+    queryset = Delivery.objects.filter(endpoint__team=team).select_related(
+        "notification", "endpoint"
+    )
+    if state == "dead_letter":
+        queryset = queryset.filter(state__in=["rejected", "dead"])
+    elif state:
+        queryset = queryset.filter(state=state)
+    if endpoint_id is not None:
+        queryset = queryset.filter(endpoint_id=endpoint_id)
+    return queryset.order_by("-id")
+
+
+def delivery_get(*, team: Team, delivery_id: int) -> Delivery:
+    """One delivery to the team's endpoints, with its attempt log; raises DeliveryNotFound."""
+    delivery = (
+        Delivery.objects.filter(endpoint__team=team, pk=delivery_id)
+        .select_related("notification", "endpoint")
+        .prefetch_related("attempt_log")
+        .first()
+    )
+    if delivery is None:
+        raise errors.DeliveryNotFound(f"no delivery {delivery_id} to your team's endpoints")
+    return delivery

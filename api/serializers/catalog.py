@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from rest_framework import serializers
 
-from catalog.models import ApiKey, Dataset, Notification, PartitionRevision
+from catalog.models import ApiKey, Dataset, Delivery, Notification, PartitionRevision
 
 
 class StrictSerializer(serializers.Serializer):
@@ -200,7 +201,8 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         url = attrs.get("endpoint_url")
         if url:
             parts = urlsplit(url)
-            if parts.scheme != "https" or parts.username or parts.password:
+            schemes = ("https", "http") if settings.TIDEMARK_OUTBOUND_ALLOW_HTTP else ("https",)
+            if parts.scheme not in schemes or parts.username or parts.password:
                 raise serializers.ValidationError(
                     {"endpoint_url": "must be an https URL without credentials"}
                 )
@@ -255,3 +257,84 @@ class ApiKeyCreateInputSerializer(StrictSerializer):
 
 class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
     token = serializers.CharField(help_text="The key itself, shown only in this response.")
+
+
+# --- endpoints and deliveries -----------------------------------------------------------
+
+
+class EndpointOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    url = serializers.CharField()
+    is_active = serializers.BooleanField()
+    disabled_reason = serializers.CharField()
+    failing_since = serializers.DateTimeField()
+    previous_secret_expires_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField()
+    deliveries = serializers.SerializerMethodField()
+
+    def get_deliveries(self, obj) -> dict:
+        succeeded, dead = obj.n_succeeded, obj.n_dead_letters
+        finished = succeeded + dead
+        return {
+            "succeeded": succeeded,
+            "waiting": obj.n_waiting,
+            "dead_letters": dead,
+            "success_rate": round(succeeded / finished, 4) if finished else None,
+        }
+
+
+class SecretOutputSerializer(serializers.Serializer):
+    secret = serializers.CharField(help_text="The new signing secret, shown only here.")
+    previous_secret_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Until then the old secret also signs."
+    )
+
+
+class ReplayOutputSerializer(serializers.Serializer):
+    replayed = serializers.IntegerField()
+
+
+class DeliveryAttemptOutputSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    duration_ms = serializers.IntegerField()
+    status_code = serializers.IntegerField(allow_null=True)
+    decision = serializers.CharField()
+    error_kind = serializers.CharField()
+    error = serializers.CharField()
+    response_excerpt = serializers.CharField()
+    next_attempt_in_seconds = serializers.FloatField(allow_null=True)
+
+
+class DeliveryOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    webhook_id = serializers.UUIDField(source="notification_id")
+    type = serializers.CharField(source="notification.type")
+    endpoint_id = serializers.IntegerField()
+    endpoint_url = serializers.CharField(source="endpoint.url")
+    state = serializers.CharField()
+    attempts = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField()
+    last_attempt_at = serializers.DateTimeField()
+    last_status_code = serializers.IntegerField(allow_null=True)
+    last_error_kind = serializers.CharField()
+    last_error = serializers.CharField()
+    finished_at = serializers.DateTimeField()
+    created_at = serializers.DateTimeField()
+
+
+class DeliveryDetailOutputSerializer(DeliveryOutputSerializer):
+    payload = serializers.JSONField(source="notification.payload")
+    attempt_log = DeliveryAttemptOutputSerializer(many=True)
+
+
+class DeliveryListFilterSerializer(StrictSerializer):
+    state = serializers.ChoiceField(
+        [*Delivery.State.values, "dead_letter"],
+        required=False,
+        help_text="dead_letter: rejected or dead.",
+    )
+    endpoint_id = serializers.IntegerField(required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)

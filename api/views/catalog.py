@@ -13,19 +13,8 @@ from catalog import errors, selectors, services
 from catalog.models import ApiKey, AuditEntry
 from problems import FieldError, ValidationProblem
 
-from ..pagination import CursorPagination
 from ..serializers import catalog as s
-
-
-def _actor(request: Request) -> services.Actor:
-    return request.user.actor
-
-
-def _paginate(view: APIView, request: Request, queryset, serializer_class, ordering):
-    paginator = CursorPagination()
-    paginator.ordering = ordering
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+from .base import actor_of, paginate
 
 
 class MeApi(APIView):
@@ -47,8 +36,8 @@ class ApiKeyListCreateApi(APIView):
 
     @extend_schema(responses=s.ApiKeyOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        queryset = selectors.api_key_list(team=_actor(request).team)
-        return _paginate(self, request, queryset, s.ApiKeyOutputSerializer, ("-id",))
+        queryset = selectors.api_key_list(team=actor_of(request).team)
+        return paginate(self, request, queryset, s.ApiKeyOutputSerializer, ("-id",))
 
     @extend_schema(
         request=s.ApiKeyCreateInputSerializer, responses={201: s.ApiKeyCreatedOutputSerializer}
@@ -63,7 +52,7 @@ class ApiKeyListCreateApi(APIView):
                 errors=[FieldError("expires_at", "must be in the future", "future")],
             )
         key, token = services.api_key_create(
-            team=_actor(request).team,
+            team=actor_of(request).team,
             name=data.validated_data["name"],
             scopes=data.validated_data["scopes"],
             expires_at=expires_at,
@@ -78,7 +67,7 @@ class ApiKeyRevokeApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, public_id: str) -> Response:
-        key = selectors.api_key_get(team=_actor(request).team, public_id=public_id)
+        key = selectors.api_key_get(team=actor_of(request).team, public_id=public_id)
         services.api_key_revoke(key=key, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -101,7 +90,7 @@ class DatasetListCreateApi(APIView):
             search=f.get("q"),
             name=f.get("name"),
         )
-        return _paginate(self, request, queryset, s.DatasetOutputSerializer, ("id",))
+        return paginate(self, request, queryset, s.DatasetOutputSerializer, ("id",))
 
     @extend_schema(
         request=s.DatasetCreateInputSerializer, responses={201: s.DatasetOutputSerializer}
@@ -109,7 +98,7 @@ class DatasetListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = s.DatasetCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        dataset = services.dataset_register(actor=_actor(request), **data.validated_data)
+        dataset = services.dataset_register(actor=actor_of(request), **data.validated_data)
         return Response(s.DatasetOutputSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
 
@@ -127,7 +116,7 @@ class DatasetDetailApi(APIView):
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         dataset = services.dataset_update(
-            actor=_actor(request), dataset=dataset, **data.validated_data
+            actor=actor_of(request), dataset=dataset, **data.validated_data
         )
         return Response(s.DatasetOutputSerializer(dataset).data)
 
@@ -139,7 +128,7 @@ class DatasetAuditApi(APIView):
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = AuditEntry.objects.filter(dataset=dataset)
-        return _paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
+        return paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
 
 
 class PartitionListApi(APIView):
@@ -160,7 +149,7 @@ class PartitionListApi(APIView):
             logical_from=f.get("logical_from"),
             logical_to=f.get("logical_to"),
         )
-        return _paginate(self, request, queryset, s.PartitionOutputSerializer, ("-start_at", "-id"))
+        return paginate(self, request, queryset, s.PartitionOutputSerializer, ("-start_at", "-id"))
 
 
 class PartitionLatestReadyApi(APIView):
@@ -197,7 +186,7 @@ class ReadinessPublishApi(APIView):
         data = s.ReadinessPublishInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = services.readiness_publish(
-            actor=_actor(request),
+            actor=actor_of(request),
             idempotency_key=_idempotency_key(request),
             now=timezone.now(),
             **data.validated_data,
@@ -231,8 +220,8 @@ class SubscriptionListCreateApi(APIView):
 
     @extend_schema(responses=s.SubscriptionOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        queryset = selectors.subscription_list(team=_actor(request).team)
-        return _paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
+        queryset = selectors.subscription_list(team=actor_of(request).team)
+        return paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
 
     @extend_schema(
         request=s.SubscriptionCreateInputSerializer,
@@ -249,7 +238,7 @@ class SubscriptionListCreateApi(APIView):
             if dataset_id is not None
             else selectors.dataset_get(namespace=namespace, name=name)
         )
-        result = services.subscription_create(actor=_actor(request), dataset=dataset, **values)
+        result = services.subscription_create(actor=actor_of(request), dataset=dataset, **values)
         body = dict(s.SubscriptionOutputSerializer(result.subscription).data)
         if result.endpoint_secret:
             body["endpoint_secret"] = result.endpoint_secret
@@ -263,5 +252,5 @@ class SubscriptionDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:
-        services.subscription_delete(actor=_actor(request), subscription_id=subscription_id)
+        services.subscription_delete(actor=actor_of(request), subscription_id=subscription_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

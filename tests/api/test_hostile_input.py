@@ -148,7 +148,10 @@ def test_dataset_filter_normalises_identity_like_publish(client_for, team):
 @pytest.mark.parametrize(
     "url", ["http://hooks.example.com/x", "https://user:pw@hooks.example.com/x", "ftp://x.example/"]
 )
-def test_subscription_endpoint_must_be_https_without_credentials(client_for, team, dataset, url):
+def test_subscription_endpoint_must_be_https_without_credentials(
+    client_for, team, dataset, url, settings
+):
+    settings.TIDEMARK_OUTBOUND_ALLOW_HTTP = False  # as in production
     response = client_for(team).post(
         "/api/v1/subscriptions", {"dataset_id": dataset.id, "endpoint_url": url}, format="json"
     )

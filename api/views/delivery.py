@@ -1,0 +1,96 @@
+"""Endpoints and deliveries of the caller's team: health, dead letters, replay, secrets."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog import delivery, selectors
+from catalog.models import ApiKey
+
+from ..serializers import catalog as s
+from .base import actor_of, paginate
+
+
+class EndpointListApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.EndpointOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        queryset = selectors.endpoint_list(team=actor_of(request).team)
+        return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))
+
+
+class EndpointRotateSecretApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses=s.SecretOutputSerializer)
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
+        secret = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+        endpoint.refresh_from_db()
+        return Response(
+            {"secret": secret, "previous_secret_expires_at": endpoint.previous_secret_expires_at}
+        )
+
+
+class EndpointEnableApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses=s.EndpointOutputSerializer)
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        team = actor_of(request).team
+        endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
+        delivery.endpoint_enable(endpoint=endpoint)
+        annotated = selectors.endpoint_list(team=team).get(pk=endpoint.pk)
+        return Response(s.EndpointOutputSerializer(annotated).data)
+
+
+class EndpointReplayApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses=s.ReplayOutputSerializer)
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
+        count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
+        return Response({"replayed": count})
+
+
+class DeliveryListApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        parameters=[s.DeliveryListFilterSerializer],
+        responses=s.DeliveryOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.DeliveryListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        queryset = selectors.delivery_list(
+            team=actor_of(request).team,
+            state=filters.validated_data.get("state"),
+            endpoint_id=filters.validated_data.get("endpoint_id"),
+        )
+        return paginate(self, request, queryset, s.DeliveryOutputSerializer, ("-id",))
+
+
+class DeliveryDetailApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.DeliveryDetailOutputSerializer)
+    def get(self, request: Request, delivery_id: int) -> Response:
+        found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
+        return Response(s.DeliveryDetailOutputSerializer(found).data)
+
+
+class DeliveryReplayApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses=s.DeliveryOutputSerializer)
+    def post(self, request: Request, delivery_id: int) -> Response:
+        found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
+        replayed = delivery.delivery_replay(delivery=found, now=timezone.now())
+        return Response(s.DeliveryOutputSerializer(replayed).data)

@@ -1,0 +1,136 @@
+"""Operator views of the catalog. Secrets never appear: keys are digests, webhook secrets
+stay encrypted and are excluded."""
+
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from . import delivery, errors
+from .models import (
+    ApiKey,
+    AuditEntry,
+    Dataset,
+    Delivery,
+    DeliveryAttempt,
+    Endpoint,
+    Partition,
+    PartitionRevision,
+    ReadinessEvent,
+    Subscription,
+    Team,
+)
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "contact_email", "created_at")
+    search_fields = ("slug", "name")
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = (
+        "public_id",
+        "team",
+        "name",
+        "scopes",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+    )
+    list_filter = ("team",)
+    exclude = ("digest",)
+    readonly_fields = ("public_id", "last_used_at")
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("namespace", "name", "owner", "criticality", "partitioning", "lifecycle")
+    list_filter = ("criticality", "partitioning", "lifecycle", "owner")
+    search_fields = ("namespace", "name", "description")
+
+
+class RevisionInline(admin.TabularInline):
+    model = PartitionRevision
+    extra = 0
+    fields = ("version", "state", "ready_at", "detected_by", "code_version")
+    readonly_fields = fields
+
+
+@admin.register(Partition)
+class PartitionAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "key", "start_at", "current_revision")
+    search_fields = ("dataset__name", "key")
+    inlines = [RevisionInline]
+    raw_id_fields = ("dataset", "current_revision")
+
+
+@admin.register(ReadinessEvent)
+class ReadinessEventAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "partition", "state", "source", "published_by", "received_at")
+    list_filter = ("state", "source")
+    raw_id_fields = ("dataset", "partition", "revision", "api_key")
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ("team", "dataset", "job_namespace", "job_name", "endpoint", "created_at")
+    list_filter = ("team",)
+    raw_id_fields = ("dataset", "endpoint")
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    list_display = ("team", "kind", "url", "is_active", "disabled_reason", "failing_since")
+    list_filter = ("kind", "is_active", "team")
+    exclude = ("secret_encrypted", "previous_secret_encrypted")
+
+
+class AttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    extra = 0
+    fields = (
+        "number",
+        "started_at",
+        "duration_ms",
+        "status_code",
+        "decision",
+        "error_kind",
+        "error",
+    )
+    readonly_fields = fields
+
+
+@admin.action(description="Replay the selected dead letters (same webhook-id)")
+def replay(modeladmin, request, queryset):
+    replayed = 0
+    for row in queryset:
+        try:
+            delivery.delivery_replay(delivery=row, now=timezone.now())
+            replayed += 1
+        except errors.NotADeadLetter:
+            continue
+    modeladmin.message_user(request, f"{replayed} delivery(ies) replayed", messages.SUCCESS)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "notification",
+        "endpoint",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "last_status_code",
+    )
+    list_filter = ("state",)
+    raw_id_fields = ("notification", "endpoint")
+    inlines = [AttemptInline]
+    actions = [replay]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "action", "actor", "created_at")
+    list_filter = ("action",)
+    readonly_fields = ("dataset", "team", "actor", "action", "changes", "created_at")

@@ -1,0 +1,307 @@
+"""Real processes for delivery tests: a private redis-server, Celery worker subprocesses and
+a threaded HTTP receiver on loopback that records every request it is sent."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import kombu.pools
+import redis
+from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+CELERY = Path(sys.executable).with_name("celery")
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    timeout: float,
+    what: str,
+    *,
+    every: Callable[[], None] | None = None,
+    every_seconds: float = 0.5,
+) -> None:
+    """Poll ``condition`` until true, failing after ``timeout`` seconds.
+
+    ``every`` (if given) is called at once and then every ``every_seconds`` while waiting.
+    """
+    deadline = time.monotonic() + timeout
+    next_tick = time.monotonic()
+    while True:
+        if every is not None and time.monotonic() >= next_tick:
+            every()
+            next_tick = time.monotonic() + every_seconds
+        if condition():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- redis ------------------------------------------------------------------------------
+
+
+@dataclass
+class PrivateRedis:
+    """A redis-server of the test's own, on a spare port, that can crash and come back."""
+
+    port: int
+    workdir: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def answers(self) -> bool:
+        try:
+            with redis.Redis(
+                host="127.0.0.1",
+                port=self.port,
+                socket_timeout=1,
+                socket_connect_timeout=1,
+                retry=Retry(NoBackoff(), 0),
+            ) as client:
+                return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+            + ["--save", "", "--appendonly", "no", "--daemonize", "no"],
+            cwd=self.workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: self.process.poll() is not None or self.answers(), 10, "redis-server")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+
+    def kill(self) -> None:
+        """Crash it (SIGKILL): connections drop, the port refuses, queued messages are gone."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        wait_until(lambda: not self.answers(), 10, "redis-server to go away")
+
+
+def _reset_broker_connections(app) -> None:
+    """Forget pooled broker connections so the next send connects to the current URL
+    (kombu's process-wide pools plus the app's own pool and producer pool)."""
+    kombu.pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+def point_celery_at(url: str, monkeypatch) -> Callable[[], None]:
+    """Point this process's Celery app (the doorbell's publisher) at ``url``.
+
+    Celery reads CELERY_BROKER_URL from the environment before its configuration, so the
+    variable moves too. Returns the function that points it back.
+    """
+    from config.celery import app
+
+    original = app.conf.broker_url
+    monkeypatch.setenv("CELERY_BROKER_URL", url)
+    app.conf.broker_url = url
+    _reset_broker_connections(app)
+
+    def restore() -> None:
+        app.conf.broker_url = original
+        _reset_broker_connections(app)
+
+    return restore
+
+
+# --- HTTP receiver ----------------------------------------------------------------------
+
+
+@dataclass
+class Hit:
+    """One request the receiver got; ``started``/``finished`` are ``time.monotonic()``."""
+
+    path: str
+    webhook_id: str
+    body: bytes
+    headers: dict[str, str]
+    started: float
+    finished: float = 0.0
+    status: int = 0
+
+
+class Receiver:
+    """A threaded HTTP server on loopback that records every request.
+
+    ``respond(hit) -> status`` decides each answer and may block (it runs in the request's
+    own thread); by default every request gets 200.
+    """
+
+    def __init__(self) -> None:
+        self.hits: list[Hit] = []
+        self.lock = threading.Lock()
+        self.respond: Callable[[Hit], int] = lambda hit: 200
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                started = time.monotonic()
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hit = Hit(
+                    path=self.path,
+                    webhook_id=self.headers.get("webhook-id", ""),
+                    body=body,
+                    headers=dict(self.headers.items()),
+                    started=started,
+                )
+                with receiver.lock:
+                    receiver.hits.append(hit)
+                hit.status = receiver.respond(hit)
+                try:
+                    self.send_response(hit.status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                    self.wfile.flush()
+                except OSError:  # the sender is gone (killed mid-request)
+                    pass
+                hit.finished = time.monotonic()
+
+            def log_message(self, *args) -> None:  # keep pytest output quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url_for(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def snapshot(self) -> list[Hit]:
+        with self.lock:
+            return list(self.hits)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- Celery workers ---------------------------------------------------------------------
+
+
+def _database_url(settings_dict: dict) -> str:
+    user = quote(settings_dict["USER"] or "", safe="")
+    password = settings_dict.get("PASSWORD") or ""
+    auth = f"{user}:{quote(password, safe='')}" if password else user
+    host = settings_dict["HOST"] or "127.0.0.1"
+    port = settings_dict["PORT"] or 5432
+    return f"postgres://{auth}@{host}:{port}/{settings_dict['NAME']}"
+
+
+def worker_environment(*, broker_url: str, lease_seconds: int, **extra: str) -> dict[str, str]:
+    """The environment of a worker that shares this test's databases and ``broker_url``.
+
+    Read inside a test: ``connection.settings_dict`` then names pytest-django's test
+    database. The worker never touches the watchdog database, so whichever one the alias
+    names (test or not) will do.
+    """
+    from django.db import connections
+
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.test",
+        TIDEMARK_IGNORE_DOTENV="1",
+        DATABASE_URL=_database_url(connections["default"].settings_dict),
+        WATCHDOG_DATABASE_URL=_database_url(connections["watchdog"].settings_dict),
+        CELERY_BROKER_URL=broker_url,
+        TIDEMARK_DELIVERY_LEASE=str(lease_seconds),
+        # config/settings/test.py allows loopback over plain HTTP; say so for clarity.
+        TIDEMARK_OUTBOUND_ALLOW_NETWORKS=",".join(settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS),
+        TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+_SUMMARY = re.compile(r"deliveries: claimed (\d+): .*; claims lost (\d+)")
+
+
+@dataclass
+class Worker:
+    """One ``celery worker -P solo`` subprocess in its own session, logging to a file."""
+
+    name: str
+    log_path: Path
+    env: dict[str, str]
+    process: subprocess.Popen | None = None
+    _log_file: object = field(default=None, repr=False)
+
+    def start(self) -> Worker:
+        self._log_file = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [str(CELERY), "-A", "config.celery", "worker", "-P", "solo"]
+            + ["-Q", "delivery,default", "--without-gossip", "--without-mingle"]
+            + ["-l", "info", "-n", f"{self.name}@tidemark-test"],
+            cwd=settings.BASE_DIR,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        wait_until(
+            lambda: not self.alive or f"{self.name}@tidemark-test ready." in self.log(),
+            timeout,
+            f"worker {self.name} to be ready",
+        )
+        assert self.alive, f"worker {self.name} exited:\n{self.log()[-3000:]}"
+
+    def claimed(self) -> tuple[int, int]:
+        """(deliveries claimed, claims lost) summed over the passes this worker logged."""
+        passes = [tuple(map(int, m)) for m in _SUMMARY.findall(self.log())]
+        return sum(p[0] for p in passes), sum(p[1] for p in passes)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group and reap it."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait(10)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
