@@ -32,6 +32,7 @@ from django.utils import timezone
 import outbound
 
 from . import doorbell, errors, secrets
+from .crashpoints import crashpoint
 from .models import Delivery, DeliveryAttempt, Endpoint
 
 logger = logging.getLogger(__name__)
@@ -292,6 +293,7 @@ def deliver_due(
         )
         if not claims:
             break
+        crashpoint("delivery.after_claim")
         summary.claimed += len(claims)
         for claim in claims:
             started_at = timezone.now()
@@ -299,9 +301,11 @@ def deliver_due(
                 result = _exhausted(claim)
             else:
                 result = delivery_send(claim, sender=sender, now=started_at)
+            crashpoint("delivery.after_send")
             state = delivery_record(
                 claim=claim, result=result, started_at=started_at, now=timezone.now()
             )
+            crashpoint("delivery.after_record")
             if state is None:
                 summary.lost += 1
             else:

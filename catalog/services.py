@@ -19,6 +19,7 @@ from django.utils import timezone
 from problems import FieldError, ValidationProblem
 
 from . import delivery, doorbell, errors, keys
+from .crashpoints import crashpoint
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
     ApiKey,
@@ -392,6 +393,7 @@ def readiness_publish(
             record.status_code = result.status_code
             record.response_body = result.body
             record.save(update_fields=["status_code", "response_body"])
+    crashpoint("publish.after_commit")
     return result
 
 
@@ -488,6 +490,7 @@ def _publish(
                 "code_version": code_version,
             },
         )
+        crashpoint("publish.after_event")
         _notify(dataset=dataset, part=part, revision=revision, event=event, now=now)
     if becomes_current:
         part.current_revision = revision
@@ -583,6 +586,7 @@ def _notify(
         },
     }
     notification.save()
+    crashpoint("publish.between_outbox_inserts")
 
     endpoint_ids = {
         endpoint_id
