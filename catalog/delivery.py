@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -31,9 +33,9 @@ from django.utils import timezone
 
 import outbound
 
-from . import doorbell, errors, secrets
+from . import doorbell, errors, notices, secrets
 from .crashpoints import crashpoint
-from .models import Delivery, DeliveryAttempt, Endpoint
+from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ class Claim:
     attempt: int
     attempt_in_budget: int  # counted from the last replay, against max_attempts
     endpoint_id: int
+    kind: str
     url: str
     msg_id: str
     body: str
@@ -138,11 +141,14 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             attempt=row.attempts,
             attempt_in_budget=row.attempts - row.attempts_before_replay,
             endpoint_id=row.endpoint_id,
+            kind=row.endpoint.kind,
             url=row.endpoint.url,
             msg_id=str(row.notification_id),
             # Sorted keys: every attempt sends (and signs) byte-identical bodies.
             body=json.dumps(row.notification.payload, sort_keys=True, separators=(",", ":")),
-            secrets=tuple(endpoint_secrets_in_use(row.endpoint, now)),
+            secrets=tuple(
+                endpoint_secrets_in_use(row.endpoint, now) if row.endpoint.secret_encrypted else ()
+            ),
         )
         for row in rows
     ]
@@ -151,7 +157,18 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
 def delivery_send(
     claim: Claim, *, sender: outbound.Sender, now: datetime
 ) -> outbound.AttemptResult:
-    """Send one claimed delivery with Standard Webhooks headers; no database access."""
+    """Send one claimed delivery; no database access.
+
+    Webhooks get the JSON body with Standard Webhooks headers; Slack contacts a text
+    message through the same guarded sender; email contacts go through Django's mail
+    backend, whose acceptance is recorded as status 200 (any error is retried).
+    """
+    if claim.kind == Endpoint.Kind.EMAIL:
+        return _send_email(claim)
+    if claim.kind == Endpoint.Kind.SLACK:
+        _, text = notices.render_text(json.loads(claim.body))
+        body = json.dumps({"text": text}).encode()
+        return sender.post(claim.url, body, {"Content-Type": "application/json"})
     timestamp = int(now.timestamp())
     headers = {
         "Content-Type": "application/json",
@@ -162,6 +179,25 @@ def delivery_send(
         ),
     }
     return sender.post(claim.url, claim.body.encode(), headers)
+
+
+def _send_email(claim: Claim) -> outbound.AttemptResult:
+    started = time.monotonic()
+    subject, text = notices.render_text(json.loads(claim.body))
+    try:
+        send_mail(subject, text, None, [claim.url.removeprefix("mailto:")])
+    except Exception as exc:  # any backend failure (SMTP, DNS, auth) is worth a retry
+        return outbound.AttemptResult(
+            status_code=None,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            error_kind="mail",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+    return outbound.AttemptResult(
+        status_code=200,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        response_excerpt="accepted by the mail backend",
+    )
 
 
 def delivery_record(
@@ -240,13 +276,29 @@ def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime
         endpoints.filter(failing_since__isnull=False).update(failing_since=None)
         return
     if decision == outbound.Decision.GONE:
-        endpoints.update(is_active=False, disabled_reason="the receiver answered 410 Gone")
+        _disable(claim, "the receiver answered 410 Gone", now=now)
         return
     endpoints.filter(failing_since__isnull=True).update(failing_since=now)
     too_long = now - timedelta(seconds=config["disable_after_failing_seconds"])
-    endpoints.filter(is_active=True, failing_since__lte=too_long).update(
-        is_active=False,
-        disabled_reason=f"every attempt failed for {config['disable_after_failing_seconds']} s",
+    if endpoints.filter(is_active=True, failing_since__lte=too_long).exists():
+        reason = f"every attempt failed for {config['disable_after_failing_seconds']} s"
+        _disable(claim, reason, now=now)
+
+
+def _disable(claim: Claim, reason: str, *, now: datetime) -> None:
+    """Disable the endpoint (compare-and-set) and tell its owner team, once."""
+    flipped = Endpoint.objects.filter(pk=claim.endpoint_id, is_active=True).update(
+        is_active=False, disabled_reason=reason
+    )
+    if flipped != 1 or claim.kind != Endpoint.Kind.WEBHOOK:
+        return  # already disabled, or a contact channel (telling it about itself is moot)
+    endpoint = Endpoint.objects.select_related("team").get(pk=claim.endpoint_id)
+    notices.notify_owner(
+        team=endpoint.team,
+        type=Notification.Type.ENDPOINT_DISABLED,
+        data={"endpoint_id": endpoint.pk, "url": endpoint.url, "reason": reason},
+        dedup_key=f"endpoint-disabled:{endpoint.pk}:{now.isoformat()}",
+        now=now,
     )
 
 

@@ -339,10 +339,13 @@ class Notification(models.Model):
         PARTITION_READY = "partition.ready"
         PARTITION_RESTATED = "partition.restated"
         PARTITION_FAILED = "partition.failed"
+        ENDPOINT_DISABLED = "endpoint.disabled"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)
-    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="notifications")
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+    )
     dedup_key = models.CharField(max_length=255, unique=True)
     payload = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)

@@ -155,6 +155,11 @@ TIDEMARK_ENCRYPTION_KEYS = env.list("TIDEMARK_ENCRYPTION_KEYS", default=[]) or [
     base64.urlsafe_b64encode(hashlib.sha256(SECRET_KEY.encode()).digest()).decode()
 ]
 
+# Owner notices by email: EMAIL_URL (smtp://user:password@host:587, ...); the console
+# by default, so the embedded mode prints them.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("TIDEMARK_FROM_EMAIL", default="tidemark@localhost")
+
 # Consumer webhook delivery (catalog.delivery). Seconds throughout.
 TIDEMARK_DELIVERY = {
     "max_attempts": env.int("TIDEMARK_DELIVERY_MAX_ATTEMPTS", default=15),

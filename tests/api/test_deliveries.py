@@ -120,7 +120,9 @@ def test_disabled_endpoint_is_re_enabled_explicitly(world, httpserver):
     httpserver.expect_request("/hook").respond_with_data("", status=410)
     publish("2026-11-28")
     run_pass()
-    endpoint = client.get("/api/v1/endpoints").json()["results"][0]
+    [endpoint] = [
+        e for e in client.get("/api/v1/endpoints").json()["results"] if e["kind"] == "webhook"
+    ]
     assert (endpoint["is_active"], "410" in endpoint["disabled_reason"]) == (False, True)
     enabled = client.post(f"/api/v1/endpoints/{endpoint['id']}/enable").json()
     assert (enabled["is_active"], enabled["disabled_reason"]) == (True, "")
@@ -128,7 +130,7 @@ def test_disabled_endpoint_is_re_enabled_explicitly(world, httpserver):
 
 def test_rotate_secret_returns_new_secret_and_overlap(world, httpserver):
     client, publish, old_secret = world
-    endpoint_id = Endpoint.objects.get().id
+    endpoint_id = Endpoint.objects.get(kind="webhook").id
     body = client.post(f"/api/v1/endpoints/{endpoint_id}/rotate-secret").json()
     assert body["secret"].startswith("whsec_") and body["secret"] != old_secret
     assert body["previous_secret_expires_at"]

@@ -154,7 +154,7 @@ def test_410_gone_disables_the_endpoint(httpserver, setup, sender):
     httpserver.expect_request("/hook").respond_with_data("", status=410)
     publish()
     delivery.deliver_due(sender=sender)
-    endpoint = Endpoint.objects.get()
+    endpoint = Endpoint.objects.get(kind="webhook")
     assert not endpoint.is_active and "410" in endpoint.disabled_reason
     publish(partition="2026-11-29")
     assert delivery.deliver_due(sender=sender).claimed == 0
@@ -178,7 +178,7 @@ def test_endpoint_failing_too_long_is_disabled(httpserver, setup, sender, settin
     httpserver.expect_request("/hook").respond_with_data("", status=500)
     publish()
     delivery.deliver_due(sender=sender)
-    endpoint = Endpoint.objects.get()
+    endpoint = Endpoint.objects.get(kind="webhook")
     assert not endpoint.is_active and endpoint.failing_since is not None
 
 
@@ -188,10 +188,10 @@ def test_success_clears_failing_since(httpserver, setup, sender):
     httpserver.expect_request("/hook").respond_with_handler(lambda r: next(answers))
     publish()
     delivery.deliver_due(sender=sender)
-    assert Endpoint.objects.get().failing_since is not None
+    assert Endpoint.objects.get(kind="webhook").failing_since is not None
     make_due()
     delivery.deliver_due(sender=sender)
-    assert Endpoint.objects.get().failing_since is None
+    assert Endpoint.objects.get(kind="webhook").failing_since is None
 
 
 def test_worker_whose_lease_expired_cannot_overwrite_the_newer_attempt(httpserver, setup, sender):
@@ -268,7 +268,7 @@ def test_concurrent_claims_never_share_a_delivery(httpserver):
 
 def test_rotated_secret_signs_with_old_and_new_during_overlap(httpserver, setup, sender):
     publish, old_secret = setup
-    endpoint = Endpoint.objects.get()
+    endpoint = Endpoint.objects.get(kind="webhook")
     new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=timezone.now())
     httpserver.expect_request("/hook").respond_with_data("ok")
     publish()
@@ -284,7 +284,7 @@ def test_rotated_secret_signs_with_old_and_new_during_overlap(httpserver, setup,
 
 def test_secret_is_stored_encrypted(setup):
     _, secret = setup
-    stored = Endpoint.objects.get().secret_encrypted
+    stored = Endpoint.objects.get(kind="webhook").secret_encrypted
     assert secret not in stored and secret.split("_", 1)[1] not in stored
 
 
@@ -294,3 +294,35 @@ def test_deliver_due_command_prints_what_it_did(httpserver, setup, capsys):
     publish()
     call_command("deliver_due")
     assert "claimed 1: succeeded 1" in capsys.readouterr().out
+
+
+def test_disabled_endpoint_owner_is_told_by_email_and_slack(httpserver, setup, sender, mailoutbox):
+    publish, _ = setup
+    consumer = Endpoint.objects.get(kind="webhook").team
+    consumer.contact_email = "analytics-oncall@example.com"
+    consumer.contact_slack_webhook = httpserver.url_for("/slack")
+    consumer.save()
+    httpserver.expect_request("/hook").respond_with_data("", status=410)
+    httpserver.expect_request("/slack").respond_with_data("ok")
+    publish()
+    delivery.deliver_due(sender=sender)  # the 410, then the owner notices it queued
+
+    [mail] = mailoutbox
+    assert mail.to == ["analytics-oncall@example.com"]
+    assert "disabled" in mail.subject and "410 Gone" in mail.body
+    slack = [r for r, _ in httpserver.log if r.path == "/slack"]
+    assert len(slack) == 1 and "410 Gone" in slack[0].get_json()["text"]
+    notices = Delivery.objects.filter(notification__type="endpoint.disabled")
+    assert sorted(notices.values_list("state", flat=True)) == ["succeeded", "succeeded"]
+
+
+def test_owner_is_told_once_even_if_more_failures_arrive(httpserver, setup, sender, mailoutbox):
+    publish, _ = setup
+    team = Endpoint.objects.get(kind="webhook").team
+    team.contact_email = "a@example.com"
+    team.save()
+    httpserver.expect_request("/hook").respond_with_data("", status=410)
+    publish("2026-11-27")
+    publish("2026-11-28")
+    delivery.deliver_due(sender=sender, batch_size=1)
+    assert len(mailoutbox) == 1

@@ -1,0 +1,72 @@
+"""Owner notices: telling a team's humans (its contact email and/or Slack webhook).
+
+They ride the same outbox as consumer webhooks (a Notification and one Delivery per
+contact endpoint), so a mail server or Slack outage delays a notice and never loses it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from . import doorbell
+from .models import Delivery, Endpoint, Notification, Team
+
+
+def contact_endpoints(team: Team) -> list[Endpoint]:
+    """The team's human contact channels as endpoints, created on first use."""
+    wanted = []
+    if team.contact_email:
+        wanted.append((Endpoint.Kind.EMAIL, f"mailto:{team.contact_email}"))
+    if team.contact_slack_webhook:
+        wanted.append((Endpoint.Kind.SLACK, team.contact_slack_webhook))
+    return [
+        Endpoint.objects.get_or_create(team=team, kind=kind, url=url)[0] for kind, url in wanted
+    ]
+
+
+def notify_owner(
+    *, team: Team, type: str, data: dict[str, Any], dedup_key: str, now: datetime
+) -> Notification | None:
+    """Write an owner notice for ``team`` and a delivery per contact channel.
+
+    Must run inside the caller's transaction, so the notice commits with the change it
+    reports. Idempotent per ``dedup_key``: a second call with the same key adds nothing.
+
+    Returns:
+        The notification, or None when it already existed.
+    """
+    notification = Notification(type=type, dedup_key=dedup_key)
+    if Notification.objects.filter(dedup_key=dedup_key).exists():
+        return None
+    notification.payload = {
+        "id": str(notification.id),
+        "type": type,
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "data": {"team": team.slug, **data},
+    }
+    notification.save()
+    endpoints = contact_endpoints(team)
+    Delivery.objects.bulk_create(
+        [Delivery(notification=notification, endpoint=e, next_attempt_at=now) for e in endpoints]
+    )
+    if endpoints:
+        doorbell.ring_deliveries()
+    return notification
+
+
+def render_text(payload: dict[str, Any]) -> tuple[str, str]:
+    """A notification as (subject, text) for people: email and Slack."""
+    data = payload.get("data", {})
+    kind = payload.get("type", "")
+    if kind == Notification.Type.ENDPOINT_DISABLED:
+        subject = f"Tidemark disabled your endpoint {data.get('url')}"
+        text = (
+            f"Tidemark stopped delivering to {data.get('url')} (endpoint {data.get('endpoint_id')} "
+            f"of team {data.get('team')}): {data.get('reason')}. Deliveries for it wait and are "
+            f"sent once you re-enable it: POST /api/v1/endpoints/{data.get('endpoint_id')}/enable"
+        )
+        return subject, text
+    dataset = data.get("dataset") or {}
+    subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    return subject, f"{subject} partition {data.get('partition')}"
