@@ -217,6 +217,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 90
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker must outlive any broker outage rather than exit after 100 reconnects.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Celery 6's default, pinned: a task cut off from the broker is cancelled (its delivery
+# lease expires and another worker takes it) rather than acked twice.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_DIR / "celerybeat-schedule")
 CELERY_TASK_ROUTES = {"catalog.tasks.deliver_due": {"queue": "delivery"}}
 CELERY_TASK_DEFAULT_QUEUE = "default"

@@ -3,6 +3,7 @@ a threaded HTTP receiver on loopback that records every request it is sent."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -87,8 +88,10 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
-            + ["--save", "", "--appendonly", "no", "--daemonize", "no"],
+            [
+                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--daemonize", "no"),
+            ],
             cwd=self.workdir,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -159,6 +162,8 @@ class Receiver:
     def __init__(self) -> None:
         self.hits: list[Hit] = []
         self.lock = threading.Lock()
+        # Set on close: a ``respond`` that blocks should wait on this, never forever.
+        self.closing = threading.Event()
         self.respond: Callable[[Hit], int] = lambda hit: 200
         receiver = self
 
@@ -204,6 +209,7 @@ class Receiver:
             return list(self.hits)
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -262,9 +268,11 @@ class Worker:
     def start(self) -> Worker:
         self._log_file = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [str(CELERY), "-A", "config.celery", "worker", "-P", "solo"]
-            + ["-Q", "delivery,default", "--without-gossip", "--without-mingle"]
-            + ["-l", "info", "-n", f"{self.name}@tidemark-test"],
+            [
+                *(str(CELERY), "-A", "config.celery", "worker", "-P", "solo"),
+                *("-Q", "delivery,default", "--without-gossip", "--without-mingle"),
+                *("-l", "info", "-n", f"{self.name}@tidemark-test"),
+            ],
             cwd=settings.BASE_DIR,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -296,11 +304,9 @@ class Worker:
 
     def kill(self) -> None:
         """SIGKILL the worker's whole process group and reap it."""
-        if self.process is not None and self.process.poll() is None:
-            try:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):  # the group: its children go too
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.process.wait(10)
         if self._log_file is not None:
             self._log_file.close()
