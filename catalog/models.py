@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from . import partitioning
+from schedules import periods
 
 
 class Team(models.Model):
@@ -97,10 +97,10 @@ class Dataset(models.Model):
         CRITICAL = "critical"
 
     class Partitioning(models.TextChoices):
-        NONE = partitioning.NONE
-        HOURLY = partitioning.HOURLY
-        DAILY = partitioning.DAILY
-        MONTHLY = partitioning.MONTHLY
+        NONE = periods.NONE
+        HOURLY = periods.HOURLY
+        DAILY = periods.DAILY
+        MONTHLY = periods.MONTHLY
 
     class CompletionSignal(models.TextChoices):
         EVENT = "event", "readiness event"

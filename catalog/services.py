@@ -10,13 +10,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from cronsim import CronSim, CronSimError
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
+from schedules import CronError, validate_cron
+from schedules.periods import (
+    LogicalInterval,
+    PartitionKeyError,
+    parse_partition_key,
+    validate_timezone,
+)
 
 from . import delivery, doorbell, errors, keys
 from .crashpoints import crashpoint
@@ -34,12 +40,6 @@ from .models import (
     ReadinessEvent,
     Subscription,
     Team,
-)
-from .partitioning import (
-    LogicalInterval,
-    PartitionKeyError,
-    parse_partition_key,
-    validate_timezone,
 )
 
 logger = logging.getLogger(__name__)
@@ -177,8 +177,8 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
                 problems.append(FieldError(tz_field, str(exc), "iana_time_zone"))
     if values.get("sla_cron"):
         try:
-            CronSim(values["sla_cron"], timezone.now())
-        except CronSimError as exc:
+            validate_cron(values["sla_cron"])
+        except CronError as exc:
             problems.append(
                 FieldError("sla_cron", f"not a valid cron expression: {exc}", "cron_expression")
             )

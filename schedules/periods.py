@@ -1,4 +1,4 @@
-"""Partition keys: the key format each partitioning fixes, and the logical interval it names.
+"""Logical periods: the partition key each partitioning fixes, and the UTC interval it names.
 
 Keys name logical periods in the dataset's partition time zone (UTC by default); the
 interval is returned in UTC, half-open ``[start, end)``.
@@ -129,3 +129,61 @@ def wall_time_to_utc(naive: datetime, zone: ZoneInfo) -> datetime:
         else:
             high = mid
     return high.replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class Period:
+    """One logical period: its key and its UTC interval ``[start, end)``."""
+
+    key: str
+    start: datetime
+    end: datetime
+
+
+_KEY_FORMATS = {HOURLY: "%Y-%m-%dT%H", DAILY: "%Y-%m-%d", MONTHLY: "%Y-%m"}
+
+
+def period_containing(instant: datetime, partitioning: str, time_zone: str = "UTC") -> Period:
+    """The period of ``partitioning`` (cut in ``time_zone``) that contains ``instant``.
+
+    Args:
+        instant: aware datetime (any zone).
+
+    Raises:
+        ValueError: ``partitioning`` is ``none`` (unpartitioned data has no periods).
+    """
+    if partitioning not in _KEY_FORMATS:
+        raise ValueError(f"{partitioning!r} partitioning has no periods")
+    local = instant.astimezone(ZoneInfo(time_zone))
+    key = local.strftime(_KEY_FORMATS[partitioning])
+    interval = parse_partition_key(partitioning, key, time_zone)
+    return Period(key=key, start=interval.start, end=interval.end)
+
+
+def periods_ending_in(
+    after: datetime,
+    until: datetime,
+    partitioning: str,
+    time_zone: str = "UTC",
+    *,
+    limit: int = 10_000,
+) -> list[Period]:
+    """Every period whose end lies in ``(after, until]``, oldest first.
+
+    Raises:
+        ValueError: more than ``limit`` periods (a runaway window).
+    """
+    found: list[Period] = []
+    period = period_containing(until - timedelta(microseconds=1), partitioning, time_zone)
+    if period.end > until:  # still open at ``until``: step back to the last closed one
+        period = period_containing(
+            period.start - timedelta(microseconds=1), partitioning, time_zone
+        )
+    while period.end > after:
+        found.append(period)
+        if len(found) > limit:
+            raise ValueError(f"more than {limit} periods end in the window")
+        period = period_containing(
+            period.start - timedelta(microseconds=1), partitioning, time_zone
+        )
+    return found[::-1]

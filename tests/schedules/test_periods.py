@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from catalog.partitioning import PartitionKeyError, parse_partition_key
+from schedules.periods import PartitionKeyError, parse_partition_key
 
 
 def utc(*args):

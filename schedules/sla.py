@@ -1,0 +1,63 @@
+"""Freshness SLAs: which logical periods are due at each deadline.
+
+Tidemark's rule: at a deadline, every period that closed since the previous deadline is
+due. With a daily ``30 6 * * *`` Europe/Berlin SLA on daily partitions, partition D is
+due at 06:30 Berlin time on D+1; with a weekday-only cron, Monday's deadline covers the
+periods of Friday, Saturday and Sunday, so no period is ever skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from . import deadlines
+from .periods import DAILY, HOURLY, MONTHLY, Period, periods_ending_in
+
+_PERIOD_WORDS = {HOURLY: "hour", DAILY: "day", MONTHLY: "month"}
+
+
+@dataclass(frozen=True)
+class FreshnessSla:
+    """A freshness SLA.
+
+    Args:
+        cron: five-field deadline cron, read in ``time_zone``.
+        time_zone: IANA zone of the cron.
+        grace_seconds: after the deadline, how long a missing partition is *due* before it
+            is *late*.
+        partitioning, partition_time_zone: how the dataset's periods are cut.
+    """
+
+    cron: str
+    time_zone: str
+    grace_seconds: int
+    partitioning: str
+    partition_time_zone: str = "UTC"
+
+    def next_deadline(self, after: datetime) -> datetime:
+        """The first deadline strictly after ``after`` (UTC)."""
+        return deadlines.next_deadline(self.cron, self.time_zone, after)
+
+    def previous_deadline(self, at_or_before: datetime) -> datetime:
+        """The last deadline at or before ``at_or_before`` (UTC)."""
+        return deadlines.previous_deadline(self.cron, self.time_zone, at_or_before)
+
+    def due_at(self, deadline: datetime) -> list[Period]:
+        """The periods due at ``deadline`` (one of this SLA's deadlines): those that closed
+        after the previous deadline and by this one, oldest first."""
+        previous = self.previous_deadline(deadline - timedelta(seconds=1))
+        return periods_ending_in(previous, deadline, self.partitioning, self.partition_time_zone)
+
+    def late_after(self, deadline: datetime) -> datetime:
+        """When a period due at ``deadline`` becomes late: the deadline plus grace."""
+        return deadline + timedelta(seconds=self.grace_seconds)
+
+    def describe(self) -> str:
+        """The SLA in words, e.g. "At 06:30 every day, Europe/Berlin, for each day's
+        partition closed since the previous deadline"."""
+        when = f"{deadlines.describe(self.cron)}, {self.time_zone}"
+        unit = _PERIOD_WORDS.get(self.partitioning)
+        if unit is None:
+            return when
+        return f"{when}, for each {unit}'s partition closed since the previous deadline"
