@@ -12,6 +12,11 @@ urlpatterns = [
         "datasets/<int:dataset_id>/audit", catalog.DatasetAuditApi.as_view(), name="dataset-audit"
     ),
     path(
+        "datasets/<int:dataset_id>/freshness",
+        catalog.DatasetFreshnessApi.as_view(),
+        name="dataset-freshness",
+    ),
+    path(
         "datasets/<int:dataset_id>/partitions",
         catalog.PartitionListApi.as_view(),
         name="partition-list",

@@ -133,7 +133,9 @@ class Dataset(models.Model):
     sla_cron = models.CharField(max_length=128, blank=True)
     sla_timezone = models.CharField(max_length=64, default="UTC")
     sla_grace_seconds = models.PositiveIntegerField(default=0)
+    # The earliest SLA deadline not yet judged, and when to judge it (deadline + grace).
     next_deadline_at = models.DateTimeField(null=True, blank=True)
+    next_check_at = models.DateTimeField(null=True, blank=True)
     change_notice_days = models.PositiveIntegerField(default=14)
     lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
     sunset_at = models.DateTimeField(null=True, blank=True)
@@ -163,9 +165,9 @@ class Dataset(models.Model):
         indexes = [
             models.Index(fields=["owner", "namespace"], name="dataset_owner_ns"),
             models.Index(
-                fields=["next_deadline_at"],
-                name="dataset_next_deadline",
-                condition=Q(next_deadline_at__isnull=False),
+                fields=["next_check_at"],
+                name="dataset_next_check",
+                condition=Q(next_check_at__isnull=False),
             ),
         ]
 
@@ -238,6 +240,35 @@ class PartitionRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.partition}#{self.version or '-'} ({self.state})"
+
+
+class LatePartition(models.Model):
+    """A partition that missed its deadline plus grace: opened once, told once as
+    ``dataset.late``, closed once as ``dataset.recovered`` when it lands."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="late_partitions")
+    partition_key = models.CharField(max_length=32)
+    deadline_at = models.DateTimeField()
+    late_at = models.DateTimeField(help_text="Deadline plus grace.")
+    recovered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "partition_key"], name="uniq_late_partition"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["dataset"],
+                name="late_partition_open",
+                condition=Q(recovered_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} {self.partition_key} late since {self.late_at}"
 
 
 class ReadinessEvent(models.Model):
@@ -340,6 +371,8 @@ class Notification(models.Model):
         PARTITION_RESTATED = "partition.restated"
         PARTITION_FAILED = "partition.failed"
         ENDPOINT_DISABLED = "endpoint.disabled"
+        DATASET_LATE = "dataset.late"
+        DATASET_RECOVERED = "dataset.recovered"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)

@@ -6,11 +6,13 @@ contact endpoint), so a mail server or Slack outage delays a notice and never lo
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from . import doorbell
-from .models import Delivery, Endpoint, Notification, Team
+from .models import Dataset, Delivery, Endpoint, Notification, Subscription, Team
 
 
 def contact_endpoints(team: Team) -> list[Endpoint]:
@@ -70,3 +72,36 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
     dataset = data.get("dataset") or {}
     subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
     return subject, f"{subject} partition {data.get('partition')}"
+
+
+def fan_out(
+    *,
+    notification: Notification,
+    dataset: Dataset,
+    partition_key: str,
+    now: datetime,
+    extra_endpoints: Iterable[Endpoint] = (),
+) -> int:
+    """One delivery of ``notification`` per subscriber endpoint whose filters match (event
+    types, partition pattern), plus ``extra_endpoints`` (e.g. the owner's contacts).
+
+    Must run inside the transaction that wrote the notification. Returns the count.
+    """
+    endpoint_ids = {
+        endpoint_id
+        for endpoint_id, event_types, pattern in Subscription.objects.filter(
+            dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
+        ).values_list("endpoint_id", "event_types", "partition_pattern")
+        if (not event_types or notification.type in event_types)
+        and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
+    }
+    endpoint_ids.update(e.pk for e in extra_endpoints)
+    if endpoint_ids:
+        Delivery.objects.bulk_create(
+            [
+                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
+                for endpoint_id in sorted(endpoint_ids)
+            ]
+        )
+        doorbell.ring_deliveries()
+    return len(endpoint_ids)

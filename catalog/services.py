@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import logging
@@ -24,14 +23,13 @@ from schedules.periods import (
     validate_timezone,
 )
 
-from . import delivery, doorbell, errors, keys
+from . import delivery, errors, freshness, keys, notices
 from .crashpoints import crashpoint
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
     ApiKey,
     AuditEntry,
     Dataset,
-    Delivery,
     Endpoint,
     IdempotencyRecord,
     Notification,
@@ -221,6 +219,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
     identity = normalised_identity(namespace, name)
     _validate_dataset_fields(fields)
     dataset = Dataset(namespace=identity.namespace, name=identity.name, owner=actor.team, **fields)
+    freshness.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
@@ -262,6 +261,8 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
         if old != new and field_name in Dataset.AUDITED_FIELDS:
             audited[field_name] = [_jsonable(old), _jsonable(new)]
         setattr(dataset, field_name, new)
+    if SLA_FIELDS & set(audited):
+        freshness.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     dataset.save()
     if audited:
@@ -273,6 +274,9 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
             changes=audited,
         )
     return dataset
+
+
+SLA_FIELDS = {"sla_cron", "sla_timezone", "sla_grace_seconds", "partitioning", "partition_timezone"}
 
 
 def _check_partitioning_change(dataset: Dataset, changes: dict[str, Any]) -> None:
@@ -492,6 +496,8 @@ def _publish(
         )
         crashpoint("publish.after_event")
         _notify(dataset=dataset, part=part, revision=revision, event=event, now=now)
+        if state == PartitionRevision.State.READY:
+            freshness.partition_arrived(dataset=dataset, partition_key=key, now=now)
     if becomes_current:
         part.current_revision = revision
         part.save(update_fields=["current_revision", "updated_at"])
@@ -588,22 +594,7 @@ def _notify(
     notification.save()
     crashpoint("publish.between_outbox_inserts")
 
-    endpoint_ids = {
-        endpoint_id
-        for endpoint_id, event_types, pattern in Subscription.objects.filter(
-            dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
-        ).values_list("endpoint_id", "event_types", "partition_pattern")
-        if (not event_types or kind in event_types)
-        and (not pattern or fnmatch.fnmatchcase(part.key, pattern))
-    }
-    if endpoint_ids:
-        Delivery.objects.bulk_create(
-            [
-                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
-                for endpoint_id in sorted(endpoint_ids)
-            ]
-        )
-        doorbell.ring_deliveries()
+    notices.fan_out(notification=notification, dataset=dataset, partition_key=part.key, now=now)
 
 
 def _publish_response(

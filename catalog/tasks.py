@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
-from . import delivery, doorbell
+from . import delivery, doorbell, freshness
 
 logger = logging.getLogger(__name__)
 
@@ -34,3 +35,17 @@ def deliver_due() -> str:
     if summary.claimed >= batches * delivery.batch_size():
         doorbell.ring_now(doorbell.DELIVER_DUE)
     return str(summary)
+
+
+@shared_task(name="catalog.tasks.evaluate_freshness")
+def evaluate_freshness() -> int:
+    """Judge the SLA deadlines whose grace has passed (beat, every 60 s); idempotent."""
+    late = freshness.evaluate_due(now=timezone.now())
+    for report in late:
+        logger.info(
+            "late: %s partition %s (deadline %s)",
+            report.dataset,
+            report.partition,
+            report.deadline_at,
+        )
+    return len(late)

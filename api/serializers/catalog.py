@@ -72,7 +72,7 @@ class DatasetOutputSerializer(serializers.Serializer):
     sla_cron = serializers.CharField()
     sla_timezone = serializers.CharField()
     sla_grace_seconds = serializers.IntegerField()
-    next_deadline_at = serializers.DateTimeField()
+    next_deadline_at = serializers.DateTimeField(help_text="The next SLA deadline to judge.")
     change_notice_days = serializers.IntegerField()
     lifecycle = serializers.CharField()
     sunset_at = serializers.DateTimeField()
@@ -338,3 +338,15 @@ class DeliveryListFilterSerializer(StrictSerializer):
     endpoint_id = serializers.IntegerField(required=False)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class FreshnessOutputSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(["fresh", "awaiting", "due", "late", "no_sla"])
+    sla = serializers.CharField(allow_null=True, help_text="The SLA in words.")
+    latest_ready = serializers.CharField(allow_null=True, help_text="Newest ready partition.")
+    partition_due = serializers.CharField(
+        allow_null=True, help_text="The partition that is due or late (the oldest if several)."
+    )
+    deadline_at = serializers.DateTimeField(allow_null=True)
+    late_seconds = serializers.IntegerField(allow_null=True)
+    next_deadline_at = serializers.DateTimeField(allow_null=True)

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import errors, selectors, services
+from catalog import errors, freshness, selectors, services
 from catalog.models import ApiKey, AuditEntry
 from problems import FieldError, ValidationProblem
 
@@ -129,6 +129,16 @@ class DatasetAuditApi(APIView):
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = AuditEntry.objects.filter(dataset=dataset)
         return paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
+
+
+class DatasetFreshnessApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.FreshnessOutputSerializer)
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        state = freshness.dataset_freshness(dataset, now=timezone.now())
+        return Response(s.FreshnessOutputSerializer(state).data)
 
 
 class PartitionListApi(APIView):

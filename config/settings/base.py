@@ -223,11 +223,15 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # lease expires and another worker takes it) rather than acked twice.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_DIR / "celerybeat-schedule")
-CELERY_TASK_ROUTES = {"catalog.tasks.deliver_due": {"queue": "delivery"}}
+CELERY_TASK_ROUTES = {
+    "catalog.tasks.deliver_due": {"queue": "delivery"},
+    "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
+}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
 CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
+    "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
 }
 
 LOGGING = {

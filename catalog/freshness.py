@@ -1,0 +1,264 @@
+"""Freshness: judging SLA deadlines, and telling people once when a partition is late and
+once when it recovers.
+
+Each dataset with an SLA stores the earliest deadline not yet judged (``next_deadline_at``)
+and when to judge it (``next_check_at`` = deadline + grace, indexed), so an evaluation
+costs what is due, not what exists. Judging a deadline looks at every period due at it
+(``schedules.FreshnessSla.due_at``); each one without a ready partition opens a
+``LatePartition`` (unique per dataset and key: two evaluations, or two beats, open it
+once) and sends ``dataset.late``. A readiness for that key, whenever it arrives, closes it
+(compare-and-set) and sends ``dataset.recovered``. Freshness is per partition: a late
+backfill of an old partition never closes the incident of a newer one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+
+from schedules import FreshnessSla
+
+from . import notices
+from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
+
+MAX_DEADLINES_PER_EVALUATION = 1000  # a long outage is caught up over several passes
+
+
+def sla_of(dataset: Dataset) -> FreshnessSla | None:
+    """The dataset's SLA, or None when it has none (or is unpartitioned)."""
+    if not dataset.sla_cron or dataset.partitioning == Dataset.Partitioning.NONE:
+        return None
+    return FreshnessSla(
+        cron=dataset.sla_cron,
+        time_zone=dataset.sla_timezone,
+        grace_seconds=dataset.sla_grace_seconds,
+        partitioning=dataset.partitioning,
+        partition_time_zone=dataset.partition_timezone,
+    )
+
+
+def schedule(dataset: Dataset, *, now: datetime) -> None:
+    """Set the first deadline to judge after ``now`` (on registration or an SLA change).
+
+    Does not save; the caller saves the dataset.
+    """
+    sla = sla_of(dataset)
+    if sla is None:
+        dataset.next_deadline_at = dataset.next_check_at = None
+        return
+    dataset.next_deadline_at = sla.next_deadline(now)
+    dataset.next_check_at = sla.late_after(dataset.next_deadline_at)
+
+
+@dataclass(frozen=True)
+class LateReport:
+    """One partition found late by an evaluation."""
+
+    dataset: str
+    partition: str
+    deadline_at: datetime
+    late_at: datetime
+
+
+def evaluate_due(*, now: datetime, limit: int = 200) -> list[LateReport]:
+    """Judge every deadline whose grace has passed by ``now``, for up to ``limit`` datasets.
+
+    Datasets are locked with SKIP LOCKED, so two evaluators share the work instead of
+    doing it twice; the stored deadline moves on with a compare-and-set.
+
+    Args:
+        now: aware UTC instant (the evaluation's clock).
+
+    Returns:
+        The partitions newly found late (already-open incidents are not repeated).
+    """
+    reports: list[LateReport] = []
+    with transaction.atomic():
+        datasets = list(
+            Dataset.objects.select_for_update(skip_locked=True)
+            .filter(next_check_at__lte=now)
+            .order_by("next_check_at")[:limit]
+        )
+        for dataset in datasets:
+            reports += _judge(dataset, now=now)
+    return reports
+
+
+def _judge(dataset: Dataset, *, now: datetime) -> list[LateReport]:
+    sla = sla_of(dataset)
+    if sla is None:
+        Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
+        return []
+    reports = []
+    deadline = dataset.next_deadline_at
+    for _ in range(MAX_DEADLINES_PER_EVALUATION):
+        if sla.late_after(deadline) > now:
+            break
+        for period in sla.due_at(deadline):
+            if _is_ready(dataset, period.key):
+                continue
+            incident = _open_late(dataset, period.key, deadline, sla.late_after(deadline), now)
+            if incident is not None:
+                reports.append(
+                    LateReport(str(dataset), period.key, deadline, sla.late_after(deadline))
+                )
+        deadline = sla.next_deadline(deadline)
+    Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
+        next_deadline_at=deadline, next_check_at=sla.late_after(deadline)
+    )
+    return reports
+
+
+def _is_ready(dataset: Dataset, key: str) -> bool:
+    return Partition.objects.filter(
+        dataset=dataset, key=key, current_revision__state=PartitionRevision.State.READY
+    ).exists()
+
+
+def _open_late(
+    dataset: Dataset, key: str, deadline: datetime, late_at: datetime, now: datetime
+) -> LatePartition | None:
+    try:
+        with transaction.atomic():
+            incident = LatePartition.objects.create(
+                dataset=dataset, partition_key=key, deadline_at=deadline, late_at=late_at
+            )
+    except IntegrityError:
+        return None  # opened before: told before
+    _tell(
+        dataset,
+        Notification.Type.DATASET_LATE,
+        key,
+        dedup_key=f"late:{incident.pk}",
+        data={
+            "deadline_at": _iso(deadline),
+            "late_at": _iso(late_at),
+            "late_seconds": int((now - late_at).total_seconds()),
+        },
+        now=now,
+    )
+    return incident
+
+
+def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) -> bool:
+    """Close the late incident of this partition, if one is open, and say so once.
+
+    Called in the transaction that made the partition ready (a publish or the poll).
+
+    Returns:
+        True when an incident was closed (and ``dataset.recovered`` sent).
+    """
+    incident = LatePartition.objects.filter(
+        dataset=dataset, partition_key=partition_key, recovered_at__isnull=True
+    ).first()
+    if incident is None:
+        return False
+    closed = LatePartition.objects.filter(pk=incident.pk, recovered_at__isnull=True).update(
+        recovered_at=now
+    )
+    if closed != 1:
+        return False
+    _tell(
+        dataset,
+        Notification.Type.DATASET_RECOVERED,
+        partition_key,
+        dedup_key=f"recovered:{incident.pk}",
+        data={
+            "deadline_at": _iso(incident.deadline_at),
+            "late_at": _iso(incident.late_at),
+            "recovered_at": _iso(now),
+            "late_by_seconds": max(0, int((now - incident.late_at).total_seconds())),
+        },
+        now=now,
+    )
+    return True
+
+
+def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, now) -> None:
+    """A dataset notice to its subscribers and to its owner team's contacts."""
+    notification = Notification(type=kind, dataset=dataset, dedup_key=dedup_key)
+    notification.payload = {
+        "id": str(notification.id),
+        "type": kind,
+        "timestamp": _iso(now),
+        "data": {
+            "dataset": {"namespace": dataset.namespace, "name": dataset.name},
+            "owner": dataset.owner.slug,
+            "partition": key,
+            **data,
+        },
+    }
+    notification.save()
+    notices.fan_out(
+        notification=notification,
+        dataset=dataset,
+        partition_key=key,
+        now=now,
+        extra_endpoints=notices.contact_endpoints(dataset.owner),
+    )
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """A dataset's freshness at one instant.
+
+    ``state``: ``no_sla``; ``late`` (a partition missed deadline plus grace and has not
+    arrived); ``due`` (the last deadline passed, inside grace, a partition missing);
+    ``fresh`` (every partition due at the last deadline is ready); ``awaiting`` (nothing
+    judged yet since the SLA was set: the next deadline has not been reached).
+    """
+
+    state: str
+    sla: str | None
+    latest_ready: str | None
+    partition_due: str | None
+    deadline_at: datetime | None
+    late_seconds: int | None
+    next_deadline_at: datetime | None
+
+
+def dataset_freshness(dataset: Dataset, *, now: datetime) -> Freshness:
+    """The freshness of ``dataset`` at ``now`` (aware UTC)."""
+    latest = (
+        Partition.objects.filter(
+            dataset=dataset, current_revision__state=PartitionRevision.State.READY
+        )
+        .order_by("-start_at", "-key")
+        .values_list("key", flat=True)
+        .first()
+    )
+    sla = sla_of(dataset)
+    if sla is None:
+        return Freshness("no_sla", None, latest, None, None, None, None)
+    upcoming = sla.next_deadline(now)
+    oldest_late = (
+        LatePartition.objects.filter(dataset=dataset, recovered_at__isnull=True)
+        .order_by("late_at")
+        .first()
+    )
+    if oldest_late is not None:
+        return Freshness(
+            "late",
+            sla.describe(),
+            latest,
+            oldest_late.partition_key,
+            oldest_late.deadline_at,
+            int((now - oldest_late.late_at).total_seconds()),
+            upcoming,
+        )
+    last = sla.previous_deadline(now)
+    missing = [p.key for p in sla.due_at(last) if not _is_ready(dataset, p.key)]
+    if not missing:
+        return Freshness("fresh", sla.describe(), latest, None, last, None, upcoming)
+    if now < sla.late_after(last):
+        return Freshness("due", sla.describe(), latest, missing[0], last, None, upcoming)
+    return Freshness("awaiting", sla.describe(), latest, None, None, None, upcoming)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
