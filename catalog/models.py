@@ -3,6 +3,7 @@ events, subscriptions, endpoints, notifications and their deliveries (the outbox
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from datetime import datetime
 
@@ -11,6 +12,10 @@ from django.db import models
 from django.db.models import Q
 
 from schedules import periods
+
+
+def _badge_token() -> str:
+    return secrets.token_urlsafe(32)
 
 
 class Team(models.Model):
@@ -139,6 +144,8 @@ class Dataset(models.Model):
     change_notice_days = models.PositiveIntegerField(default=14)
     lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
     sunset_at = models.DateTimeField(null=True, blank=True)
+    # The status badge's URL holds this unguessable token instead of needing an API key.
+    badge_token = models.CharField(max_length=43, unique=True, default=_badge_token)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -78,6 +78,11 @@ class DatasetOutputSerializer(serializers.Serializer):
     sunset_at = serializers.DateTimeField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    badge_url = serializers.URLField(
+        read_only=True,
+        required=False,
+        help_text="Only for the owner team: a status badge that needs no API key.",
+    )
 
 
 class DatasetListFilterSerializer(StrictSerializer):

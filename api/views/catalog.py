@@ -108,7 +108,10 @@ class DatasetDetailApi(APIView):
     @extend_schema(responses=s.DatasetOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        return Response(s.DatasetOutputSerializer(dataset).data)
+        body = dict(s.DatasetOutputSerializer(dataset).data)
+        if dataset.owner_id == actor_of(request).team.pk:  # the badge URL is the owner's to share
+            body["badge_url"] = request.build_absolute_uri(f"/badge/{dataset.badge_token}.svg")
+        return Response(body)
 
     @extend_schema(request=s.DatasetUpdateInputSerializer, responses=s.DatasetOutputSerializer)
     def patch(self, request: Request, dataset_id: int) -> Response:

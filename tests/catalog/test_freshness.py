@@ -180,3 +180,18 @@ def test_dataset_without_sla_has_no_deadline(owner):
     dataset = register(owner, utc(2026, 11, 28, 12))
     assert dataset.next_check_at is None
     assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29)).state == "no_sla"
+
+
+def test_badge_shows_state_without_a_key_and_only_owners_see_its_url(owner, client_for, client):
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *")
+    body = client_for(owner).get(f"/api/v1/datasets/{dataset.id}").json()
+    other = client_for(TeamFactory(slug="others")).get(f"/api/v1/datasets/{dataset.id}").json()
+    assert "badge_url" not in other
+    path = body["badge_url"].split("testserver", 1)[1]
+    with time_machine.travel(utc(2026, 11, 29, 9), tick=False):
+        freshness.evaluate_due(now=utc(2026, 11, 29, 9))
+        response = client.get(path)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/svg+xml"
+    assert b"late 3h" in response.content and b"#c62828" in response.content
+    assert client.get("/badge/not-a-token.svg").status_code == 404
