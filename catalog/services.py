@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import logging
@@ -23,13 +24,14 @@ from schedules.periods import (
     validate_timezone,
 )
 
-from . import delivery, errors, freshness, keys, notices
+from . import delivery, doorbell, errors, freshness, keys, notices
 from .crashpoints import crashpoint
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
     ApiKey,
     AuditEntry,
     Dataset,
+    Delivery,
     Endpoint,
     IdempotencyRecord,
     Notification,
@@ -715,6 +717,7 @@ def subscription_create(
     endpoint_url: str | None = None,
     event_types: list[str] | None = None,
     partition_pattern: str = "",
+    since: datetime | None = None,
     now: datetime | None = None,
 ) -> SubscriptionResult:
     """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
@@ -726,6 +729,9 @@ def subscription_create(
             removes it; None keeps what an earlier declaration set.
         event_types: notification types to receive; empty or None: all.
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
+        since: aware instant, at most ``MAX_SINCE_DAYS`` back: notifications about the
+            dataset from then on are delivered too (a new consumer catching up). Without
+            it a subscription receives what happens from its creation on, never history.
         now: aware UTC instant (default: the current time).
 
     Returns:
@@ -754,7 +760,40 @@ def subscription_create(
         job_name=job_name,
         defaults=defaults,
     )
+    if since is not None and subscription.endpoint is not None:
+        _catch_up(subscription, since=since, now=now)
     return SubscriptionResult(subscription, created, new_secret)
+
+
+MAX_SINCE_DAYS = 30
+
+
+def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
+    """Deliver the dataset's notifications since ``since`` that match the subscription's
+    filters to its endpoint (each at most once: the outbox's unique key)."""
+    if since < now - timedelta(days=MAX_SINCE_DAYS):
+        raise ValidationProblem(
+            f"since may be at most {MAX_SINCE_DAYS} days back",
+            errors=[FieldError("since", f"more than {MAX_SINCE_DAYS} days back", "max_age")],
+        )
+    history = Notification.objects.filter(
+        dataset=subscription.dataset, created_at__gte=since
+    ).order_by("created_at")
+    rows = [
+        Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
+        for n in history
+        if (not subscription.event_types or n.type in subscription.event_types)
+        and (
+            not subscription.partition_pattern
+            or fnmatch.fnmatchcase(
+                n.payload["data"].get("partition", ""), subscription.partition_pattern
+            )
+        )
+    ]
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    if rows:
+        doorbell.ring_deliveries()
+    return len(rows)
 
 
 @transaction.atomic

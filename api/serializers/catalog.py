@@ -194,6 +194,10 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         child=serializers.ChoiceField(Notification.Type.choices), max_length=20, default=list
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
+    since = serializers.DateTimeField(
+        required=False,
+        help_text="Also deliver the dataset's notifications since then (<= 30 days).",
+    )
 
     def validate(self, attrs):
         by_identity = "namespace" in attrs or "name" in attrs

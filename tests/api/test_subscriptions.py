@@ -100,3 +100,53 @@ def test_new_webhook_endpoint_secret_is_shown_once(client_for, team, dataset):
     )
     assert "endpoint_secret" not in again.json()
     assert all("endpoint_secret" not in s for s in client.get(URL).json()["results"])
+
+
+def test_since_delivers_recent_history_once(client_for, team, dataset):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from catalog.models import Delivery
+    from catalog.services import Actor, readiness_publish
+
+    for day in ("2026-11-26", "2026-11-27"):
+        readiness_publish(
+            actor=Actor(team=dataset.owner),
+            namespace="s3://lake",
+            name="raw/orders",
+            partition=day,
+            now=timezone.now(),
+        )
+    client = client_for(team)
+    body = {
+        "dataset_id": dataset.id,
+        "endpoint_url": "https://h.example.com/catch-up",
+        "since": (timezone.now() - timedelta(hours=1)).isoformat(),
+        "partition_pattern": "*-27",
+    }
+    assert client.post(URL, body, format="json").status_code == 201
+    assert client.post(URL, body, format="json").status_code == 200  # again: nothing twice
+    sent = Delivery.objects.filter(endpoint__url="https://h.example.com/catch-up")
+    assert [d.notification.payload["data"]["partition"] for d in sent] == ["2026-11-27"]
+    too_old = {**body, "since": (timezone.now() - timedelta(days=31)).isoformat()}
+    assert client.post(URL, too_old, format="json").json()["errors"][0]["field"] == "since"
+
+
+def test_without_since_a_subscription_gets_no_history(client_for, team, dataset):
+    from django.utils import timezone
+
+    from catalog.models import Delivery
+    from catalog.services import Actor, readiness_publish
+
+    readiness_publish(
+        actor=Actor(team=dataset.owner),
+        namespace="s3://lake",
+        name="raw/orders",
+        partition="2026-11-26",
+        now=timezone.now(),
+    )
+    client_for(team).post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x"}, format="json"
+    )
+    assert not Delivery.objects.exists()
