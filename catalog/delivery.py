@@ -232,6 +232,9 @@ def delivery_record(
             )
     else:
         state = Delivery.State.REJECTED
+    if result.error_kind in ("blocked", "invalid_url"):
+        # The URL itself is refused by policy: retrying cannot help.
+        state, delay = Delivery.State.REJECTED, None
     error = result.error or (
         f"HTTP {result.status_code}" if state != Delivery.State.SUCCEEDED else ""
     )
@@ -273,15 +276,28 @@ def delivery_record(
 def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime, config) -> None:
     endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.SUCCEEDED:
-        endpoints.filter(failing_since__isnull=False).update(failing_since=None)
+        endpoints.filter(consecutive_failures__gt=0).update(
+            failing_since=None, consecutive_failures=0
+        )
         return
     if decision == outbound.Decision.GONE:
         _disable(claim, "the receiver answered 410 Gone", now=now)
         return
+    if decision != outbound.Decision.RETRY:
+        return  # a rejected 4xx is the consumer's answer, not an outage
     endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+    endpoints.update(consecutive_failures=F("consecutive_failures") + 1)
     too_long = now - timedelta(seconds=config["disable_after_failing_seconds"])
-    if endpoints.filter(is_active=True, failing_since__lte=too_long).exists():
-        reason = f"every attempt failed for {config['disable_after_failing_seconds']} s"
+    streak = endpoints.filter(
+        is_active=True,
+        failing_since__lte=too_long,
+        consecutive_failures__gte=config["disable_after_failures"],
+    )
+    if streak.exists():
+        reason = (
+            f"every attempt failed for {config['disable_after_failing_seconds']} s "
+            f"({config['disable_after_failures']}+ failures in a row)"
+        )
         _disable(claim, reason, now=now)
 
 
@@ -354,9 +370,13 @@ def deliver_due(
             else:
                 result = delivery_send(claim, sender=sender, now=started_at)
             crashpoint("delivery.after_send")
-            state = delivery_record(
-                claim=claim, result=result, started_at=started_at, now=timezone.now()
-            )
+            try:
+                state = delivery_record(
+                    claim=claim, result=result, started_at=started_at, now=timezone.now()
+                )
+            except Exception:  # one bad row must not starve the rest of the batch
+                logger.exception("delivery %s: recording the outcome failed", claim.delivery_id)
+                state = None
             crashpoint("delivery.after_record")
             if state is None:
                 summary.lost += 1

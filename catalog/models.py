@@ -329,8 +329,9 @@ class Endpoint(models.Model):
     previous_secret_encrypted = models.TextField(blank=True)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     failing_since = models.DateTimeField(
-        null=True, blank=True, help_text="First failed attempt since the last success."
+        null=True, blank=True, help_text="First retryable failure since the last success."
     )
+    consecutive_failures = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

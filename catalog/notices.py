@@ -63,10 +63,12 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
     kind = payload.get("type", "")
     if kind == Notification.Type.ENDPOINT_DISABLED:
         subject = f"Tidemark disabled your endpoint {data.get('url')}"
+        endpoint = f"/api/v1/endpoints/{data.get('endpoint_id')}"
         text = (
             f"Tidemark stopped delivering to {data.get('url')} (endpoint {data.get('endpoint_id')} "
-            f"of team {data.get('team')}): {data.get('reason')}. Deliveries for it wait and are "
-            f"sent once you re-enable it: POST /api/v1/endpoints/{data.get('endpoint_id')}/enable"
+            f"of team {data.get('team')}): {data.get('reason')}. New deliveries for it wait and "
+            f"are sent once you re-enable it (POST {endpoint}/enable); the failed ones are dead "
+            f"letters you can replay (POST {endpoint}/replay)."
         )
         return subject, text
     dataset = data.get("dataset") or {}
@@ -89,8 +91,10 @@ def fan_out(
     """
     endpoint_ids = {
         endpoint_id
+        # Disabled endpoints get their deliveries too: they wait, unclaimed, until the
+        # endpoint is re-enabled, so nothing published meanwhile is lost.
         for endpoint_id, event_types, pattern in Subscription.objects.filter(
-            dataset=dataset, endpoint__isnull=False, endpoint__is_active=True
+            dataset=dataset, endpoint__isnull=False
         ).values_list("endpoint_id", "event_types", "partition_pattern")
         if (not event_types or notification.type in event_types)
         and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))

@@ -20,6 +20,8 @@ from .models import (
     Team,
 )
 
+MAX_ID = 2**63 - 1  # a bigint: larger ids cannot exist (and overflow SQLite)
+
 
 def team_get(*, slug: str) -> Team:
     """The team with ``slug``; raises TeamNotFound."""
@@ -99,7 +101,11 @@ def dataset_get(*, namespace: str, name: str) -> Dataset:
 
 def dataset_get_by_id(*, dataset_id: int) -> Dataset:
     """The dataset with primary key ``dataset_id``; raises DatasetNotFound."""
-    dataset = Dataset.objects.select_related("owner").filter(pk=dataset_id).first()
+    dataset = (
+        Dataset.objects.select_related("owner").filter(pk=dataset_id).first()
+        if 0 < dataset_id <= MAX_ID
+        else None
+    )
     if dataset is None:
         raise errors.DatasetNotFound(f"no dataset with id {dataset_id}")
     return dataset
@@ -199,7 +205,11 @@ def endpoint_list(*, team: Team) -> QuerySet[Endpoint]:
 
 def endpoint_get(*, team: Team, endpoint_id: int) -> Endpoint:
     """One of the team's endpoints; raises EndpointNotFound (others' are hidden)."""
-    endpoint = Endpoint.objects.filter(team=team, pk=endpoint_id).first()
+    endpoint = (
+        Endpoint.objects.filter(team=team, pk=endpoint_id).first()
+        if 0 < endpoint_id <= MAX_ID
+        else None
+    )
     if endpoint is None:
         raise errors.EndpointNotFound(f"your team has no endpoint {endpoint_id}")
     return endpoint
@@ -223,6 +233,8 @@ def delivery_list(
 
 def delivery_get(*, team: Team, delivery_id: int) -> Delivery:
     """One delivery to the team's endpoints, with its attempt log; raises DeliveryNotFound."""
+    if not 0 < delivery_id <= MAX_ID:
+        raise errors.DeliveryNotFound(f"no delivery {delivery_id} to your team's endpoints")
     delivery = (
         Delivery.objects.filter(endpoint__team=team, pk=delivery_id)
         .select_related("notification", "endpoint")

@@ -804,6 +804,8 @@ def subscription_delete(*, actor: Actor, subscription_id: int) -> None:
         SubscriptionNotFound: no such subscription of this team (404; another team's
             subscriptions are not revealed).
     """
-    deleted, _ = Subscription.objects.filter(pk=subscription_id, team=actor.team).delete()
+    deleted = 0
+    if 0 < subscription_id <= 2**63 - 1:
+        deleted, _ = Subscription.objects.filter(pk=subscription_id, team=actor.team).delete()
     if not deleted:
         raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")

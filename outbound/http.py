@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ EXCERPT_CHARS = 1024
 _ALWAYS_BLOCKED = [
     ipaddress.ip_network(n)
     for n in (
+        "::/96",  # IPv4-compatible (deprecated): ::127.0.0.1 reaches loopback on some stacks
+        "::ffff:0:0:0/96",  # IPv4-translated
+        "fec0::/10",  # site-local (deprecated)
         "64:ff9b::/96",  # NAT64: reaches IPv4 addresses through a translator
         "64:ff9b:1::/48",
         "2002::/16",  # 6to4: embeds an IPv4 address
@@ -73,6 +77,46 @@ class AddressPolicy:
             raise BlockedAddress(f"{host} resolves to {address}, which is not a public address")
 
 
+_request_deadline = threading.local()
+
+
+def _remaining() -> float | None:
+    deadline = getattr(_request_deadline, "at", None)
+    return None if deadline is None else deadline - time.monotonic()
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write is cut to the request's total deadline,
+    so a receiver dripping its status line or headers cannot hold a worker."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def _budget(self, timeout: float | None, error: type[Exception]) -> float | None:
+        remaining = _remaining()
+        if remaining is None:
+            return timeout
+        if remaining <= 0:
+            raise error("the total deadline passed")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._budget(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._budget(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        timeout = self._budget(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
 class _GuardedBackend(httpcore.SyncBackend):
     """httpcore's socket backend, resolving and vetting the address before connecting."""
 
@@ -89,13 +133,14 @@ class _GuardedBackend(httpcore.SyncBackend):
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
         for address in addresses:  # every address, or rebinding could pick a bad one later
             self.policy.check(address, host)
-        return super().connect_tcp(
+        stream = super().connect_tcp(
             str(addresses[0]),
             port,
             timeout,
             local_address=local_address,
             socket_options=socket_options,
         )
+        return _DeadlineStream(stream)
 
 
 @dataclass(frozen=True)
@@ -166,10 +211,13 @@ class Sender:
             return result(status_code=None, error_kind="invalid_url", error=str(exc))
         if parsed.scheme != "https" and not (parsed.scheme == "http" and self.policy.allow_http):
             return result(status_code=None, error_kind="invalid_url", error="only https URLs")
+        # Raw bytes only: a compressed answer must not inflate past the read limit.
+        headers = {**headers, "Accept-Encoding": "identity"}
+        _request_deadline.at = started + self.total_deadline
         try:
             with self.client().stream("POST", parsed, content=body, headers=headers) as response:
                 chunks, size = [], 0
-                for chunk in response.iter_bytes():
+                for chunk in response.iter_raw():
                     chunks.append(chunk)
                     size += len(chunk)
                     if size >= MAX_RESPONSE_BYTES:
@@ -181,19 +229,34 @@ class Sender:
                             error=f"response not complete within {self.total_deadline:g} s",
                         )
                 excerpt = b"".join(chunks)[:EXCERPT_CHARS].decode("utf-8", "replace")
+                excerpt = excerpt.replace("\x00", "\ufffd")  # text columns cannot hold NUL
                 return result(
                     status_code=response.status_code,
                     response_excerpt=excerpt,
                     retry_after=response.headers.get("retry-after"),
                 )
-        except BlockedAddress as exc:
-            return result(status_code=None, error_kind="blocked", error=str(exc))
+        except BlockedAddress:
+            # Generic on purpose: the resolved address would leak internal DNS to the owner.
+            return result(
+                status_code=None,
+                error_kind="blocked",
+                error="the endpoint resolves to an address outbound requests may not reach",
+            )
         except httpx.TimeoutException as exc:
+            remaining = _remaining()
+            if remaining is not None and remaining <= 0.01:
+                return result(
+                    status_code=None,
+                    error_kind="deadline",
+                    error=f"no complete response within {self.total_deadline:g} s",
+                )
             return result(status_code=None, error_kind="timeout", error=str(exc) or "timed out")
         except httpx.ConnectError as exc:
             return result(status_code=None, error_kind="connect", error=str(exc))
         except httpx.TransportError as exc:
             return result(status_code=None, error_kind="protocol", error=str(exc))
+        finally:
+            _request_deadline.at = None
 
     def close(self) -> None:
         if self._client is not None:

@@ -184,7 +184,7 @@ class PartitionListFilterSerializer(StrictSerializer):
 
 
 class SubscriptionCreateInputSerializer(StrictSerializer):
-    dataset_id = serializers.IntegerField(required=False)
+    dataset_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
     name = serializers.CharField(max_length=1024, required=False, trim_whitespace=False)
     job_namespace = serializers.CharField(max_length=255, allow_blank=True, default="")
@@ -344,7 +344,7 @@ class DeliveryListFilterSerializer(StrictSerializer):
         required=False,
         help_text="dead_letter: rejected or dead.",
     )
-    endpoint_id = serializers.IntegerField(required=False)
+    endpoint_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 

@@ -170,8 +170,10 @@ TIDEMARK_DELIVERY = {
     "connect_timeout": 5.0,
     "read_timeout": 10.0,
     "total_deadline": 15.0,
-    # An endpoint failing every attempt this long is disabled and its owners told.
+    # An endpoint whose attempts all failed (retryably) for this long, at least this many
+    # in a row, is disabled and its owners told.
     "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
+    "disable_after_failures": env.int("TIDEMARK_DISABLE_AFTER_FAILURES", default=5),
     # After a secret rotation the old secret keeps signing this long.
     "secret_overlap_seconds": env.int("TIDEMARK_SECRET_OVERLAP", default=24 * 3600),
 }

@@ -180,3 +180,16 @@ def test_redeclaring_without_endpoint_keeps_the_webhook(client_for, team, datase
     sub.refresh_from_db()
     assert sub.endpoint is not None
     assert TeamFactory._meta.model.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/api/v1/datasets/99999999999999999999", 404),
+        ("/api/v1/deliveries/9223372036854775808", 404),
+        ("/api/v1/deliveries?endpoint_id=99999999999999999999", 400),
+        ("/api/v1/deliveries?endpoint_id=-5", 400),
+    ],
+)
+def test_ids_beyond_bigint_are_not_a_500(client_for, team, path, status):
+    assert client_for(team).get(path).status_code == status

@@ -173,13 +173,20 @@ def test_retries_stop_at_max_attempts_as_a_dead_letter(httpserver, setup, sender
 
 
 def test_endpoint_failing_too_long_is_disabled(httpserver, setup, sender, settings):
-    settings.TIDEMARK_DELIVERY = {**settings.TIDEMARK_DELIVERY, "disable_after_failing_seconds": 0}
+    settings.TIDEMARK_DELIVERY = {
+        **settings.TIDEMARK_DELIVERY,
+        "disable_after_failing_seconds": 0,
+        "disable_after_failures": 2,
+    }
     publish, _ = setup
     httpserver.expect_request("/hook").respond_with_data("", status=500)
     publish()
     delivery.deliver_due(sender=sender)
+    assert Endpoint.objects.get(kind="webhook").is_active  # one failure is not a streak
+    make_due()
+    delivery.deliver_due(sender=sender)
     endpoint = Endpoint.objects.get(kind="webhook")
-    assert not endpoint.is_active and endpoint.failing_since is not None
+    assert not endpoint.is_active and endpoint.consecutive_failures == 2
 
 
 def test_success_clears_failing_since(httpserver, setup, sender):
@@ -326,3 +333,51 @@ def test_owner_is_told_once_even_if_more_failures_arrive(httpserver, setup, send
     publish("2026-11-28")
     delivery.deliver_due(sender=sender, batch_size=1)
     assert len(mailoutbox) == 1
+
+
+def test_rejected_4xx_does_not_count_toward_disabling(httpserver, setup, sender, settings):
+    settings.TIDEMARK_DELIVERY = {
+        **settings.TIDEMARK_DELIVERY,
+        "disable_after_failing_seconds": 0,
+        "disable_after_failures": 1,
+    }
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("", status=401)
+    publish()
+    delivery.deliver_due(sender=sender)
+    endpoint = Endpoint.objects.get(kind="webhook")
+    assert endpoint.is_active and endpoint.failing_since is None
+
+
+def test_events_published_while_disabled_wait_for_re_enabling(httpserver, setup, sender):
+    publish, _ = setup
+    answers = iter([Response("", status=410), Response("", status=204)])
+    httpserver.expect_request("/hook").respond_with_handler(lambda r: next(answers))
+    publish("2026-11-27")
+    delivery.deliver_due(sender=sender)  # 410: disabled
+    publish("2026-11-28")
+    assert delivery.deliver_due(sender=sender).claimed == 0  # waits, unclaimed
+    delivery.endpoint_enable(endpoint=Endpoint.objects.get(kind="webhook"))
+    delivery.deliver_due(sender=sender)
+    waited = Delivery.objects.get(notification__payload__data__partition="2026-11-28")
+    assert waited.state == "succeeded"
+
+
+def test_nul_in_a_2xx_answer_is_recorded_as_success(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data(b"ok\x00thanks")
+    publish()
+    delivery.deliver_due(sender=sender)
+    assert Delivery.objects.get().state == "succeeded"
+
+
+def test_blocked_address_is_rejected_without_retries(httpserver, setup, sender):
+    from outbound import AddressPolicy, Sender
+
+    publish, _ = setup
+    publish()
+    strict = Sender(policy=AddressPolicy(allow_http=True))
+    delivery.deliver_due(sender=strict)
+    row = Delivery.objects.get()
+    assert (row.state, row.last_error_kind) == ("rejected", "blocked")
+    assert "127.0.0.1" not in row.last_error

@@ -133,3 +133,76 @@ def test_connection_refused_is_a_connect_error():
 def test_unresolvable_host_is_a_connect_error():
     result = Sender(policy=AddressPolicy()).post("https://no-such-host.invalid/hook", b"{}", {})
     assert (result.status_code, result.error_kind) == (None, "connect")
+
+
+def _dripping_server(payload_per_tick: bytes, first: bytes = b""):
+    """A raw socket server that sends ``first`` then ``payload_per_tick`` every 0.2 s."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    stop = threading.Event()
+
+    def serve():
+        conn, _ = server.accept()
+        conn.recv(65536)
+        try:
+            if first:
+                conn.sendall(first)
+            while not stop.is_set():
+                conn.sendall(payload_per_tick)
+                time.sleep(0.2)
+        except OSError:
+            pass
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, stop
+
+
+@pytest.mark.parametrize(
+    ("first", "tick"),
+    [
+        (b"", b"H"),  # the status line, one byte at a time
+        (b"HTTP/1.1 200 OK\r\n", b"X-Slow: 1\r\n"),  # endless headers
+        (b"", b"HTTP/1.1 102 Processing\r\n\r\n"),  # endless interim responses
+    ],
+)
+def test_dripping_status_line_or_headers_hit_the_total_deadline(first, tick):
+    server, stop = _dripping_server(tick, first)
+    port = server.getsockname()[1]
+    try:
+        started = time.monotonic()
+        result = Sender(policy=LOOPBACK, read_timeout=1, total_deadline=1).post(
+            f"http://127.0.0.1:{port}/hook", b"{}", {}
+        )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        server.close()
+    assert result.status_code is None and result.error_kind in ("deadline", "protocol")
+    assert took < 2.5
+
+
+def test_nul_in_the_response_is_replaced_in_the_excerpt(httpserver):
+    httpserver.expect_request("/hook").respond_with_data(b"ok\x00thanks")
+    result = Sender(policy=LOOPBACK).post(httpserver.url_for("/hook"), b"{}", {})
+    assert (result.status_code, result.response_excerpt) == (200, "ok\ufffdthanks")
+
+
+def test_compressed_answer_is_not_inflated(httpserver):
+    import gzip
+
+    bomb = gzip.compress(b"0" * 5_000_000)
+    httpserver.expect_request("/hook").respond_with_data(bomb, headers={"Content-Encoding": "gzip"})
+    result = Sender(policy=LOOPBACK).post(httpserver.url_for("/hook"), b"{}", {})
+    assert result.status_code == 200 and len(result.response_excerpt) <= 1024
+    request, _ = httpserver.log[0]
+    assert request.headers["Accept-Encoding"] == "identity"
+
+
+@pytest.mark.parametrize(
+    "address", ["::127.0.0.1", "::169.254.169.254", "::ffff:0:7f00:1", "fec0::1"]
+)
+def test_ipv6_forms_embedding_ipv4_are_blocked(address):
+    with pytest.raises(BlockedAddress):
+        AddressPolicy().check(ipaddress.ip_address(address), "h")
