@@ -82,7 +82,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
 class EndpointAdmin(admin.ModelAdmin):
     list_display = ("team", "kind", "url", "is_active", "disabled_reason", "failing_since")
     list_filter = ("kind", "is_active", "team")
-    exclude = ("secret_encrypted", "previous_secret_encrypted")
+    exclude = ("secret_encrypted", "previous_secrets")
 
 
 class AttemptInline(admin.TabularInline):

@@ -57,27 +57,35 @@ def batch_size() -> int:
 def endpoint_set_new_secret(*, endpoint: Endpoint, now: datetime) -> str:
     """Give ``endpoint`` a new signing secret and return it (shown to its owner once).
 
-    The previous secret, if any, keeps signing for ``secret_overlap_seconds`` so the
-    consumer can switch without rejecting a delivery. Saves the endpoint.
+    Every secret replaced less than ``secret_overlap_seconds`` ago keeps signing until its
+    overlap ends, so a consumer can switch without rejecting a delivery, even after two
+    rotations in a row. Saves the endpoint.
     """
     secret = outbound.generate_secret()
+    still_signing = [
+        p for p in endpoint.previous_secrets if datetime.fromisoformat(p["expires_at"]) > now
+    ]
     if endpoint.secret_encrypted:
-        endpoint.previous_secret_encrypted = endpoint.secret_encrypted
-        endpoint.previous_secret_expires_at = now + timedelta(
-            seconds=_config()["secret_overlap_seconds"]
+        expires_at = now + timedelta(seconds=_config()["secret_overlap_seconds"])
+        still_signing.append(
+            {"encrypted": endpoint.secret_encrypted, "expires_at": expires_at.isoformat()}
         )
+    endpoint.previous_secrets = still_signing[-MAX_PREVIOUS_SECRETS:]
     endpoint.secret_encrypted = secrets.encrypt(secret)
     endpoint.save()
     return secret
 
 
+MAX_PREVIOUS_SECRETS = 4
+
+
 def endpoint_secrets_in_use(endpoint: Endpoint, now: datetime) -> list[str]:
-    """The secrets a delivery is signed with at ``now``: current first, then the previous
-    one while its overlap lasts."""
+    """The secrets a delivery is signed with at ``now``: the current one first, then every
+    replaced one whose overlap has not ended, newest first."""
     in_use = [secrets.decrypt(endpoint.secret_encrypted)]
-    expires = endpoint.previous_secret_expires_at
-    if endpoint.previous_secret_encrypted and expires is not None and expires > now:
-        in_use.append(secrets.decrypt(endpoint.previous_secret_encrypted))
+    for previous in reversed(endpoint.previous_secrets):
+        if datetime.fromisoformat(previous["expires_at"]) > now:
+            in_use.append(secrets.decrypt(previous["encrypted"]))
     return in_use
 
 

@@ -326,8 +326,9 @@ class Endpoint(models.Model):
     # Standard Webhooks signing secrets, encrypted (catalog.secrets): they must sign, so
     # they cannot be hashed. The previous one keeps signing until its overlap ends.
     secret_encrypted = models.TextField(blank=True)
-    previous_secret_encrypted = models.TextField(blank=True)
-    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    # [{"encrypted": ..., "expires_at": ISO 8601}]: every secret replaced less than an
+    # overlap ago, so rotating twice in a row never strands a consumer on the first one.
+    previous_secrets = models.JSONField(default=list, blank=True)
     failing_since = models.DateTimeField(
         null=True, blank=True, help_text="First retryable failure since the last success."
     )
@@ -341,6 +342,12 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.slug}:{self.kind}:{self.url}"
+
+    @property
+    def previous_secret_expires_at(self) -> datetime | None:
+        """When the last replaced secret stops signing (None: none is signing)."""
+        ends = [datetime.fromisoformat(p["expires_at"]) for p in self.previous_secrets]
+        return max(ends) if ends else None
 
 
 class Subscription(models.Model):

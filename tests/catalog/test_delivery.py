@@ -381,3 +381,17 @@ def test_blocked_address_is_rejected_without_retries(httpserver, setup, sender):
     row = Delivery.objects.get()
     assert (row.state, row.last_error_kind) == ("rejected", "blocked")
     assert "127.0.0.1" not in row.last_error
+
+
+def test_two_rotations_in_a_row_keep_the_first_secret_signing(httpserver, setup, sender):
+    publish, original = setup
+    endpoint = Endpoint.objects.get(kind="webhook")
+    second = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+    third = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+    httpserver.expect_request("/hook").respond_with_data("")
+    publish()
+    delivery.deliver_due(sender=sender)
+    request, _ = httpserver.log[0]
+    assert len(request.headers["webhook-signature"].split(" ")) == 3
+    for secret in (original, second, third):
+        Webhook(secret).verify(request.get_data(), dict(request.headers))
