@@ -30,25 +30,32 @@ import json
 import logging
 import math
 import os
-import platform
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-RESULTS_DIR = ROOT / "bench" / "results"
-VENV_BIN = ROOT / ".venv" / "bin"
+from bench.common import (
+    RESULTS_DIR,
+    ROOT,
+    CpuMeter,
+    Server,
+    check_services,
+    clear_doorbells,
+    drop_databases,
+    migrate,
+    recreate_databases,
+    wait_quiet,
+)
+from bench.common import machine_info as _machine_info
+from bench.common import percentile as _percentile
 
 TARGET_RATE = 600.0  # publishes/s
 TARGET_RATIO = 0.3  # tidemark rate / floor rate
@@ -132,78 +139,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.db_name.isidentifier() or not args.db_name.islower():
         p.error("--db-name must be a lower-case identifier")
     return args
-
-
-# --- services and databases -------------------------------------------------------------
-
-
-def _port_open(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-        return True
-    return False
-
-
-def check_services(args: argparse.Namespace) -> None:
-    import psycopg
-
-    try:
-        with psycopg.connect(f"{args.pg}/postgres", connect_timeout=3):
-            pass
-    except psycopg.Error as exc:
-        sys.exit(f"PostgreSQL is not reachable at {args.pg}: {exc} (try: bin/ensure-services)")
-    if not _port_open("127.0.0.1", 6379):
-        sys.exit("Redis is not reachable at 127.0.0.1:6379 (try: bin/ensure-services)")
-
-
-def recreate_databases(args: argparse.Namespace, names: list[str]) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        for name in names:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_databases(args: argparse.Namespace, names: list[str]) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        for name in names:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def clear_doorbells(url: str) -> None:
-    """Delete the doorbell queue and kombu bindings the bench leaves in Redis (no worker
-    consumes them); only those keys, never the whole database."""
-    if not url.startswith("redis://"):
-        return
-    import redis
-
-    with contextlib.suppress(redis.RedisError):
-        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
-        names = ["delivery", "default"]
-        for pattern in ("_kombu.binding.*", "_kombu.binding_permanent.*"):
-            names.extend(client.scan_iter(match=pattern))
-        client.delete(*names)
-
-
-def migrate(env: dict[str, str]) -> None:
-    for database in ("default", "watchdog"):
-        subprocess.run(
-            [
-                sys.executable,
-                "manage.py",
-                "migrate",
-                "--noinput",
-                "-v",
-                "0",
-                "--database",
-                database,
-            ],
-            cwd=ROOT,
-            env=env,
-            check=True,
-        )
 
 
 # --- seeding and in-process profile -----------------------------------------------------
@@ -410,103 +345,6 @@ def count_rows() -> dict[str, int]:
             counts[table] = cursor.fetchone()[0]
     connection.close()
     return counts
-
-
-# --- gunicorn ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """gunicorn serving ``config.settings.bench`` on a loopback port."""
-
-    def __init__(self, args: argparse.Namespace, env: dict[str, str]) -> None:
-        self.port = free_port()
-        self.log = RESULTS_DIR / "gunicorn.log"
-        self.argv = [
-            str(VENV_BIN / "gunicorn"),
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(args.workers),
-            "--worker-class",
-            args.worker_class,
-            "--threads",
-            str(args.threads),
-            "--backlog",
-            "2048",
-            "--keep-alive",
-            "5",
-            "--graceful-timeout",
-            "5",
-            "--log-level",
-            "warning",
-            "--error-logfile",
-            "-",  # stderr, which start() sends to self.log with Django's own logging
-        ]
-        self.env = {**env, "DJANGO_SETTINGS_MODULE": "config.settings.bench"}
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        self.log.unlink(missing_ok=True)
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.proc.returncode}; see {self.log}")
-            url = f"{self.base_url}/healthz"  # always http://127.0.0.1
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(url, timeout=2) as resp,  # noqa: S310
-            ):
-                if resp.status == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"gunicorn did not answer /healthz within 30 s; see {self.log}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)  # our own gunicorn's group only
-            self.proc.wait(timeout=5)
-
-    def log_summary(self) -> dict[str, Any]:
-        """Counts of tracebacks, errors and warnings in the server's log, and the first few."""
-        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
-        errors = [line for line in lines if " ERROR " in line or "[ERROR]" in line]
-        warnings = [line for line in lines if " WARNING " in line or "[WARNING]" in line]
-        return {
-            "log": str(self.log.relative_to(ROOT)),
-            "tracebacks": sum(line.startswith("Traceback") for line in lines),
-            "errors": len(errors),
-            "warnings": len(warnings),
-            "first_errors": errors[:5],
-            "first_warnings": warnings[:5],
-        }
 
 
 # --- load generators --------------------------------------------------------------------
@@ -794,13 +632,6 @@ class PythonLoad:
         pass
 
 
-def _percentile(sorted_values: list[float], pct: float) -> float:
-    if not sorted_values:
-        return math.nan
-    rank = max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)
-    return sorted_values[rank]
-
-
 def make_loadgen(choice: str, clients: int):
     has_wrk = shutil.which("wrk") is not None
     if choice == "wrk" and not has_wrk:
@@ -816,181 +647,11 @@ def make_loadgen(choice: str, clients: int):
 
 
 def machine_info(args: argparse.Namespace, loadgen) -> dict[str, Any]:
-    import django
-    import gunicorn
-    import psycopg
-
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem_gb = None
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        meminfo = Path("/proc/meminfo").read_text().splitlines()[0]
-        mem_gb = round(int(meminfo.split()[1]) / 1024 / 1024, 1)
-    pg: dict[str, Any] = {}
-    with (
-        contextlib.suppress(psycopg.Error),
-        psycopg.connect(f"{args.pg}/postgres") as conn,
-    ):
-        pg["version"] = conn.execute("SHOW server_version").fetchone()[0]
-        for setting in (
-            "synchronous_commit",
-            "fsync",
-            "wal_sync_method",
-            "shared_buffers",
-            "max_connections",
-        ):
-            pg[setting] = conn.execute(f"SHOW {setting}").fetchone()[0]
-    redis_version = None
-    with contextlib.suppress(Exception):
-        import redis
-
-        redis_version = redis.Redis(socket_connect_timeout=1).info("server")["redis_version"]
-    git = {}
-    with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        git["commit"] = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        git["dirty"] = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
-    return {
-        "hostname": platform.node(),
-        "platform": platform.platform(),
-        "cpu_model": cpu,
-        "cpu_count": os.cpu_count(),
-        "memory_gb": mem_gb,
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "gunicorn": gunicorn.__version__,
-        "psycopg": psycopg.__version__,
-        "postgresql": pg,
-        "redis": redis_version,
-        "loadgen": loadgen.version(),
-        "git": git,
-        "note": "load generator, gunicorn, PostgreSQL and Redis share the same CPUs",
-    }
-
-
-# --- CPU accounting ---------------------------------------------------------------------
-#
-# The machine may be shared: other processes' CPU time during a run makes the figures
-# unreliable, so each run records who used the CPUs. "Ours" is this process's children
-# (the load generator), the gunicorn tree, the bench database's PostgreSQL backends plus
-# PostgreSQL's shared background processes, and Redis; "foreign" is everything else.
-
-_HZ = os.sysconf("SC_CLK_TCK")
-_PG_AUX = ("checkpointer", "background writer", "walwriter", "autovacuum", "logical replication")
-
-
-def _machine_busy() -> dict[str, int]:
-    """Jiffies over all CPUs since boot: ``tasks`` (user, nice, system: what processes
-    are charged with), ``irq`` (hard and soft interrupts, e.g. loopback networking) and
-    ``steal`` (taken by the hypervisor for other guests). iowait counts as idle."""
-    v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return {"tasks": v[0] + v[1] + v[2], "irq": v[5] + v[6], "steal": v[7]}
-
-
-def _processes() -> dict[int, tuple[int, int, str]]:
-    """``pid -> (ppid, utime + stime jiffies, cmdline)`` for every readable process."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]), cmdline)
-    return table
-
-
-class CpuMeter:
-    """CPU jiffies used during a window, split into gunicorn, PostgreSQL, Redis, load
-    generator and foreign (everything else on the machine)."""
-
-    def __init__(self, server_pid: int, databases: list[str]) -> None:
-        self.server_pid = server_pid
-        self.databases = databases
-
-    def _classify(self, table: dict[int, tuple[int, int, str]]) -> dict[int, tuple[str, int]]:
-        """``pid -> (category, jiffies)`` for the processes the bench accounts as its own."""
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _) in table.items():
-            children.setdefault(ppid, []).append(pid)
-        ours: dict[int, tuple[str, int]] = {}
-        stack = [self.server_pid]
-        while stack:
-            pid = stack.pop()
-            if pid in table:
-                ours[pid] = ("gunicorn", table[pid][1])
-            stack.extend(children.get(pid, []))
-        for pid, (_, jiffies, cmdline) in table.items():
-            if cmdline.startswith("postgres:"):
-                if any(f" {db} " in cmdline for db in self.databases) or any(
-                    aux in cmdline for aux in _PG_AUX
-                ):
-                    ours[pid] = ("postgres", jiffies)
-            elif cmdline.startswith("redis-server"):
-                ours[pid] = ("redis", jiffies)
-        return ours
-
-    def snapshot(self) -> dict[str, Any]:
-        import resource
-
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return {
-            "procs": self._classify(_processes()),
-            "loadgen": (usage.ru_utime + usage.ru_stime) * _HZ,  # waited-for children
-            "busy": _machine_busy(),
-            "wall": time.monotonic(),
-        }
-
-    @staticmethod
-    def report(start: dict[str, Any], end: dict[str, Any], requests: int) -> dict:
-        """CPUs used per category over the window, and CPU milliseconds per request.
-
-        Per process, so a backend that reconnects (``CONN_MAX_AGE``) or an autovacuum
-        worker that comes and goes does not count negative; CPU of a process that exited
-        during the window is lost to "foreign".
-        """
-        seconds = end["wall"] - start["wall"]
-        delta = {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0}
-        for pid, (category, jiffies) in end["procs"].items():
-            before = start["procs"].get(pid)
-            delta[category] += jiffies - (before[1] if before and before[0] == category else 0)
-        delta["loadgen"] = end["loadgen"] - start["loadgen"]
-        busy = {k: end["busy"][k] - start["busy"][k] for k in start["busy"]}
-        foreign = max(0.0, busy["tasks"] - sum(delta.values()))
-        cores = {k: round(v / _HZ / seconds, 2) for k, v in delta.items()}
-        cores["foreign"] = round(foreign / _HZ / seconds, 2)
-        cores["irq"] = round(busy["irq"] / _HZ / seconds, 2)
-        cores["steal"] = round(busy["steal"] / _HZ / seconds, 2)
-        cores["machine_busy"] = round(sum(busy.values()) / _HZ / seconds, 2)
-        per_request = {
-            k: round(v / _HZ * 1000 / max(1, requests), 3)
-            for k, v in (*delta.items(), ("foreign", foreign))
-        }
-        return {"cores_used": cores, "cpu_ms_per_request": per_request}
-
-    @staticmethod
-    def background_cores(seconds: float = 1.0) -> float:
-        """CPUs busy while the bench itself is idle: other work on this machine."""
-        before, started = _machine_busy(), time.monotonic()
-        time.sleep(seconds)
-        after = _machine_busy()
-        busy = sum(after.values()) - sum(before.values())
-        return busy / _HZ / (time.monotonic() - started)
+    return _machine_info(
+        args.pg,
+        {"loadgen": loadgen.version()},
+        "load generator, gunicorn, PostgreSQL and Redis share the same CPUs",
+    )
 
 
 # --- orchestration ----------------------------------------------------------------------
@@ -1034,7 +695,7 @@ class Bench:
         first = fixed_first if fixed_first is not None else self.slot()
         start = self.meter.snapshot()
         result = self._load(mode, first, span, self.args.duration)
-        result["cpu"] = CpuMeter.report(start, self.meter.snapshot(), result["requests"])
+        result["cpu"] = self.meter.report(start, self.meter.snapshot(), result["requests"])
         result["background_cores_before"] = round(background, 2)
         result.update(
             target=target,
@@ -1059,19 +720,7 @@ class Bench:
 
     def wait_quiet(self) -> float:
         """Wait (up to ``--quiet-wait`` s) until other processes leave the CPUs alone."""
-        deadline = time.monotonic() + self.args.quiet_wait
-        told = False
-        while True:
-            background = CpuMeter.background_cores(1.0)
-            if background <= self.args.quiet_cores:
-                return background
-            if time.monotonic() >= deadline:
-                print(f"  warning: other processes use {background:.2f} CPUs; measuring anyway")
-                return background
-            if not told:
-                print(f"  machine busy ({background:.2f} CPUs used by others); waiting")
-                told = True
-            time.sleep(2)
+        return wait_quiet(self.args.quiet_cores, self.args.quiet_wait)
 
 
 def summarise(runs: list[dict[str, Any]], target: str) -> dict[str, Any] | None:
@@ -1178,7 +827,7 @@ def print_table(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.chdir(ROOT)
-    check_services(args)
+    check_services(args.pg)
     databases = [args.db_name, f"{args.db_name}_watchdog"]
     env = {
         **os.environ,
@@ -1190,12 +839,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     os.environ.update(env)
     loadgen = make_loadgen(args.loadgen, args.clients)
-    server = Server(args, env)
+    server = Server(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads)
     started_at = datetime.now(UTC)
     report: dict[str, Any] = {}
     try:
         print(f"creating databases {', '.join(databases)} and migrating")
-        recreate_databases(args, databases)
+        recreate_databases(args.pg, databases)
         clear_doorbells(args.broker_url)
         migrate(env)
 
@@ -1221,7 +870,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.threads} thread(s) each"
         )
         server.start()
-        bench = Bench(args, server, loadgen, seeded["token"], CpuMeter(server.proc.pid, databases))
+        bench = Bench(
+            args,
+            server,
+            loadgen,
+            seeded["token"],
+            CpuMeter({"gunicorn": server.proc.pid}, databases),
+        )
         print(
             f"load: {args.clients} clients via {loadgen.name}, {args.warmup:g} s warm-up + "
             f"{args.duration:g} s per run, {args.rounds} round(s)"
@@ -1343,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
 
             connections.close_all()
         if not args.keep:
-            drop_databases(args, databases)
+            drop_databases(args.pg, databases)
         clear_doorbells(args.broker_url)
     if (
         args.check

@@ -1,0 +1,1798 @@
+"""Delivery benchmark: publish-to-webhook latency and deliveries per second per worker.
+
+Run from the repository root::
+
+    .venv/bin/python bench/delivery.py
+
+It creates fresh PostgreSQL databases (``tidemark_bench_delivery`` and
+``tidemark_bench_delivery_watchdog``), migrates them, and seeds a producer team, a
+publish-scoped API key, a daily-partitioned dataset and 10 subscriber teams, each with a
+webhook endpoint at a local receiver (``http://127.0.0.1:<port>/hooks/<i>``, allowed by
+``TIDEMARK_OUTBOUND_ALLOW_NETWORKS=127.0.0.0/8`` and ``TIDEMARK_OUTBOUND_ALLOW_HTTP=1``).
+Every process runs with ``config.settings.bench`` and Redis db 12 as the Celery broker.
+
+Processes: gunicorn (the publish API), one Celery worker (``-P solo``, the product's
+doorbell task), a receiver (asyncio, HTTP/1.1 keep-alive, answers 204 and records the
+arrival time of every request) and a publisher (open loop at a steady rate, one new
+partition per publish through ``POST /api/v1/readiness``).
+
+Runs:
+
+- ``latency``: the worker running, publishes at ``--rate`` (20/s, so 200 deliveries/s)
+  for ``--warmup`` + ``--duration`` s; latency per delivery = receiver arrival time -
+  the publish request's start, joined on the partition key in the payload and the
+  endpoint; split into segments with the delivery rows' own timestamps.
+- ``throughput`` (``--rounds`` times): with the worker stopped, a backlog of
+  ``--backlog`` publishes (x10 deliveries); then a fresh worker starts, the bench rings the
+  doorbell once and times the drain: deliveries per second of one worker process. Then
+  once more with the receiver answering ``--slow-receiver-ms`` later.
+- ``in-process``: ``catalog.delivery.deliver_due`` in this process against a backlog, no
+  Celery: the cost of a pass alone; then with each phase (claim, send, record) timed and
+  its statements counted, two what-ifs (``synchronous_commit=off`` on the session; no
+  endpoint-health UPDATE after a success), a cProfile (``bench/results/delivery.prof``)
+  and the cost of opening a database connection (what every doorbell task pays).
+
+CPU is accounted per process (worker, gunicorn, receiver, publisher, PostgreSQL backends
+split by client, exited backends, Redis, foreign) as in ``ingest.py``. It verifies the
+signatures the receiver saw with ``standardwebhooks`` and the endpoint secrets
+``subscription_create`` returned, prints a table, writes ``bench/results/delivery.json``
+and drops the bench databases (``--keep`` keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    RESULTS_DIR,
+    ROOT,
+    VENV_BIN,
+    CpuMeter,
+    Server,
+    check_services,
+    clear_doorbells,
+    drop_databases,
+    free_port,
+    log_summary,
+    machine_info,
+    migrate,
+    percentile,
+    recreate_databases,
+    stop_process,
+    wait_quiet,
+)
+
+TARGET_P50_MS = 300.0
+TARGET_P99_MS = 1000.0
+TARGET_RATE = 20.0  # publishes/s in the latency run (x subscribers deliveries/s)
+TARGET_PER_WORKER = 200.0  # deliveries/s per worker process
+# A latency round is "clean" when other processes used at most --quiet-cores CPUs on average
+# and at most this many over any 3 s of it (a 2-CPU machine saturates beyond).
+QUIET_MAX_3S = 0.5
+
+NAMESPACE = "s3://tidemark-bench"
+NAME = "curated/orders_daily"
+PUBLISH_PATH = "/api/v1/readiness"
+MANIFEST = {"expected_files": 4, "row_count": 18250}
+FIRST_DAY = date(1000, 1, 1)  # partition keys: daily dates from year 1000 on
+
+# application_name per client, so PostgreSQL CPU can be split by who asked for it.
+APP_NAMES = {
+    "tidemark-bench-worker": "worker",
+    "tidemark-bench-web": "gunicorn",
+    "tidemark-bench-main": "bench",
+}
+
+
+def partition_key(index: int) -> str:
+    return (FIRST_DAY + timedelta(days=index)).isoformat()
+
+
+def publish_body(key: str) -> str:
+    body = {"namespace": NAMESPACE, "name": NAME, "partition": key, "manifest": MANIFEST}
+    return json.dumps(body, separators=(",", ":"))
+
+
+# --- arguments --------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rate", type=float, default=TARGET_RATE, help="publishes/s (20)")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds measured (20)")
+    p.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds at --rate (3)")
+    p.add_argument("--subscribers", type=int, default=10, help="subscriber endpoints (10)")
+    p.add_argument(
+        "--backlog", type=int, default=200, help="publishes per throughput backlog (200)"
+    )
+    p.add_argument("--rounds", type=int, default=2, help="throughput rounds (2)")
+    p.add_argument("--latency-rounds", type=int, default=3, help="latency rounds (3)")
+    p.add_argument(
+        "--profile-backlog",
+        type=int,
+        default=100,
+        help="publishes per instrumented, what-if and cProfile backlog (100)",
+    )
+    p.add_argument(
+        "--slow-receiver-ms",
+        type=float,
+        default=20.0,
+        help="one more throughput round with the receiver answering after this many ms "
+        "(20; 0 skips it)",
+    )
+    p.add_argument(
+        "--slow-backlog", type=int, default=30, help="publishes in the slow-receiver round (30)"
+    )
+    p.add_argument("--skip-inprocess", action="store_true", help="skip the in-process passes")
+    p.add_argument(
+        "--reconnects",
+        type=int,
+        default=40,
+        help="one-publish passes, alternately on a new and a reused database connection (40)",
+    )
+    p.add_argument(
+        "--worker-settings",
+        default="config.settings.bench",
+        help="DJANGO_SETTINGS_MODULE of the Celery worker, to measure a settings change "
+        "(put its folder on PYTHONPATH)",
+    )
+    p.add_argument("--publisher-threads", type=int, default=4, help="publisher threads (4)")
+    p.add_argument("--preload-rate", type=float, default=100.0, help="backlog publishes/s (100)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        help="give up waiting for deliveries after this many seconds without one (30)",
+    )
+    p.add_argument(
+        "--verify-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="verify the signature of every Nth delivery received (1: all)",
+    )
+    p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server")
+    p.add_argument("--db-name", default="tidemark_bench_delivery")
+    p.add_argument("--broker-url", default="redis://127.0.0.1:6379/12", help="CELERY_BROKER_URL")
+    p.add_argument("--output", type=Path, default=RESULTS_DIR / "delivery.json")
+    p.add_argument(
+        "--quiet-cores",
+        type=float,
+        default=0.25,
+        help="before each run, wait until other processes use at most this many CPUs (0.25)",
+    )
+    p.add_argument(
+        "--quiet-wait", type=float, default=30.0, help="longest wait for a quiet machine (30 s)"
+    )
+    p.add_argument(
+        "--no-vacuum",
+        action="store_true",
+        help="do not VACUUM ANALYZE the outbox tables before each run",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the bench databases at the end")
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = p.parse_args(argv)
+    if min(args.rate, args.duration, args.subscribers, args.backlog, args.rounds) <= 0:
+        p.error("--rate, --duration, --subscribers, --backlog and --rounds must be positive")
+    if not args.db_name.isidentifier() or not args.db_name.islower():
+        p.error("--db-name must be a lower-case identifier")
+    if not args.broker_url.startswith("redis://"):
+        p.error("--broker-url must be a redis:// URL (the bench purges and watches its queue)")
+    return args
+
+
+# --- receiver (own process) -------------------------------------------------------------
+#
+# A minimal HTTP/1.1 server on asyncio: keep-alive, Content-Length bodies only. Each webhook
+# is recorded as (arrival time.time(), connection number, path, webhook-id,
+# webhook-timestamp, webhook-signature, body) and answered 204; parsing and signature checks
+# happen in the bench afterwards, so the receiver costs as little as a receiver can.
+# Control: GET /_count, GET /_dump (everything since the last reset), POST /_reset, and
+# POST /_delay?ms=N (answer each webhook N ms after it arrived, like a slower receiver).
+
+_NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
+
+
+def receiver_main(port: int) -> None:
+    import asyncio
+
+    records: list[tuple] = []
+    connections = iter(range(1 << 62))
+    delay = [0.0]  # seconds before answering a webhook (POST /_delay?ms=N)
+
+    def answer(status: str, payload: bytes, content_type: str = "application/json") -> bytes:
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+        return head.encode() + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = next(connections)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head[:-4].split(b"\r\n")
+                method, target, _ = lines[0].split(b" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(b":")
+                    headers[name.strip().lower()] = value.strip()
+                if b"transfer-encoding" in headers:
+                    writer.write(answer("501 Not Implemented", b"{}"))
+                    await writer.drain()
+                    return
+                length = int(headers.get(b"content-length") or 0)
+                body = await reader.readexactly(length) if length else b""
+                arrived = time.time()
+                if method == b"POST" and target.startswith(b"/hooks/"):
+                    records.append(
+                        (
+                            arrived,
+                            conn,
+                            target.decode(),
+                            headers.get(b"webhook-id", b"").decode(),
+                            headers.get(b"webhook-timestamp", b"").decode(),
+                            headers.get(b"webhook-signature", b"").decode(),
+                            body.decode("utf-8", "replace"),
+                        )
+                    )
+                    if delay[0]:
+                        await asyncio.sleep(delay[0])
+                    writer.write(_NO_CONTENT)
+                elif target.startswith(b"/_delay?ms=") and method == b"POST":
+                    delay[0] = float(target.split(b"=", 1)[1]) / 1000
+                    writer.write(_NO_CONTENT)
+                elif target == b"/_count":
+                    writer.write(answer("200 OK", json.dumps({"count": len(records)}).encode()))
+                elif target == b"/_dump":
+                    writer.write(answer("200 OK", json.dumps(records).encode()))
+                elif target == b"/_reset" and method == b"POST":
+                    records.clear()
+                    writer.write(_NO_CONTENT)
+                else:
+                    writer.write(answer("404 Not Found", b"{}"))
+                if headers.get(b"connection", b"").lower() == b"close":
+                    await writer.drain()
+                    return
+                if writer.transport.get_write_buffer_size() > 65536:
+                    await writer.drain()
+        except ConnectionError:
+            return
+        finally:
+            writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+class Receiver:
+    """The receiver in its own process (multiprocessing ``spawn``: no Django inside)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self.port = free_port()
+        self.proc = multiprocessing.get_context("spawn").Process(
+            target=receiver_main, args=(self.port,), name="tidemark-bench-receiver", daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc.start()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                self.count()
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the receiver did not start within 15 s")
+
+    def _call(self, path: str, method: str = "GET") -> bytes:
+        url = f"{self.base_url}{path}"  # always http://127.0.0.1
+        request = urllib.request.Request(url, method=method)  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as resp:  # noqa: S310 - loopback
+            return resp.read()
+
+    def count(self) -> int:
+        return json.loads(self._call("/_count"))["count"]
+
+    def dump(self) -> list[list]:
+        return json.loads(self._call("/_dump"))
+
+    def reset(self) -> None:
+        self._call("/_reset", "POST")
+
+    def set_delay(self, ms: float) -> None:
+        self._call(f"/_delay?ms={ms:g}", "POST")
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(timeout=5)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(timeout=5)
+
+
+# --- publisher (own process) ------------------------------------------------------------
+
+
+def publisher_main(job: dict[str, Any], queue) -> None:
+    """Publish ``job["count"]`` new partitions at ``job["rate"]``/s from ``job["start_at"]``
+    (open loop: request i is due at start_at + i / rate and is sent by whichever of the
+    keep-alive client threads is free); puts ``[(key, due, sent, answered, status)]``."""
+    import queue as queues
+    import threading
+
+    import httpx
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    n, rate, first = job["count"], job["rate"], job["first"]
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {job['token']}"}
+    todo: queues.Queue[int | None] = queues.Queue()
+    results: list[tuple | None] = [None] * n
+
+    def send_loop() -> None:
+        with httpx.Client(base_url=job["url"], headers=headers, timeout=30) as client:
+            client.get("/healthz")  # connect before the clock starts
+            while (i := todo.get()) is not None:
+                key = partition_key(first + i)
+                body = publish_body(key)
+                sent = time.time()
+                try:
+                    status = client.post(PUBLISH_PATH, content=body).status_code
+                except httpx.HTTPError:
+                    status = 0
+                results[i] = (key, job["start_at"] + i / rate, sent, time.time(), status)
+
+    threads = [threading.Thread(target=send_loop) for _ in range(job["threads"])]
+    for t in threads:
+        t.start()
+    for i in range(n):
+        delay = job["start_at"] + i / rate - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        todo.put(i)
+    for _ in threads:
+        todo.put(None)
+    for t in threads:
+        t.join()
+    queue.put(results)
+
+
+class Publisher:
+    def __init__(self, url: str, token: str, threads: int) -> None:
+        self.url = url
+        self.token = token
+        self.threads = threads
+        self.proc = None
+        self.queue = None
+        self.next_index = 0  # every publish of the whole bench names a new partition
+
+    def start(self, count: int, rate: float, lead: float = 2.0) -> dict[str, Any]:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        job = {
+            "url": self.url,
+            "token": self.token,
+            "count": count,
+            "rate": rate,
+            "first": self.next_index,
+            "threads": self.threads,
+            "start_at": time.time() + lead,  # spawned, imported and connected by then
+        }
+        self.next_index += count
+        self.queue = ctx.Queue()
+        self.proc = ctx.Process(
+            target=publisher_main, args=(job, self.queue), name="tidemark-bench-publisher"
+        )
+        self.proc.start()
+        return job
+
+    def wait(self, timeout: float) -> list[tuple]:
+        results = self.queue.get(timeout=timeout)
+        self.proc.join(timeout=10)
+        self.proc = None
+        return results
+
+    def run(self, count: int, rate: float) -> list[tuple]:
+        self.start(count, rate)
+        return self.wait(timeout=count / rate + 120)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(timeout=5)
+
+
+# --- Celery worker ----------------------------------------------------------------------
+
+
+class Worker:
+    """One ``celery worker -P solo`` process, consuming the doorbell queues."""
+
+    def __init__(self, env: dict[str, str], broker_url: str) -> None:
+        self.env = env  # DJANGO_SETTINGS_MODULE included
+        self.broker_url = broker_url
+        self.log = RESULTS_DIR / "delivery-worker.log"
+        self.argv = [
+            str(VENV_BIN / "celery"),
+            "-A",
+            "config.celery",
+            "worker",
+            "-P",
+            "solo",
+            "-Q",
+            "delivery,default",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"tidemark-bench-delivery-{os.getpid()}@%h",
+        ]
+        self.proc: subprocess.Popen | None = None
+        self.log.unlink(missing_ok=True)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> float:
+        """Start the worker and wait until it blocks on the queue; returns seconds taken."""
+        import redis
+
+        started = time.monotonic()
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        client = redis.Redis.from_url(self.broker_url, socket_connect_timeout=1)
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery exited with {self.proc.returncode}; see {self.log}")
+            # kombu's Redis transport waits for messages in BRPOP: the worker is consuming.
+            if any(
+                c.get("db") == str(db) and c.get("cmd") == "brpop" for c in client.client_list()
+            ):
+                return time.monotonic() - started
+            time.sleep(0.1)
+        raise RuntimeError(f"celery did not start consuming within 60 s; see {self.log}")
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=30)
+        self.proc = None
+
+    def first_error(self) -> str | None:
+        """The first ERROR line of the worker's log, if any."""
+        summary = log_summary(self.log)
+        return summary["first_errors"][0][:400] if summary["first_errors"] else None
+
+    def check_delivered(self, received: int, expected: int, run: str) -> None:
+        """Stop the bench when a run delivered nothing: its figures would mean nothing."""
+        if expected and not received:
+            raise RuntimeError(
+                f"{run}: the worker delivered none of {expected} deliveries; first error in "
+                f"{self.log.relative_to(ROOT)}: {self.first_error()}"
+            )
+
+
+# What kombu keeps in Redis for a consuming worker (its remote-control binding and the
+# unacked-message bookkeeping of acks_late), deleted with the queues at the end.
+WORKER_KEYS = ("_kombu.binding_deadlines", "unacked", "unacked_index", "unacked_mutex")
+
+
+def purge_doorbells(broker_url: str) -> int:
+    """Drop the queued doorbell messages (not the bindings); returns how many there were."""
+    import redis
+
+    client = redis.Redis.from_url(broker_url, socket_connect_timeout=1)
+    queued = client.llen("delivery")
+    client.delete("delivery")
+    return queued
+
+
+# --- seeding and database checks --------------------------------------------------------
+
+
+def seed(receiver_url: str, subscribers: int) -> dict[str, Any]:
+    """Producer team, publish key, daily dataset; ``subscribers`` teams with a webhook each."""
+    from catalog import services
+    from catalog.models import ApiKey
+
+    producer = services.team_create(slug="bench-producer", name="Bench producer")
+    key, token = services.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
+    dataset = services.dataset_register(
+        actor=services.Actor(team=producer, api_key=key),
+        namespace=NAMESPACE,
+        name=NAME,
+        partitioning="daily",
+        sla_cron="30 6 * * *",
+        criticality="high",
+    )
+    secrets = {}
+    for i in range(1, subscribers + 1):
+        consumer = services.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
+        result = services.subscription_create(
+            actor=services.Actor(team=consumer),
+            dataset=dataset,
+            endpoint_url=f"{receiver_url}/hooks/{i}",
+        )
+        assert result.endpoint_secret, "a new endpoint returns its secret once"
+        secrets[f"/hooks/{i}"] = result.endpoint_secret
+    assert (dataset.namespace, dataset.name) == (NAMESPACE, NAME), "identity was normalised"
+    return {"token": token, "dataset_id": dataset.pk, "secrets": secrets}
+
+
+def delivery_states() -> dict[str, Any]:
+    """Deliveries by state, and how many took more than one attempt."""
+    from django.db.models import Count
+
+    from catalog.models import Delivery, DeliveryAttempt
+
+    by_state = dict(Delivery.objects.values_list("state").annotate(n=Count("id")).order_by("state"))
+    return {
+        "by_state": by_state,
+        "with_retries": Delivery.objects.filter(attempts__gt=1).count(),
+        "attempt_rows": DeliveryAttempt.objects.count(),
+    }
+
+
+def outbox_stats() -> dict[str, int]:
+    """PostgreSQL's counters for the outbox table and its partial ``delivery_due`` index
+    (the claim's path): dead rows, (auto)vacuums and analyzes so far, index scans and the
+    index entries they read, sequential scans."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.n_dead_tup, t.vacuum_count + t.autovacuum_count, "
+            "t.analyze_count + t.autoanalyze_count, t.seq_scan, i.idx_scan, i.idx_tup_read "
+            "FROM pg_stat_user_tables t JOIN pg_stat_user_indexes i ON i.relid = t.relid "
+            "WHERE t.relname = 'catalog_delivery' AND i.indexrelname = 'delivery_due'"
+        )
+        row = cursor.fetchone() or (0, 0, 0, 0, 0, 0)
+    keys = ("dead_rows", "vacuums", "analyzes", "seq_scans", "due_index_scans")
+    return dict(zip((*keys, "due_index_entries_read"), row, strict=True))
+
+
+def pending_deliveries() -> int:
+    from catalog.models import Delivery
+
+    return Delivery.objects.filter(state__in=["pending", "retrying"]).count()
+
+
+# --- analysing what the receiver saw ----------------------------------------------------
+
+
+def wait_for_deliveries(receiver: Receiver, expected: int, stall_timeout: float) -> int:
+    """Poll the receiver until ``expected`` requests arrived, or none for ``stall_timeout``."""
+    last, last_change = -1, time.monotonic()
+    while True:
+        count = receiver.count()
+        if count >= expected:
+            return count
+        if count != last:
+            last, last_change = count, time.monotonic()
+        elif time.monotonic() - last_change > stall_timeout:
+            return count
+        time.sleep(0.05)
+
+
+def analyse_records(
+    records: list[list], secrets: dict[str, str], verify_every: int
+) -> dict[str, Any]:
+    """Parse bodies, check ids, verify signatures; index arrivals by partition key."""
+    from standardwebhooks import Webhook, WebhookVerificationError
+
+    webhooks = {path: Webhook(secret) for path, secret in secrets.items()}
+    arrivals: dict[str, list[tuple[float, str]]] = {}
+    seen: Counter = Counter()
+    id_mismatch = verified = failed = 0
+    first_failure = None
+    for n, (arrived, _conn, path, msg_id, ts, sig, body) in enumerate(records):
+        payload = json.loads(body)
+        if payload.get("id") != msg_id:
+            id_mismatch += 1
+        seen[(msg_id, path)] += 1
+        arrivals.setdefault(payload["data"]["partition"], []).append((arrived, path))
+        if n % verify_every == 0:
+            headers = {"webhook-id": msg_id, "webhook-timestamp": ts, "webhook-signature": sig}
+            try:
+                webhooks[path].verify(body, headers)
+                verified += 1
+            except (WebhookVerificationError, KeyError) as exc:
+                failed += 1
+                first_failure = first_failure or f"{path} {msg_id}: {exc!r}"
+    return {
+        "arrivals": arrivals,
+        "received": len(records),
+        "distinct": len(seen),
+        "duplicates": sum(v - 1 for v in seen.values()),
+        "connections": len({r[1] for r in records}),
+        "id_mismatch": id_mismatch,
+        "signatures": {
+            "checked": verified + failed,
+            "verified": verified,
+            "failed": failed,
+            "first_failure": first_failure,
+            "method": "standardwebhooks.Webhook(endpoint_secret).verify(body, headers), "
+            "secrets as returned by subscription_create",
+        },
+    }
+
+
+def latency_stats(values_ms: list[float]) -> dict[str, Any]:
+    ms = sorted(values_ms)
+    if not ms:
+        return {"n": 0}
+    return {
+        "n": len(ms),
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p90_ms": round(percentile(ms, 90), 1),
+        "p99_ms": round(percentile(ms, 99), 1),
+        "max_ms": round(ms[-1], 1),
+        "min_ms": round(ms[0], 1),
+        "mean_ms": round(statistics.fmean(ms), 1),
+    }
+
+
+# --- runs -------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(
+        self, args, env, database_url, server, receiver, publisher, seeded, databases
+    ) -> None:
+        self.args = args
+        self.env = env
+        self.server = server
+        self.receiver = receiver
+        self.publisher = publisher
+        self.seeded = seeded
+        self.databases = databases
+        worker_env = {
+            **env,
+            "DATABASE_URL": app_url(database_url, "tidemark-bench-worker"),
+            "DJANGO_SETTINGS_MODULE": args.worker_settings,
+        }
+        self.worker = Worker(worker_env, args.broker_url)
+
+    def meter(self, **trees: int) -> CpuMeter:
+        roots = {"receiver": self.receiver.proc.pid, "gunicorn": self.server.proc.pid}
+        roots.update(trees)
+        roots["bench"] = os.getpid()
+        return CpuMeter(roots, self.databases, children=None, pg_clients=(self.args.pg, APP_NAMES))
+
+    # latency ------------------------------------------------------------------------
+
+    def vacuum(self) -> None:
+        """VACUUM ANALYZE the outbox tables before a run, as autovacuum would between runs
+        (this PostgreSQL may run with autovacuum off, see settings.postgres_autovacuum):
+        each run then starts from the same state, not from its predecessors' dead rows."""
+        from django.db import connection
+
+        if self.args.no_vacuum:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "VACUUM ANALYZE catalog_delivery, catalog_deliveryattempt, catalog_notification"
+            )
+
+    def latency(self, round_no: int) -> dict[str, Any]:
+        args = self.args
+        self.vacuum()
+        ready_s = self.worker.start()
+        background = wait_quiet(args.quiet_cores, args.quiet_wait)
+        self.receiver.reset()
+        n_warm = round(args.warmup * args.rate)
+        n_measured = round(args.duration * args.rate)
+        job = self.publisher.start(n_warm + n_measured, args.rate)
+        meter = self.meter(worker=self.worker.pid, publisher=self.publisher.proc.pid)
+        measure_from = job["start_at"] + n_warm / args.rate
+        timeline = Timeline(self.meter(worker=self.worker.pid, publisher=self.publisher.proc.pid))
+        time.sleep(max(0.0, measure_from - time.time() - 1.0))
+        timeline.start()
+        time.sleep(max(0.0, measure_from - time.time()))
+        cpu_start, wall_start = meter.snapshot(), time.time()
+        results = self.publisher.wait(timeout=(n_warm + n_measured) / args.rate + 120)
+        publishes_ok = [r for r in results if r[4] == 201]
+        expected = len(publishes_ok) * args.subscribers
+        received = wait_for_deliveries(self.receiver, expected, args.drain_timeout)
+        cpu_end, wall_end = meter.snapshot(), time.time()
+        timeline.stop()
+        meter.close()
+        self.worker.stop()
+        self.worker.check_delivered(received, expected, f"latency round {round_no}")
+
+        records = self.receiver.dump()
+        seen = analyse_records(records, self.seeded["secrets"], args.verify_every)
+        measured = results[n_warm:]
+        sent_at = {r[0]: r[2] for r in measured if r[4] == 201}
+        latencies, by_endpoint, by_bucket, arrivals = [], {}, {}, []
+        for key, sent in sent_at.items():
+            for arrived, path in seen["arrivals"].get(key, []):
+                ms = (arrived - sent) * 1000
+                latencies.append(ms)
+                arrivals.append((arrived, ms))
+                by_endpoint.setdefault(path, []).append(ms)
+                by_bucket.setdefault(int((sent - measure_from) // 5) * 5, []).append(ms)
+        missing = len(sent_at) * args.subscribers - len(latencies)
+        in_window = sum(1 for r in records if wall_start <= r[0] <= wall_end)
+        sends = sorted(r[2] for r in measured if r[4] == 201)
+        publish_ms = sorted((r[3] - r[2]) * 1000 for r in measured if r[4] == 201)
+        lag_ms = sorted(max(0.0, r[2] - r[1]) * 1000 for r in measured)
+        cpu = meter.report(cpu_start, cpu_end, in_window, unit="delivery")
+        cpu_publish = meter.report(cpu_start, cpu_end, len(sent_at), unit="publish")
+        sessions = cpu["pg_sessions_opened"]["bench databases"]
+        stats = latency_stats(latencies)
+        result = {
+            "round": round_no,
+            "worker_ready_s": round(ready_s, 2),
+            "background_cores_before": round(background, 2),
+            "publishes": {
+                "warmup": n_warm,
+                "measured": len(measured),
+                "status": dict(Counter(str(r[4]) for r in results)),
+                "achieved_rate": round((len(sends) - 1) / (sends[-1] - sends[0]), 2)
+                if len(sends) > 1
+                else None,
+                "response_p50_ms": round(percentile(publish_ms, 50), 1),
+                "response_p99_ms": round(percentile(publish_ms, 99), 1),
+                "schedule_lag_p99_ms": round(percentile(lag_ms, 99), 1),
+            },
+            "deliveries": {
+                "expected_measured": len(sent_at) * args.subscribers,
+                "latencies": len(latencies),
+                "missing": missing,
+                "received_total": received,
+                "expected_total": expected,
+                "in_cpu_window": in_window,
+                "rate_in_window": round(in_window / (wall_end - wall_start), 1),
+                "duplicates": seen["duplicates"],
+                "id_mismatch": seen["id_mismatch"],
+                "receiver_connections": seen["connections"],
+            },
+            "latency": stats,
+            "latency_breakdown": latency_breakdown(sent_at, records),
+            "latency_p50_by_endpoint_ms": {
+                path: round(percentile(sorted(v), 50), 1)
+                for path, v in sorted(by_endpoint.items(), key=lambda kv: int(kv[0].split("/")[-1]))
+            },
+            "latency_by_5s_of_publishing": {
+                f"{start}-{start + 5}s": {
+                    "p50_ms": round(percentile(sorted(v), 50), 1),
+                    "p99_ms": round(percentile(sorted(v), 99), 1),
+                }
+                for start, v in sorted(by_bucket.items())
+            },
+            "database_sessions": {
+                "opened_in_window": sessions,
+                "per_publish": round(sessions / max(1, len(sent_at)), 2),
+                "note": "new PostgreSQL connections to the bench databases during the window: "
+                "the worker reconnects for every doorbell task (Celery's Django fixup closes "
+                "the connection after each task); gunicorn and the bench keep theirs",
+            },
+            "signatures": seen["signatures"],
+            "cpu": {**cpu, "cpu_ms_per_publish": cpu_publish["cpu_ms_per_publish"]},
+            "timeline": timeline.rows(arrivals, measure_from),
+            "database": delivery_states(),
+        }
+        result["timeline_by_5s"] = timeline_by_5s(result["timeline"])
+        foreign = [row["cores"]["foreign"] for row in result["timeline"]]
+        windows = [statistics.fmean(foreign[i : i + 3]) for i in range(max(1, len(foreign) - 2))]
+        worst = round(max(windows, default=0.0), 2)
+        result["quiet"] = {
+            "foreign_cores_mean": cpu["cores_used"]["foreign"],
+            "foreign_cores_max_3s": worst,
+            "clean": cpu["cores_used"]["foreign"] <= args.quiet_cores and worst <= QUIET_MAX_3S,
+        }
+        print(
+            f"  round {round_no}: {len(latencies)} deliveries of {len(sent_at)} publishes "
+            f"(achieved {result['publishes']['achieved_rate']}/s): p50 {stats.get('p50_ms')} ms "
+            f"p90 {stats.get('p90_ms')} ms p99 {stats.get('p99_ms')} ms max "
+            f"{stats.get('max_ms')} ms; missing {missing}; signatures "
+            f"{seen['signatures']['verified']}/{seen['signatures']['checked']} verified; "
+            f"{sessions} new database sessions; foreign {cpu['cores_used']['foreign']:.2f} cores"
+        )
+        return result
+
+    # throughput ---------------------------------------------------------------------
+
+    def preload(self, publishes: int) -> dict[str, Any]:
+        """``publishes`` new partitions with no worker running; purge their doorbells."""
+        started = time.monotonic()
+        before = pending_deliveries()
+        results = self.publisher.run(publishes, self.args.preload_rate)
+        created = sum(1 for r in results if r[4] == 201)
+        pending = pending_deliveries()
+        purged = purge_doorbells(self.args.broker_url)
+        self.receiver.reset()
+        self.vacuum()
+        if pending - before != created * self.args.subscribers:
+            raise RuntimeError(
+                f"backlog: {pending - before} new pending deliveries for {created} publishes"
+            )
+        return {
+            "publishes": created,
+            "deliveries": pending,
+            "doorbells_purged": purged,
+            "seconds": round(time.monotonic() - started, 1),
+        }
+
+    def throughput(self, label: str, publishes: int, receiver_delay_ms: float = 0.0):
+        """A backlog, then one fresh worker and one doorbell ring: time the drain."""
+        import config.celery  # noqa: F401 - loaded before the clock starts, not by the ring
+        from catalog import doorbell
+
+        args = self.args
+        backlog = self.preload(publishes)
+        self.receiver.set_delay(receiver_delay_ms)
+        ready_s = self.worker.start()
+        background = wait_quiet(args.quiet_cores, args.quiet_wait)
+        meter = self.meter(worker=self.worker.pid)
+        cpu_start, rung = meter.snapshot(), time.time()
+        doorbell.ring_now(doorbell.DELIVER_DUE)
+        received = wait_for_deliveries(self.receiver, backlog["deliveries"], args.drain_timeout)
+        cpu_end, done = meter.snapshot(), time.time()
+        meter.close()
+        self.worker.stop()
+        self.worker.check_delivered(received, backlog["deliveries"], f"throughput {label}")
+        self.receiver.set_delay(0)
+        records = self.receiver.dump()
+        seen = analyse_records(records, self.seeded["secrets"], args.verify_every)
+        arrivals = sorted(r[0] for r in records)
+        seconds = (arrivals[-1] - rung) if arrivals else done - rung
+        rate = len(arrivals) / seconds if seconds > 0 else 0.0
+        span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
+        result = {
+            "label": label,
+            "receiver_delay_ms": receiver_delay_ms,
+            "backlog": backlog,
+            "worker_ready_s": round(ready_s, 2),
+            "background_cores_before": round(background, 2),
+            "received": received,
+            "seconds_ring_to_last": round(seconds, 3),
+            "deliveries_per_s": round(rate, 1),
+            "deliveries_per_s_first_to_last": round((len(arrivals) - 1) / span, 1)
+            if span
+            else None,
+            "first_arrival_after_ring_ms": round((arrivals[0] - rung) * 1000, 1)
+            if arrivals
+            else None,
+            "duplicates": seen["duplicates"],
+            "receiver_connections": seen["connections"],
+            "signatures": seen["signatures"],
+            "cpu": meter.report(cpu_start, cpu_end, len(arrivals), unit="delivery"),
+            "database": delivery_states(),
+        }
+        cpu = result["cpu"]["cpu_ms_per_delivery"]
+        print(
+            f"  throughput {label}: {len(arrivals)} deliveries in {seconds:.2f} s = "
+            f"{rate:.1f}/s per worker; CPU ms/delivery worker {cpu['worker']:.2f} "
+            f"postgres {cpu['postgres'] + cpu['postgres_exited']:.2f} receiver "
+            f"{cpu['receiver']:.2f}; foreign {result['cpu']['cores_used']['foreign']:.2f} cores"
+        )
+        return result
+
+    # in-process ---------------------------------------------------------------------
+
+    def inprocess(self, label: str, publishes: int, mode: str = "plain") -> dict[str, Any]:
+        """One ``deliver_due`` pass in this process over a fresh backlog.
+
+        ``mode``: ``plain``; ``phases`` (claim/send/record timed, statements counted);
+        what-ifs ``async_commit`` (session ``synchronous_commit=off``) and ``skip_health``
+        (no endpoint-health UPDATE after a success); ``cprofile``.
+        """
+        from django.db import connections
+
+        from catalog import delivery
+
+        backlog = self.preload(publishes)
+        background = wait_quiet(self.args.quiet_cores, self.args.quiet_wait)
+        sender = delivery.sender_from_settings()
+        sender.client()  # built once per worker process: not part of a pass
+        conn = connections["default"]
+        conn.ensure_connection()
+        extra: dict[str, Any] = {}
+        instrument = Instrument(conn) if mode == "phases" else None
+        profiler = None
+        original_health = delivery._endpoint_health
+        if mode == "async_commit":
+            with conn.cursor() as cursor:
+                cursor.execute("SET synchronous_commit = off")
+        if mode == "skip_health":
+            import outbound
+
+            def health_unless_success(claim, decision, **kwargs):
+                if decision != outbound.Decision.SUCCEEDED:
+                    original_health(claim, decision, **kwargs)
+
+            delivery._endpoint_health = health_unless_success
+        if mode == "cprofile":
+            import cProfile
+
+            profiler = cProfile.Profile()
+        meter = self.meter()
+        cpu_start = meter.snapshot()
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            if instrument:
+                instrument.install()
+            if profiler:
+                profiler.enable()
+            summary = delivery.deliver_due(sender=sender, max_batches=1_000_000)
+        finally:
+            if profiler:
+                profiler.disable()
+            if instrument:
+                instrument.uninstall()
+            delivery._endpoint_health = original_health
+            if mode == "async_commit":
+                with conn.cursor() as cursor:
+                    cursor.execute("RESET synchronous_commit")
+            sender.close()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        cpu_end = meter.snapshot()
+        meter.close()
+        received = wait_for_deliveries(self.receiver, backlog["deliveries"], 5)
+        self.receiver.reset()
+        n = summary.claimed
+        if instrument:
+            extra["phases"] = instrument.report(n, wall)
+        if profiler:
+            extra["cprofile_top"] = save_profile(profiler)
+        result = {
+            "label": label,
+            "mode": mode,
+            "backlog": backlog,
+            "background_cores_before": round(background, 2),
+            "summary": str(summary),
+            "received": received,
+            "seconds": round(wall, 3),
+            "deliveries_per_s": round(n / wall, 1) if wall else None,
+            "pass_cpu_ms_per_delivery": round(cpu * 1000 / max(1, n), 3),
+            "cpu": meter.report(cpu_start, cpu_end, n, unit="delivery"),
+            **extra,
+        }
+        per = result["cpu"]["cpu_ms_per_delivery"]
+        print(
+            f"  in-process {label}: {n} deliveries in {wall:.2f} s = "
+            f"{result['deliveries_per_s']}/s; pass CPU {result['pass_cpu_ms_per_delivery']:.2f} "
+            f"ms/delivery, postgres {per['postgres'] + per['postgres_exited']:.2f} ms/delivery; "
+            f"foreign {result['cpu']['cores_used']['foreign']:.2f} cores"
+        )
+        return result
+
+    def reconnect_cost(self, publishes: int) -> dict[str, Any]:
+        """What a doorbell task pays for reconnecting (Celery's Django fixup closes the
+        connection after every task): one-batch passes of ``--subscribers`` deliveries (one
+        publish, as each doorbell brings at 20/s) alternately on a new connection (cold)
+        and on the connection the previous pass used (warm).
+
+        Client wall and CPU from this process; the backend's CPU from
+        ``/proc/<backend pid>/schedstat`` (for a new connection: its whole life, start-up
+        and cold catalog caches included).
+        """
+        from django.db import connections
+
+        from catalog import delivery
+
+        self.preload(publishes)
+        wait_quiet(self.args.quiet_cores, self.args.quiet_wait)
+        sender = delivery.sender_from_settings()
+        sender.client()
+        conn = connections["default"]
+        conn.ensure_connection()
+        passes: dict[str, list[tuple[float, float, float]]] = {"new": [], "reused": []}
+        try:
+            for i in range(publishes):
+                kind = "new" if i % 2 == 0 else "reused"
+                before_ns = 0
+                if kind == "new":
+                    conn.close()
+                else:
+                    before_ns = _schedstat_ns(conn.connection.info.backend_pid)
+                wall, cpu = time.perf_counter(), time.process_time()
+                delivery.deliver_due(sender=sender, batch_size=self.args.subscribers, max_batches=1)
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                backend_ns = _schedstat_ns(conn.connection.info.backend_pid) - before_ns
+                passes[kind].append((wall * 1000, cpu * 1000, backend_ns / 1e6))
+        finally:
+            sender.close()
+            conn.close()
+        self.receiver.reset()
+
+        def stats(kind: str) -> dict[str, float]:
+            rows = passes[kind]
+            return {
+                "passes": len(rows),
+                "wall_ms_median": round(statistics.median(r[0] for r in rows), 3),
+                "client_cpu_ms_mean": round(statistics.fmean(r[1] for r in rows), 3),
+                "backend_cpu_ms_mean": round(statistics.fmean(r[2] for r in rows), 3),
+            }
+
+        new, reused = stats("new"), stats("reused")
+        result = {
+            "deliveries_per_pass": self.args.subscribers,
+            "new_connection": new,
+            "reused_connection": reused,
+            "extra_per_task": {
+                k: round(new[k] - reused[k], 3)
+                for k in ("wall_ms_median", "client_cpu_ms_mean", "backend_cpu_ms_mean")
+            },
+        }
+        extra = result["extra_per_task"]
+        print(
+            f"  one-publish pass on a new vs a reused connection: +{extra['wall_ms_median']} ms "
+            f"wall, +{extra['client_cpu_ms_mean']} ms client CPU, "
+            f"+{extra['backend_cpu_ms_mean']} ms backend CPU per task"
+        )
+        return result
+
+
+def _schedstat_ns(pid: int) -> int:
+    """CPU time a process has used so far, in ns (``/proc/<pid>/schedstat``)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+class Timeline:
+    """Once a second during a run: CPUs used per category and deliveries still due, to
+    tell a worker that cannot keep up from a machine that is busy with other work."""
+
+    def __init__(self, meter: CpuMeter, interval: float = 1.0) -> None:
+        import threading
+
+        self.meter = meter
+        self.interval = interval
+        self.samples: list[tuple[float, dict[str, Any], int, dict[str, int]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="timeline", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        from django.db import connections
+
+        try:
+            while not self._stop.is_set():
+                snap = self.meter.snapshot()
+                self.samples.append((time.time(), snap, pending_deliveries(), outbox_stats()))
+                self._stop.wait(self.interval)
+        finally:
+            connections.close_all()  # this thread's own connections
+            self.meter.close()
+
+    def rows(self, arrivals: list[tuple[float, float]], origin: float) -> list[dict[str, Any]]:
+        """One row per interval: CPUs per category, deliveries due at its end, and the
+        deliveries (of measured publishes) that arrived in it with their p50 latency."""
+        rows = []
+        pairs = zip(self.samples, self.samples[1:], strict=False)
+        for (t0, s0, _, o0), (t1, s1, due, o1) in pairs:
+            cores = self.meter.report(s0, s1, 1)["cores_used"]
+            ms = sorted(lat for arrived, lat in arrivals if t0 <= arrived < t1)
+            scans = o1["due_index_scans"] - o0["due_index_scans"]
+            rows.append(
+                {
+                    "t_s": round(t1 - origin, 1),
+                    "due": due,
+                    "arrived": len(ms),
+                    "latency_p50_ms": round(percentile(ms, 50), 1) if ms else None,
+                    "outbox": {
+                        "dead_rows": o1["dead_rows"],
+                        "vacuums": o1["vacuums"],
+                        "analyzes": o1["analyzes"],
+                        "due_index_scans": scans,
+                        "due_index_entries_read_per_scan": round(
+                            (o1["due_index_entries_read"] - o0["due_index_entries_read"]) / scans,
+                            1,
+                        )
+                        if scans
+                        else None,
+                        "seq_scans": o1["seq_scans"] - o0["seq_scans"],
+                    },
+                    "cores": {
+                        "worker": cores.get("worker", 0.0),
+                        "gunicorn": cores["gunicorn"],
+                        "postgres": cores["postgres"],
+                        "postgres_exited": cores["postgres_exited"],
+                        "foreign": cores["foreign"],
+                        "machine": cores["machine_busy"],
+                    },
+                }
+            )
+        return rows
+
+
+def latency_breakdown(sent_at: dict[str, float], records: list[list]) -> dict[str, Any]:
+    """Where the latency goes, per delivery, from the database's own timestamps:
+
+    - ``publish_to_outbox``: publish request start -> the delivery row's ``created_at``
+      (set in the publish transaction, before its commit);
+    - ``outbox_to_attempt``: -> the first attempt's ``started_at`` (commit, doorbell,
+      Celery, task start, database connect, claim, and the sends ahead in the batch);
+    - ``attempt_to_arrival``: -> the receiver has the request (signing, HTTP).
+    """
+    from catalog.models import DeliveryAttempt
+
+    arrived = {}
+    for arrival, _conn, path, _id, _ts, _sig, body in records:
+        arrived[(json.loads(body)["data"]["partition"], path)] = arrival
+    rows = DeliveryAttempt.objects.filter(
+        number=1, delivery__notification__payload__data__partition__in=list(sent_at)
+    ).values_list(
+        "delivery__notification__payload__data__partition",
+        "delivery__endpoint__url",
+        "delivery__created_at",
+        "started_at",
+    )
+    segments: dict[str, list[float]] = {
+        "publish_to_outbox": [],
+        "outbox_to_attempt": [],
+        "attempt_to_arrival": [],
+    }
+    for key, url, created, started in rows:
+        path = "/" + url.split("/", 3)[3]
+        if (key, path) not in arrived:
+            continue
+        segments["publish_to_outbox"].append((created.timestamp() - sent_at[key]) * 1000)
+        segments["outbox_to_attempt"].append((started.timestamp() - created.timestamp()) * 1000)
+        segments["attempt_to_arrival"].append((arrived[(key, path)] - started.timestamp()) * 1000)
+    return {name: latency_stats(values) for name, values in segments.items()}
+
+
+def app_url(url: str, application_name: str) -> str:
+    """A database URL whose connections identify themselves in ``pg_stat_activity``."""
+    return f"{url}{'&' if '?' in url else '?'}application_name={application_name}"
+
+
+class Instrument:
+    """Times ``delivery_claim_due``, ``delivery_send`` and ``delivery_record`` (wall and
+    thread CPU), counts and times their statements and commits. Patches the module's
+    functions in this process only (``deliver_due`` looks them up at call time)."""
+
+    PHASES = ("delivery_claim_due", "delivery_send", "delivery_record")
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+        self.current: str | None = None
+        self.stats = {
+            name: {"calls": 0, "wall": 0.0, "cpu": 0.0, "statements": 0, "sql_wall": 0.0}
+            | {"commits": 0, "commit_wall": 0.0}
+            for name in self.PHASES
+        }
+        self.sql: Counter = Counter()
+        self._originals: dict[str, Any] = {}
+        self._wrapper_cm = None
+
+    def _timer(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            if self.current:
+                st = self.stats[self.current]
+                st["statements"] += 1
+                st["sql_wall"] += time.perf_counter() - started
+                self.sql[(self.current, " ".join(sql.split())[:200])] += 1
+
+    def install(self) -> None:
+        from catalog import delivery
+
+        for name in self.PHASES:
+            original = getattr(delivery, name)
+            self._originals[name] = original
+            setattr(delivery, name, self._wrap(name, original))
+        commit = self.conn._commit
+
+        def timed_commit():
+            started = time.perf_counter()
+            try:
+                return commit()
+            finally:
+                if self.current:
+                    self.stats[self.current]["commits"] += 1
+                    self.stats[self.current]["commit_wall"] += time.perf_counter() - started
+
+        self.conn._commit = timed_commit
+        self._wrapper_cm = self.conn.execute_wrapper(self._timer)
+        self._wrapper_cm.__enter__()
+
+    def uninstall(self) -> None:
+        from catalog import delivery
+
+        for name, original in self._originals.items():
+            setattr(delivery, name, original)
+        with contextlib.suppress(AttributeError):
+            del self.conn._commit
+        if self._wrapper_cm is not None:
+            self._wrapper_cm.__exit__(None, None, None)
+
+    def _wrap(self, name: str, fn):
+        def timed(*args, **kwargs):
+            self.current = name
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                st = self.stats[name]
+                st["calls"] += 1
+                st["wall"] += time.perf_counter() - wall
+                st["cpu"] += time.thread_time() - cpu
+                self.current = None
+
+        return timed
+
+    def report(self, deliveries: int, pass_wall: float) -> dict[str, Any]:
+        n = max(1, deliveries)
+        phases = {}
+        for name, st in self.stats.items():
+            phases[name.removeprefix("delivery_")] = {
+                "calls": st["calls"],
+                "wall_ms_per_delivery": round(st["wall"] * 1000 / n, 3),
+                "python_cpu_ms_per_delivery": round(st["cpu"] * 1000 / n, 3),
+                "statements_per_delivery": round(st["statements"] / n, 3),
+                "statement_wall_ms_per_delivery": round(st["sql_wall"] * 1000 / n, 3),
+                "commits_per_delivery": round(st["commits"] / n, 3),
+                "commit_wall_ms_per_delivery": round(st["commit_wall"] * 1000 / n, 3),
+            }
+        accounted = sum(st["wall"] for st in self.stats.values())
+        statements = sum(st["statements"] + st["commits"] for st in self.stats.values())
+        return {
+            "per_phase": phases,
+            "loop_overhead_ms_per_delivery": round((pass_wall - accounted) * 1000 / n, 3),
+            "round_trips_per_delivery": round(statements / n, 2),
+            "round_trips_note": "statements (psycopg sends BEGIN with a transaction's first "
+            "statement, timed inside it) plus COMMITs",
+            "statements": [
+                {
+                    "phase": phase.removeprefix("delivery_"),
+                    "per_delivery": round(c / n, 3),
+                    "sql": s,
+                }
+                for (phase, s), c in self.sql.most_common()
+            ],
+        }
+
+
+def save_profile(profiler) -> list[str]:
+    import io
+    import pstats
+
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(RESULTS_DIR / "delivery.prof")
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(35)
+    stats.sort_stats("tottime").print_stats(25)
+    return [line for line in out.getvalue().splitlines() if line.strip()]
+
+
+# --- output -----------------------------------------------------------------------------
+
+
+def _pg(per: dict[str, float]) -> float:
+    """PostgreSQL CPU per unit: live backends plus backends that exited in the window."""
+    return per["postgres"] + per.get("postgres_exited", 0.0)
+
+
+def print_table(report: dict[str, Any]) -> None:
+    settings, s = report["settings"], report["summary"]
+    width = 112
+    print()
+    print(f"{'run':<50} {'deliv/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7}", end="")
+    print(f" {'worker':>7} {'pg':>6} {'recv':>6} {'foreign':>7}")
+    print(f"{'':<50} {'':>8} {'':>7} {'':>7} {'':>7} {'CPU ms per delivery':>21} {'cores':>7}")
+    print("-" * width)
+
+    def row(label, rate, cpu, worker, p50="", p90="", p99=""):
+        per = cpu["cpu_ms_per_delivery"]
+        print(
+            f"{label:<50} {rate:>8} {p50:>7} {p90:>7} {p99:>7} {worker:>7.3f} "
+            f"{_pg(per):>6.3f} {per['receiver']:>6.3f} {cpu['cores_used']['foreign']:>7.2f}"
+        )
+
+    for lat in report["latency_rounds"]:
+        st = lat["latency"]
+        row(
+            f"latency #{lat['round']}: {settings['rate']:g}/s x {settings['subscribers']} "
+            "subscribers",
+            lat["deliveries"]["rate_in_window"],
+            lat["cpu"],
+            lat["cpu"]["cpu_ms_per_delivery"]["worker"],
+            st.get("p50_ms", ""),
+            st.get("p90_ms", ""),
+            st.get("p99_ms", ""),
+        )
+    for r in [*report["throughput"], *report["slow_receiver"]]:
+        delay = f", receiver +{r['receiver_delay_ms']:g} ms" if r["receiver_delay_ms"] else ""
+        row(
+            f"throughput {r['label']}: {r['backlog']['deliveries']} due, 1 worker{delay}",
+            r["deliveries_per_s"],
+            r["cpu"],
+            r["cpu"]["cpu_ms_per_delivery"]["worker"],
+        )
+    for r in report["inprocess"]:
+        row(
+            f"in-process {r['label']}",
+            r["deliveries_per_s"],
+            r["cpu"],
+            r["pass_cpu_ms_per_delivery"],
+        )
+    print("-" * width)
+    print(
+        "worker: the Celery worker process (in-process rows: this process's pass); pg: backends "
+        "of the bench databases, exited ones included"
+    )
+    inexact = [
+        name
+        for name, cpu in (
+            *((f"latency #{r['round']}", r["cpu"]) for r in report["latency_rounds"]),
+            *((f"throughput {r['label']}", r["cpu"]) for r in report["throughput"]),
+        )
+        if not cpu["pg_sessions_opened"]["postgres_exited_is_exact"]
+    ]
+    if inexact:
+        print(
+            "  (other databases opened sessions during: "
+            + ", ".join(inexact)
+            + "; their exited backends inflate pg there)"
+        )
+    print()
+    for lat in report["latency_rounds"]:
+        print(f"latency #{lat['round']} by 5 s of publishing (p50 ms / max due / CPUs):", end="")
+        for label, bucket in lat["timeline_by_5s"].items():
+            print(
+                f"  {label} {bucket['latency_p50_ms']} / {bucket['due_max']} / worker "
+                f"{bucket['worker_cores']} foreign {bucket['foreign_cores']}",
+                end=";",
+            )
+        print()
+    v = s["verdict"]
+    print(
+        f"latency p50 {s['latency_p50_ms']} ms (target <= {TARGET_P50_MS:g}): "
+        f"{'met' if v['p50_met'] else 'MISSED'};  p99 {s['latency_p99_ms']} ms "
+        f"(target <= {TARGET_P99_MS:g}): {'met' if v['p99_met'] else 'MISSED'};  at "
+        f"{s['achieved_publish_rate']} publishes/s (target {TARGET_RATE:g}): "
+        f"{'met' if v['rate_met'] else 'MISSED'}"
+    )
+    print(f"  basis: {s['basis']}")
+    for r in s["latency_rounds"]:
+        print(
+            f"  latency #{r['round']}: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, most due "
+            f"{r['max_due']}; other processes {r['foreign_cores_mean']} CPUs on average, "
+            f"{r['foreign_cores_max_3s']} at most over 3 s: "
+            + ("clean" if r["clean"] else "NOT clean")
+        )
+    print(
+        f"deliveries/s per worker process (median of {len(report['throughput'])} rounds): "
+        f"{s['deliveries_per_s_per_worker']} (target >= {TARGET_PER_WORKER:g}): "
+        f"{'met' if v['per_worker_met'] else 'MISSED'}"
+    )
+    bd = s["latency_breakdown_p50_ms"]
+    print(
+        "latency p50 by segment: publish -> outbox row "
+        f"{bd['publish_to_outbox']} ms, outbox row -> send {bd['outbox_to_attempt']} ms, "
+        f"send -> arrival {bd['attempt_to_arrival']} ms; database sessions opened per "
+        f"publish: {s['database_sessions_per_publish']}"
+    )
+    print(
+        f"signatures verified: {s['signatures_verified']} of {s['signatures_checked']} checked "
+        f"({s['signatures_failed']} failed); duplicates {s['duplicates']}; missing {s['missing']}"
+    )
+    phases = s.get("phases")
+    if phases:
+        print("in-process pass, per delivery:")
+        for name, ph in phases["per_phase"].items():
+            print(
+                f"  {name:<10} {ph['wall_ms_per_delivery']:>6.3f} ms wall, "
+                f"{ph['python_cpu_ms_per_delivery']:.3f} ms python CPU, "
+                f"{ph['statements_per_delivery']:.2f} statements "
+                f"({ph['statement_wall_ms_per_delivery']:.3f} ms), "
+                f"{ph['commits_per_delivery']:.2f} commits "
+                f"({ph['commit_wall_ms_per_delivery']:.3f} ms)"
+            )
+        print(f"  round trips per delivery: {phases['round_trips_per_delivery']}")
+    if report.get("reconnect"):
+        rc = report["reconnect"]
+        new, reused = rc["new_connection"], rc["reused_connection"]
+        print(
+            f"one-publish pass ({rc['deliveries_per_pass']} deliveries) on a new / reused "
+            f"database connection: {new['wall_ms_median']} / {reused['wall_ms_median']} ms wall, "
+            f"{new['client_cpu_ms_mean']} / {reused['client_cpu_ms_mean']} ms client CPU, "
+            f"{new['backend_cpu_ms_mean']} / {reused['backend_cpu_ms_mean']} ms backend CPU"
+        )
+    if s["machine_was_busy"]:
+        print(
+            f"WARNING: other processes used more than {settings['quiet_cores']} CPUs during "
+            "some runs; rates and latencies are pessimistic (CPU ms per delivery are not)"
+        )
+
+
+def _median_or_none(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 1) if present else None
+
+
+def timeline_by_5s(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    buckets: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        buckets.setdefault(int(max(0.0, r["t_s"] - 0.01) // 5) * 5, []).append(r)
+    out = {}
+    for start, rs in sorted(buckets.items()):
+        p50s = [r["latency_p50_ms"] for r in rs if r["latency_p50_ms"] is not None]
+        out[f"{start}-{start + 5}s"] = {
+            "latency_p50_ms": round(statistics.median(p50s), 1) if p50s else None,
+            "due_max": max(r["due"] for r in rs),
+            "worker_cores": round(statistics.fmean(r["cores"]["worker"] for r in rs), 2),
+            "foreign_cores": round(statistics.fmean(r["cores"]["foreign"] for r in rs), 2),
+        }
+    return out
+
+
+def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    lats = report["latency_rounds"]
+    rounds = report["throughput"]
+    rates = [r["deliveries_per_s"] for r in rounds]
+    per_worker = round(statistics.median(rates), 1)
+    drains = [*rounds, *report["slow_receiver"]]
+    sigs = [*(r["signatures"] for r in lats), *(r["signatures"] for r in drains)]
+    runs_cpu = [*(r["cpu"] for r in lats), *(r["cpu"] for r in drains)]
+    runs_cpu += [r["cpu"] for r in report["inprocess"]]
+    missing = sum(r["deliveries"]["missing"] for r in lats)
+
+    def med(values) -> float:
+        return round(statistics.median(values), 3)
+
+    clean = [r for r in lats if r["quiet"]["clean"]]
+    basis = clean or lats
+
+    def lat_med(key: str, rounds: list[dict[str, Any]]) -> float | None:
+        values = [r["latency"][key] for r in rounds if key in r["latency"]]
+        return round(statistics.median(values), 1) if values else None
+
+    p50, p99 = lat_med("p50_ms", basis), lat_med("p99_ms", basis)
+    achieved = med(r["publishes"]["achieved_rate"] or 0.0 for r in lats)
+    summary = {
+        "basis": (
+            f"latency: median over the {len(clean)} clean latency round(s) of {len(lats)} "
+            f"(other processes <= {args.quiet_cores} CPUs on average, <= {QUIET_MAX_3S} over "
+            "any 3 s)"
+            if clean
+            else f"latency: median over all {len(lats)} rounds (none was clean)"
+        )
+        + "; deliveries/s: median over throughput rounds",
+        "latency_p50_ms": p50,
+        "latency_p90_ms": lat_med("p90_ms", basis),
+        "latency_p99_ms": p99,
+        "latency_p99_ms_worst_clean": max(
+            (r["latency"]["p99_ms"] for r in clean if "p99_ms" in r["latency"]), default=None
+        ),
+        "latency_all_rounds_median": {
+            "p50_ms": lat_med("p50_ms", lats),
+            "p99_ms": lat_med("p99_ms", lats),
+        },
+        "latency_p99_ms_worst": max(
+            (r["latency"]["p99_ms"] for r in lats if "p99_ms" in r["latency"]), default=None
+        ),
+        "latency_rounds": [
+            {
+                "round": r["round"],
+                "p50_ms": r["latency"].get("p50_ms"),
+                "p99_ms": r["latency"].get("p99_ms"),
+                "max_due": max((row["due"] for row in r["timeline"]), default=None),
+                **r["quiet"],
+            }
+            for r in lats
+        ],
+        "clean_latency_rounds": len(clean),
+        "latency_breakdown_p50_ms": {
+            seg: _median_or_none(r["latency_breakdown"][seg].get("p50_ms") for r in basis)
+            for seg in ("publish_to_outbox", "outbox_to_attempt", "attempt_to_arrival")
+        },
+        "database_sessions_per_publish": med(r["database_sessions"]["per_publish"] for r in lats),
+        "achieved_publish_rate": achieved,
+        "deliveries_per_s_per_worker": per_worker,
+        "deliveries_per_s_per_worker_rounds": rates,
+        "deliveries_per_s_slow_receiver": {
+            f"+{r['receiver_delay_ms']:g} ms": r["deliveries_per_s"]
+            for r in report["slow_receiver"]
+        },
+        "cpu_ms_per_delivery_latency_median": {
+            "worker": med(r["cpu"]["cpu_ms_per_delivery"]["worker"] for r in lats),
+            "postgres": med(_pg(r["cpu"]["cpu_ms_per_delivery"]) for r in lats),
+            "receiver": med(r["cpu"]["cpu_ms_per_delivery"]["receiver"] for r in lats),
+            "gunicorn (publishing)": med(r["cpu"]["cpu_ms_per_delivery"]["gunicorn"] for r in lats),
+        },
+        "cpu_ms_per_delivery_throughput_median": {
+            "worker": med(r["cpu"]["cpu_ms_per_delivery"]["worker"] for r in rounds),
+            "postgres": med(_pg(r["cpu"]["cpu_ms_per_delivery"]) for r in rounds),
+            "receiver": med(r["cpu"]["cpu_ms_per_delivery"]["receiver"] for r in rounds),
+            "redis": med(r["cpu"]["cpu_ms_per_delivery"]["redis"] for r in rounds),
+        },
+        "signatures_checked": sum(s["checked"] for s in sigs),
+        "signatures_verified": sum(s["verified"] for s in sigs),
+        "signatures_failed": sum(s["failed"] for s in sigs),
+        "duplicates": sum(r["deliveries"]["duplicates"] for r in lats)
+        + sum(r["duplicates"] for r in drains),
+        "missing": missing,
+        "foreign_cores_max": max(c["cores_used"]["foreign"] for c in runs_cpu),
+        "machine_was_busy": any(c["cores_used"]["foreign"] > args.quiet_cores for c in runs_cpu),
+        "verdict": {
+            "p50_met": p50 is not None and p50 <= TARGET_P50_MS and missing == 0,
+            "p99_met": p99 is not None and p99 <= TARGET_P99_MS and missing == 0,
+            "rate_met": achieved >= 0.95 * TARGET_RATE,
+            "per_worker_met": per_worker >= TARGET_PER_WORKER,
+        },
+    }
+    phases = next((r for r in report["inprocess"] if r["mode"] == "phases"), None)
+    if phases:
+        summary["phases"] = {
+            "per_phase": phases["phases"]["per_phase"],
+            "round_trips_per_delivery": phases["phases"]["round_trips_per_delivery"],
+        }
+    return summary
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.chdir(ROOT)
+    check_services(args.pg)
+    databases = [args.db_name, f"{args.db_name}_watchdog"]
+    database_url = f"{args.pg}/{databases[0]}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": app_url(database_url, "tidemark-bench-main"),
+        "WATCHDOG_DATABASE_URL": f"{args.pg}/{databases[1]}",
+        "CELERY_BROKER_URL": args.broker_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
+        "DJANGO_DEBUG": "false",
+        "TIDEMARK_OUTBOUND_ALLOW_NETWORKS": "127.0.0.0/8",
+        "TIDEMARK_OUTBOUND_ALLOW_HTTP": "1",
+    }
+    os.environ.update(env)
+    web_env = {**env, "DATABASE_URL": app_url(database_url, "tidemark-bench-web")}
+    server = Server(web_env, workers=args.workers, log=RESULTS_DIR / "delivery-gunicorn.log")
+    receiver = Receiver()
+    publisher = None
+    bench = None
+    started_at = datetime.now(UTC)
+    product_files = _fingerprints(PRODUCT_FILES)
+    report: dict[str, Any] = {}
+    try:
+        print(f"creating databases {', '.join(databases)} and migrating")
+        recreate_databases(args.pg, databases)
+        clear_doorbells(args.broker_url)
+        migrate(env)
+        receiver.start()
+
+        import django
+
+        django.setup()
+        from django.db import connections
+
+        # As in the Celery worker, whose root logger is at WARNING: no line per request.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        logging.getLogger("catalog.doorbell").setLevel(logging.ERROR)
+        seeded = seed(receiver.base_url, args.subscribers)
+        connections.close_all()
+        print(f"starting gunicorn ({args.workers} sync workers); receiver on :{receiver.port}")
+        server.start()
+        publisher = Publisher(server.base_url, seeded["token"], args.publisher_threads)
+        bench = Bench(args, env, database_url, server, receiver, publisher, seeded, databases)
+
+        print(
+            f"latency: {args.latency_rounds} round(s), 1 worker; {args.rate:g} publishes/s x "
+            f"{args.subscribers} subscribers, {args.warmup:g} s warm-up + {args.duration:g} s"
+        )
+        latency_rounds = [bench.latency(i) for i in range(1, args.latency_rounds + 1)]
+        print(
+            f"throughput: {args.rounds} round(s) of {args.backlog} publishes "
+            f"({args.backlog * args.subscribers} deliveries) queued with no worker, then one "
+            "worker and one doorbell ring"
+        )
+        throughput = [bench.throughput(f"#{i}", args.backlog) for i in range(1, args.rounds + 1)]
+        slow = []
+        if args.slow_receiver_ms > 0:
+            slow.append(bench.throughput("slow", args.slow_backlog, args.slow_receiver_ms))
+        inprocess, reconnect = [], None
+        if not args.skip_inprocess:
+            print("in-process passes (catalog.delivery.deliver_due, no Celery)")
+            inprocess.append(bench.inprocess("plain", args.backlog))
+            inprocess.append(bench.inprocess("phases timed", args.profile_backlog, "phases"))
+            inprocess.append(
+                bench.inprocess(
+                    "what-if synchronous_commit=off", args.profile_backlog, "async_commit"
+                )
+            )
+            inprocess.append(
+                bench.inprocess("what-if no health UPDATE", args.profile_backlog, "skip_health")
+            )
+            inprocess.append(bench.inprocess("cProfile", args.profile_backlog, "cprofile"))
+            reconnect = bench.reconnect_cost(args.reconnects)
+
+        report = {
+            "benchmark": "tidemark delivery: publish -> webhook latency, deliveries/s per worker",
+            "started_at": started_at.isoformat(),
+            "finished_at": datetime.now(UTC).isoformat(),
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "targets": {
+                "latency_p50_ms": TARGET_P50_MS,
+                "latency_p99_ms": TARGET_P99_MS,
+                "publish_rate": TARGET_RATE,
+                "deliveries_per_s_per_worker": TARGET_PER_WORKER,
+            },
+            "settings": {
+                "rate": args.rate,
+                "warmup_s": args.warmup,
+                "duration_s": args.duration,
+                "subscribers": args.subscribers,
+                "backlog_publishes": args.backlog,
+                "slow_receiver_ms": args.slow_receiver_ms,
+                "slow_backlog_publishes": args.slow_backlog,
+                "profile_backlog_publishes": args.profile_backlog,
+                "rounds": args.rounds,
+                "publisher": f"open loop, {args.publisher_threads} httpx keep-alive threads, "
+                "one new daily partition per publish, POST /api/v1/readiness",
+                "latency_definition": "receiver arrival time.time() - publish request start "
+                "time.time(), joined on the payload's data.partition and the endpoint path",
+                "receiver": "asyncio HTTP/1.1 keep-alive, answers 204, records only (own process)",
+                "worker_argv": bench.worker.argv[1:],
+                "worker_settings_module": args.worker_settings,
+                "gunicorn": {"argv": server.argv[1:], "settings_module": "config.settings.bench"},
+                "delivery_settings": _delivery_settings(),
+                "databases": databases,
+                "broker_url": args.broker_url,
+                "quiet_cores": args.quiet_cores,
+                "vacuum_before_each_run": not args.no_vacuum,
+                "product_files_sha256_at_start": product_files,
+                "postgres_autovacuum": _pg_setting(args.pg, "autovacuum"),
+            },
+            "machine": machine_info(
+                args.pg,
+                {"celery": _version("celery"), "httpx": _version("httpx")},
+                "gunicorn, worker, receiver, publisher, PostgreSQL and Redis share the same CPUs",
+            ),
+            "latency_rounds": latency_rounds,
+            "throughput": throughput,
+            "slow_receiver": slow,
+            "inprocess": inprocess,
+            "reconnect": reconnect,
+            "logs": {
+                "gunicorn": server.log_summary(),
+                "worker": log_summary(bench.worker.log),
+            },
+        }
+        changed = [
+            path
+            for path, digest in _fingerprints(PRODUCT_FILES).items()
+            if digest != product_files.get(path)
+        ]
+        report["settings"]["product_files_changed_during_run"] = changed
+        report["summary"] = summarise(report, args)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        print_table(report)
+        for name, logs in report["logs"].items():
+            if logs["tracebacks"] or logs["errors"] or logs["warnings"]:
+                print(
+                    f"{name} log {logs['log']}: {logs['tracebacks']} tracebacks, "
+                    f"{logs['errors']} errors, {logs['warnings']} warnings"
+                )
+        if changed:
+            print(
+                "WARNING: product files changed while the bench ran (processes started later "
+                f"ran other code than earlier ones): {', '.join(changed)}"
+            )
+        print(f"wrote {args.output}")
+    finally:
+        if publisher is not None:
+            publisher.stop()
+        if bench is not None:
+            bench.worker.stop()
+        server.stop()
+        receiver.stop()
+        with contextlib.suppress(Exception):
+            from django.db import connections
+
+            connections.close_all()
+        if not args.keep:
+            drop_databases(args.pg, databases)
+        clear_doorbells(args.broker_url, WORKER_KEYS)
+    if args.check and report and not all(report["summary"]["verdict"].values()):
+        return 1
+    return 0
+
+
+# The code this bench measures; their hashes go into the JSON (the working tree may differ
+# from the recorded commit).
+PRODUCT_FILES = (
+    "catalog/delivery.py",
+    "catalog/tasks.py",
+    "catalog/doorbell.py",
+    "catalog/services.py",
+    "catalog/models.py",
+    "outbound/http.py",
+    "outbound/signing.py",
+    "config/celery.py",
+    "config/settings/base.py",
+)
+
+
+def _fingerprints(paths: tuple[str, ...]) -> dict[str, str | None]:
+    import hashlib
+
+    out: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            out[path] = hashlib.sha256((ROOT / path).read_bytes()).hexdigest()[:16]
+        except OSError:
+            out[path] = None
+    return out
+
+
+def _pg_setting(pg: str, name: str) -> str | None:
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), psycopg.connect(f"{pg}/postgres") as conn:
+        return conn.execute("SELECT current_setting(%s)", [name]).fetchone()[0]
+    return None
+
+
+def _delivery_settings() -> dict[str, Any]:
+    from django.conf import settings
+
+    return dict(settings.TIDEMARK_DELIVERY)
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
