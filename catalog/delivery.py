@@ -115,7 +115,8 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
     leased (or the lease expired). Rows other workers hold are skipped, not waited for.
 
     Args:
-        lease_seconds: how long the claim is exclusive; longer than one send's deadline.
+        lease_seconds: how long the claim is exclusive; longer than one send's deadline
+            (a pass hands back what it could not send before its lease runs short).
         now: aware UTC instant used to pick signing secrets (leases use the DB clock).
 
     Returns:
@@ -342,10 +343,27 @@ class PassSummary:
     claimed: int = 0
     by_state: dict[str, int] = field(default_factory=dict)
     lost: int = 0
+    released: int = 0
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
-        return f"claimed {self.claimed}: {states}; claims lost {self.lost}"
+        released = f"; released {self.released}" if self.released else ""
+        return f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}"
+
+
+LEASE_MARGIN_SECONDS = 5
+
+
+def delivery_release(claims: list[Claim]) -> int:
+    """Hand unsent claims back (fenced by their tokens), uncounting their attempts, so the
+    next claim takes them at once. Returns how many were released."""
+    released = 0
+    with transaction.atomic():
+        for claim in claims:
+            released += Delivery.objects.filter(
+                pk=claim.delivery_id, claim_token=claim.token
+            ).update(claimed_until=None, claim_token=None, attempts=F("attempts") - 1)
+    return released
 
 
 def deliver_due(
@@ -367,11 +385,19 @@ def deliver_due(
             lease_seconds=config["lease_seconds"],
             now=timezone.now(),
         )
+        # Conservative: the lease was set by the database a moment before this.
+        lease_ends = time.monotonic() + config["lease_seconds"]
         if not claims:
             break
         crashpoint("delivery.after_claim")
         summary.claimed += len(claims)
-        for claim in claims:
+        for index, claim in enumerate(claims):
+            if time.monotonic() + config["total_deadline"] + LEASE_MARGIN_SECONDS > lease_ends:
+                # Slow receivers ate the lease: hand the rest back rather than send what
+                # another worker may already have claimed.
+                summary.released += delivery_release(claims[index:])
+                summary.claimed -= len(claims) - index
+                break
             started_at = timezone.now()
             if claim.attempt_in_budget > config["max_attempts"]:
                 result = _exhausted(claim)

@@ -169,7 +169,8 @@ TIDEMARK_DELIVERY = {
     "batch_size": env.int("TIDEMARK_DELIVERY_BATCH", default=50),
     "connect_timeout": 5.0,
     "read_timeout": 10.0,
-    "total_deadline": 15.0,
+    # A pass sends a claim only while its lease outlasts this plus a 5 s margin.
+    "total_deadline": env.float("TIDEMARK_DELIVERY_DEADLINE", default=15.0),
     # An endpoint whose attempts all failed (retryably) for this long, at least this many
     # in a row, is disabled and its owners told.
     "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
@@ -242,4 +243,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
+    # httpx logs every request at INFO: one line per delivery attempt is noise.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

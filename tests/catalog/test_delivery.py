@@ -395,3 +395,20 @@ def test_two_rotations_in_a_row_keep_the_first_secret_signing(httpserver, setup,
     assert len(request.headers["webhook-signature"].split(" ")) == 3
     for secret in (original, second, third):
         Webhook(secret).verify(request.get_data(), dict(request.headers))
+
+
+def test_pass_hands_back_claims_its_lease_cannot_cover(httpserver, setup, sender, settings):
+    """With a lease shorter than one send's deadline plus margin, nothing is sent on a
+    lease that may run out: the claims go back, their attempts uncounted."""
+    settings.TIDEMARK_DELIVERY = {
+        **settings.TIDEMARK_DELIVERY,
+        "lease_seconds": 3,
+        "total_deadline": 2.0,
+    }
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("")
+    publish()
+    summary = delivery.deliver_due(sender=sender, max_batches=1)
+    row = Delivery.objects.get()
+    assert (summary.released, row.state, row.attempts, row.claim_token) == (1, "pending", 0, None)
+    assert httpserver.log == []

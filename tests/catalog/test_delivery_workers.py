@@ -42,7 +42,7 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 
-LEASE = 3  # seconds; short so a dead worker's claim runs out within the test
+LEASE = 8  # seconds; short so a dead worker's claim runs out within the test (> 2 s send + 5)
 PUBLISH_BUDGET = 5.0  # seconds a publish may take while the broker is down
 DELIVERED_WITHIN = 30.0  # seconds the workers get to finish what a test expects
 

@@ -243,6 +243,8 @@ def worker_environment(*, broker_url: str, lease_seconds: int, **extra: str) -> 
         WATCHDOG_DATABASE_URL=_database_url(connections["watchdog"].settings_dict),
         CELERY_BROKER_URL=broker_url,
         TIDEMARK_DELIVERY_LEASE=str(lease_seconds),
+        # A send must fit in the lease with a 5 s margin, or the pass hands the claim back.
+        TIDEMARK_DELIVERY_DEADLINE="2",
         # config/settings/test.py allows loopback over plain HTTP; say so for clarity.
         TIDEMARK_OUTBOUND_ALLOW_NETWORKS=",".join(settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS),
         TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
