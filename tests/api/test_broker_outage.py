@@ -5,23 +5,16 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 
-import kombu.pools
 import pytest
-import redis
 from django.db import connection
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from catalog import doorbell
 from catalog.models import Delivery, Partition, ReadinessEvent
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory
+from tests.catalog.worker_helpers import PrivateRedis, free_port, point_celery_at
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # on_commit doorbells really run
@@ -38,91 +31,13 @@ def doorbell_not_quiet(monkeypatch):
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class PrivateRedis:
-    """A redis-server of this test's own, on a spare port, that can crash and come back."""
-
-    port: int
-    workdir: Path
-    process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def client(self) -> redis.Redis:
-        # No client-side retries: "is it down?" must be answered at once, not after backoff.
-        return redis.Redis(
-            host="127.0.0.1",
-            port=self.port,
-            socket_timeout=1,
-            socket_connect_timeout=1,
-            retry=Retry(NoBackoff(), 0),
-        )
-
-    def _answers(self) -> bool:
-        try:
-            with self.client() as client:
-                return bool(client.ping())
-        except redis.ConnectionError:
-            return False
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-            ],
-            cwd=self.workdir,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _wait_until(lambda: self.process.poll() is not None or self._answers(), 10, "redis-server")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"redis-server exited with {self.process.returncode}")
-
-    def kill(self) -> None:
-        """Crash it (SIGKILL): connections drop and the port refuses from now on."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        _wait_until(lambda: not self._answers(), 10, "redis-server to go away")
-
-    def queue_length(self, queue: str) -> int:
-        with self.client() as client:
-            return client.llen(queue)
-
-
 @pytest.fixture
 def private_redis(tmp_path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(port=_free_port(), workdir=tmp_path)
+    server = PrivateRedis(port=free_port(), workdir=tmp_path)
     try:
         server.start()
     except RuntimeError:  # another process took the port between bind and start
-        server.port = _free_port()
+        server.port = free_port()
         server.start()
     try:
         yield server
@@ -130,29 +45,13 @@ def private_redis(tmp_path) -> Iterator[PrivateRedis]:
         server.kill()
 
 
-def _reset_broker_connections(app) -> None:
-    """Forget every pooled broker connection, so the next send connects to the current URL.
-
-    kombu keeps process-wide pools keyed by connection parameters, and the Celery app caches
-    its own pool and producer pool on top; all three must go.
-    """
-    kombu.pools.reset()
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
 @pytest.fixture
 def broker(private_redis, settings, monkeypatch) -> Iterator[PrivateRedis]:
     """Point the web process's Celery app at ``private_redis`` for this test."""
     from config.celery import app
 
-    original = app.conf.broker_url
-    # Celery reads CELERY_BROKER_URL from the environment before its own configuration,
-    # and config/settings/test.py sets it, so app.conf alone would not move the broker.
-    monkeypatch.setenv("CELERY_BROKER_URL", private_redis.url)
     settings.CELERY_BROKER_URL = private_redis.url
-    app.conf.broker_url = private_redis.url
-    _reset_broker_connections(app)
+    restore = point_celery_at(private_redis.url, monkeypatch)
     writer = app.connection_for_write()
     assert (writer.transport_cls, writer.hostname, writer.port) == (
         "redis",
@@ -162,8 +61,7 @@ def broker(private_redis, settings, monkeypatch) -> Iterator[PrivateRedis]:
     try:
         yield private_redis
     finally:
-        app.conf.broker_url = original
-        _reset_broker_connections(app)
+        restore()
 
 
 @pytest.fixture

@@ -73,18 +73,26 @@ class PrivateRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def client(self) -> redis.Redis:
+        # No client-side retries: "is it down?" must be answered at once, not after backoff.
+        return redis.Redis(
+            host="127.0.0.1",
+            port=self.port,
+            socket_timeout=1,
+            socket_connect_timeout=1,
+            retry=Retry(NoBackoff(), 0),
+        )
+
     def answers(self) -> bool:
         try:
-            with redis.Redis(
-                host="127.0.0.1",
-                port=self.port,
-                socket_timeout=1,
-                socket_connect_timeout=1,
-                retry=Retry(NoBackoff(), 0),
-            ) as client:
+            with self.client() as client:
                 return bool(client.ping())
         except redis.ConnectionError:
             return False
+
+    def queue_length(self, queue: str) -> int:
+        with self.client() as client:
+            return client.llen(queue)
 
     def start(self) -> None:
         self.process = subprocess.Popen(
