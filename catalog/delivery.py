@@ -101,6 +101,7 @@ class Claim:
     attempt: int
     attempt_in_budget: int  # counted from the last replay, against max_attempts
     endpoint_id: int
+    endpoint_failing: bool  # had a failure streak when claimed
     kind: str
     url: str
     msg_id: str
@@ -150,6 +151,7 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             attempt=row.attempts,
             attempt_in_budget=row.attempts - row.attempts_before_replay,
             endpoint_id=row.endpoint_id,
+            endpoint_failing=row.endpoint.consecutive_failures > 0,
             kind=row.endpoint.kind,
             url=row.endpoint.url,
             msg_id=str(row.notification_id),
@@ -285,9 +287,8 @@ def delivery_record(
 def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime, config) -> None:
     endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.SUCCEEDED:
-        endpoints.filter(consecutive_failures__gt=0).update(
-            failing_since=None, consecutive_failures=0
-        )
+        if claim.endpoint_failing:  # most successes have no streak to clear: skip the UPDATE
+            endpoints.update(failing_since=None, consecutive_failures=0)
         return
     if decision == outbound.Decision.GONE:
         _disable(claim, "the receiver answered 410 Gone", now=now)
