@@ -46,11 +46,6 @@ def _config() -> dict:
     return settings.TIDEMARK_DELIVERY
 
 
-def batch_size() -> int:
-    """Deliveries claimed per batch."""
-    return _config()["batch_size"]
-
-
 # --- endpoint secrets -------------------------------------------------------------------
 
 
@@ -345,6 +340,7 @@ class PassSummary:
     by_state: dict[str, int] = field(default_factory=dict)
     lost: int = 0
     released: int = 0
+    more_due: bool = False
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
@@ -372,14 +368,18 @@ def deliver_due(
     sender: outbound.Sender,
     batch_size: int | None = None,
     max_batches: int = 20,
+    max_seconds: float = 45.0,
 ) -> PassSummary:
-    """Run claim, send, record until nothing is due or ``max_batches`` batches are done.
+    """Run claim, send, record until nothing is due, ``max_batches`` batches are done, or
+    ``max_seconds`` have passed (checked after each batch, so a pass ends well inside
+    Celery's 90 s soft time limit).
 
     Returns:
-        A summary; ``claimed == batch_size * max_batches`` suggests more work remains.
+        A summary; ``more_due`` says the pass stopped with work possibly left.
     """
     config = _config()
     summary = PassSummary()
+    started = time.monotonic()
     for _ in range(max_batches):
         claims = delivery_claim_due(
             limit=batch_size or config["batch_size"],
@@ -388,6 +388,7 @@ def deliver_due(
         )
         # Conservative: the lease was set by the database a moment before this.
         lease_ends = time.monotonic() + config["lease_seconds"]
+        summary.more_due = len(claims) == (batch_size or config["batch_size"])
         if not claims:
             break
         crashpoint("delivery.after_claim")
@@ -398,6 +399,7 @@ def deliver_due(
                 # another worker may already have claimed.
                 summary.released += delivery_release(claims[index:])
                 summary.claimed -= len(claims) - index
+                summary.more_due = True
                 break
             started_at = timezone.now()
             if claim.attempt_in_budget > config["max_attempts"]:
@@ -417,6 +419,9 @@ def deliver_due(
                 summary.lost += 1
             else:
                 summary.by_state[state] = summary.by_state.get(state, 0) + 1
+        if time.monotonic() - started > max_seconds:
+            summary.more_due = True  # possibly: the next pass will tell
+            break
     return summary
 
 

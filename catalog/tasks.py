@@ -29,10 +29,9 @@ def deliver_due() -> str:
     Runs a bounded pass; when the pass stopped with work left, rings itself again rather
     than holding the worker.
     """
-    batches = 20
-    summary = delivery.deliver_due(sender=_process_sender(), max_batches=batches)
+    summary = delivery.deliver_due(sender=_process_sender())
     logger.info("deliveries: %s", summary)
-    if summary.claimed >= batches * delivery.batch_size():
+    if summary.more_due:
         doorbell.ring_now(doorbell.DELIVER_DUE)
     return str(summary)
 

@@ -412,3 +412,14 @@ def test_pass_hands_back_claims_its_lease_cannot_cover(httpserver, setup, sender
     row = Delivery.objects.get()
     assert (summary.released, row.state, row.attempts, row.claim_token) == (1, "pending", 0, None)
     assert httpserver.log == []
+
+
+def test_pass_stops_claiming_after_its_time_budget_and_says_more_is_due(httpserver, setup, sender):
+    publish, _ = setup
+    httpserver.expect_request("/hook").respond_with_data("")
+    for day in ("2026-11-26", "2026-11-27", "2026-11-28"):
+        publish(day)
+    first = delivery.deliver_due(sender=sender, batch_size=1, max_seconds=0)
+    assert (first.claimed, first.more_due) == (1, True)
+    rest = delivery.deliver_due(sender=sender, batch_size=1)
+    assert (rest.claimed, rest.more_due) == (2, False)
