@@ -8,6 +8,7 @@ the benchmarks set their environment (``DATABASE_URL``...) before ``django.setup
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import platform
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -529,3 +531,20 @@ def wait_quiet(quiet_cores: float, quiet_wait: float) -> float:
             print(f"  machine busy ({background:.2f} CPUs used by others); waiting")
             told = True
         time.sleep(2)
+
+
+# --- the benchmarked dataset -------------------------------------------------------------
+
+NAMESPACE = "s3://tidemark-bench"
+NAME = "curated/orders_daily"
+MANIFEST = {"expected_files": 4, "row_count": 18250}
+FIRST_DAY = date(1000, 1, 1)  # partition keys: daily dates from year 1000 on, never seen
+
+
+def partition_key(index: int) -> str:
+    return (FIRST_DAY + timedelta(days=index)).isoformat()
+
+
+def publish_body(key: str) -> str:
+    body = {"namespace": NAMESPACE, "name": NAME, "partition": key, "manifest": MANIFEST}
+    return json.dumps(body, separators=(",", ":"))

@@ -52,13 +52,15 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    NAME,
+    NAMESPACE,
     RESULTS_DIR,
     ROOT,
     VENV_BIN,
@@ -71,7 +73,9 @@ from bench.common import (
     log_summary,
     machine_info,
     migrate,
+    partition_key,
     percentile,
+    publish_body,
     recreate_databases,
     stop_process,
     wait_quiet,
@@ -85,11 +89,7 @@ TARGET_PER_WORKER = 200.0  # deliveries/s per worker process
 # and at most this many over any 3 s of it (a 2-CPU machine saturates beyond).
 QUIET_MAX_3S = 0.5
 
-NAMESPACE = "s3://tidemark-bench"
-NAME = "curated/orders_daily"
 PUBLISH_PATH = "/api/v1/readiness"
-MANIFEST = {"expected_files": 4, "row_count": 18250}
-FIRST_DAY = date(1000, 1, 1)  # partition keys: daily dates from year 1000 on
 
 # application_name per client, so PostgreSQL CPU can be split by who asked for it.
 APP_NAMES = {
@@ -97,15 +97,6 @@ APP_NAMES = {
     "tidemark-bench-web": "gunicorn",
     "tidemark-bench-main": "bench",
 }
-
-
-def partition_key(index: int) -> str:
-    return (FIRST_DAY + timedelta(days=index)).isoformat()
-
-
-def publish_body(key: str) -> str:
-    body = {"namespace": NAMESPACE, "name": NAME, "partition": key, "manifest": MANIFEST}
-    return json.dumps(body, separators=(",", ":"))
 
 
 # --- arguments --------------------------------------------------------------------------

@@ -43,6 +43,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    FIRST_DAY,
+    MANIFEST,
+    NAME,
+    NAMESPACE,
     RESULTS_DIR,
     ROOT,
     CpuMeter,
@@ -51,6 +55,8 @@ from bench.common import (
     clear_doorbells,
     drop_databases,
     migrate,
+    partition_key,
+    publish_body,
     recreate_databases,
     wait_quiet,
 )
@@ -60,28 +66,15 @@ from bench.common import percentile as _percentile
 TARGET_RATE = 600.0  # publishes/s
 TARGET_RATIO = 0.3  # tidemark rate / floor rate
 
-NAMESPACE = "s3://tidemark-bench"
-NAME = "curated/orders_daily"
 PUBLISH_PATH = "/api/v1/readiness"
 FLOOR_PATH = "/bench/floor"
-MANIFEST = {"expected_files": 4, "row_count": 18250}
 
 # Partition keys are daily dates from year 1000 on; each load run gets its own slot of
 # SLOT_DAYS consecutive days, so every publish in a run names a partition never seen.
-FIRST_DAY = date(1000, 1, 1)
 SLOT_DAYS = 50_000
 NOOP_KEYS = 1_000  # the no-op run cycles over this many already-published partitions
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-
-
-def partition_key(index: int) -> str:
-    return (FIRST_DAY + timedelta(days=index)).isoformat()
-
-
-def publish_body(key: str) -> str:
-    body = {"namespace": NAMESPACE, "name": NAME, "partition": key, "manifest": MANIFEST}
-    return json.dumps(body, separators=(",", ":"))
 
 
 # --- arguments --------------------------------------------------------------------------

@@ -323,7 +323,7 @@ def _disable(claim: Claim, reason: str, *, now: datetime) -> None:
     )
 
 
-def _exhausted(claim: Claim) -> outbound.AttemptResult:
+def _exhausted() -> outbound.AttemptResult:
     return outbound.AttemptResult(
         status_code=None,
         duration_ms=0,
@@ -403,7 +403,7 @@ def deliver_due(
                 break
             started_at = timezone.now()
             if claim.attempt_in_budget > config["max_attempts"]:
-                result = _exhausted(claim)
+                result = _exhausted()
             else:
                 result = delivery_send(claim, sender=sender, now=started_at)
             crashpoint("delivery.after_send")
@@ -444,6 +444,18 @@ def sender_from_settings() -> outbound.Sender:
 DEAD_LETTER_STATES = (Delivery.State.REJECTED, Delivery.State.DEAD)
 
 
+def _replay_changes(now: datetime) -> dict:
+    """A dead letter made due again: same notification, fresh attempt budget."""
+    return {
+        "state": Delivery.State.PENDING,
+        "next_attempt_at": now,
+        "attempts_before_replay": F("attempts"),
+        "claimed_until": None,
+        "claim_token": None,
+        "finished_at": None,
+    }
+
+
 @transaction.atomic
 def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
     """Send a dead letter (rejected or dead) again, with the same ``webhook-id`` and a
@@ -453,12 +465,7 @@ def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
         NotADeadLetter: the delivery is not rejected or dead (409).
     """
     updated = Delivery.objects.filter(pk=delivery.pk, state__in=DEAD_LETTER_STATES).update(
-        state=Delivery.State.PENDING,
-        next_attempt_at=now,
-        attempts_before_replay=F("attempts"),
-        claimed_until=None,
-        claim_token=None,
-        finished_at=None,
+        **_replay_changes(now)
     )
     if updated != 1:
         raise errors.NotADeadLetter(
@@ -474,12 +481,7 @@ def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
 def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
     """Replay every dead letter of ``endpoint``; returns how many."""
     count = Delivery.objects.filter(endpoint=endpoint, state__in=DEAD_LETTER_STATES).update(
-        state=Delivery.State.PENDING,
-        next_attempt_at=now,
-        attempts_before_replay=F("attempts"),
-        claimed_until=None,
-        claim_token=None,
-        finished_at=None,
+        **_replay_changes(now)
     )
     if count:
         doorbell.ring_deliveries()

@@ -22,6 +22,7 @@ from schedules import FreshnessSla
 
 from . import notices
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
+from .notices import iso
 
 MAX_DEADLINES_PER_EVALUATION = 1000  # a long outage is caught up over several passes
 
@@ -133,8 +134,8 @@ def _open_late(
         key,
         dedup_key=f"late:{incident.pk}",
         data={
-            "deadline_at": _iso(deadline),
-            "late_at": _iso(late_at),
+            "deadline_at": iso(deadline),
+            "late_at": iso(late_at),
             "late_seconds": int((now - late_at).total_seconds()),
         },
         now=now,
@@ -166,9 +167,9 @@ def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) ->
         partition_key,
         dedup_key=f"recovered:{incident.pk}",
         data={
-            "deadline_at": _iso(incident.deadline_at),
-            "late_at": _iso(incident.late_at),
-            "recovered_at": _iso(now),
+            "deadline_at": iso(incident.deadline_at),
+            "late_at": iso(incident.late_at),
+            "recovered_at": iso(now),
             "late_by_seconds": max(0, int((now - incident.late_at).total_seconds())),
         },
         now=now,
@@ -178,19 +179,18 @@ def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) ->
 
 def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, now) -> None:
     """A dataset notice to its subscribers and to its owner team's contacts."""
-    notification = Notification(type=kind, dataset=dataset, dedup_key=dedup_key)
-    notification.payload = {
-        "id": str(notification.id),
-        "type": kind,
-        "timestamp": _iso(now),
-        "data": {
+    notification = notices.notification_write(
+        type=kind,
+        dataset=dataset,
+        dedup_key=dedup_key,
+        data={
             "dataset": {"namespace": dataset.namespace, "name": dataset.name},
             "owner": dataset.owner.slug,
             "partition": key,
             **data,
         },
-    }
-    notification.save()
+        now=now,
+    )
     notices.fan_out(
         notification=notification,
         dataset=dataset,
@@ -258,7 +258,3 @@ def dataset_freshness(dataset: Dataset, *, now: datetime) -> Freshness:
     if now < sla.late_after(last):
         return Freshness("due", sla.describe(), latest, missing[0], last, None, upcoming)
     return Freshness("awaiting", sla.describe(), latest, None, None, None, upcoming)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None

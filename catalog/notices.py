@@ -38,23 +38,52 @@ def notify_owner(
     Returns:
         The notification, or None when it already existed.
     """
-    notification = Notification(type=type, dedup_key=dedup_key)
     if Notification.objects.filter(dedup_key=dedup_key).exists():
         return None
+    notification = notification_write(
+        type=type, dedup_key=dedup_key, data={"team": team.slug, **data}, now=now
+    )
+    _queue(notification, {e.pk for e in contact_endpoints(team)}, now=now)
+    return notification
+
+
+def iso(value: datetime | None) -> str | None:
+    """An aware datetime as ISO 8601 UTC with a ``Z``, as every payload carries times."""
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def notification_write(
+    *,
+    type: str,
+    dedup_key: str,
+    data: dict[str, Any],
+    now: datetime,
+    dataset: Dataset | None = None,
+) -> Notification:
+    """Save a notification with its payload: stable ``id``, ``type``, ``timestamp`` (UTC)
+    and ``data``, the exact document every endpoint receives."""
+    notification = Notification(type=type, dataset=dataset, dedup_key=dedup_key)
     notification.payload = {
         "id": str(notification.id),
         "type": type,
-        "timestamp": now.isoformat().replace("+00:00", "Z"),
-        "data": {"team": team.slug, **data},
+        "timestamp": iso(now),
+        "data": data,
     }
     notification.save()
-    endpoints = contact_endpoints(team)
-    Delivery.objects.bulk_create(
-        [Delivery(notification=notification, endpoint=e, next_attempt_at=now) for e in endpoints]
-    )
-    if endpoints:
-        doorbell.ring_deliveries()
     return notification
+
+
+def _queue(notification: Notification, endpoint_ids: set[int], *, now: datetime) -> int:
+    """One delivery per endpoint, and the doorbell after commit."""
+    if endpoint_ids:
+        Delivery.objects.bulk_create(
+            [
+                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
+                for endpoint_id in sorted(endpoint_ids)
+            ]
+        )
+        doorbell.ring_deliveries()
+    return len(endpoint_ids)
 
 
 def render_text(payload: dict[str, Any]) -> tuple[str, str]:
@@ -100,12 +129,4 @@ def fan_out(
         and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
     }
     endpoint_ids.update(e.pk for e in extra_endpoints)
-    if endpoint_ids:
-        Delivery.objects.bulk_create(
-            [
-                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
-                for endpoint_id in sorted(endpoint_ids)
-            ]
-        )
-        doorbell.ring_deliveries()
-    return len(endpoint_ids)
+    return _queue(notification, endpoint_ids, now=now)

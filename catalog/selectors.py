@@ -160,14 +160,6 @@ def subscription_list(*, team: Team) -> QuerySet[Subscription]:
     )
 
 
-def delivery_count_due(*, now: datetime | None = None) -> int:
-    """How many deliveries are pending or retrying with ``next_attempt_at <= now``."""
-    now = now or timezone.now()
-    return Delivery.objects.filter(
-        state__in=[Delivery.State.PENDING, Delivery.State.RETRYING], next_attempt_at__lte=now
-    ).count()
-
-
 def _as_utc(value: date | datetime) -> datetime:
     if isinstance(value, datetime):
         return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)

@@ -41,6 +41,7 @@ from .models import (
     Subscription,
     Team,
 )
+from .notices import iso
 
 logger = logging.getLogger(__name__)
 
@@ -573,27 +574,26 @@ def _notify(
         kind = Notification.Type.PARTITION_RESTATED
     else:
         kind = Notification.Type.PARTITION_READY
-    notification = Notification(type=kind, dataset=dataset, dedup_key=f"readiness-event:{event.pk}")
-    notification.payload = {
-        "id": str(notification.id),
-        "type": kind,
-        "timestamp": now.isoformat().replace("+00:00", "Z"),
-        "data": {
+    notification = notices.notification_write(
+        type=kind,
+        dataset=dataset,
+        dedup_key=f"readiness-event:{event.pk}",
+        data={
             "dataset": {"namespace": dataset.namespace, "name": dataset.name},
             "partition": part.key,
-            "logical_start": _iso(part.start_at),
-            "logical_end": _iso(part.end_at),
+            "logical_start": iso(part.start_at),
+            "logical_end": iso(part.end_at),
             "version": revision.version or None,
             "previous_version": (event.restated_version or None)
             if kind == Notification.Type.PARTITION_RESTATED
             else None,
             "state": revision.state,
-            "ready_at": _iso(revision.ready_at),
+            "ready_at": iso(revision.ready_at),
             "manifest": revision.manifest,
             "metadata": revision.metadata,
         },
-    }
-    notification.save()
+        now=now,
+    )
     crashpoint("publish.between_outbox_inserts")
 
     notices.fan_out(notification=notification, dataset=dataset, partition_key=part.key, now=now)
@@ -618,19 +618,15 @@ def _publish_response(
     body = {
         "dataset": {"namespace": dataset.namespace, "name": dataset.name},
         "partition": part.key,
-        "logical_start": _iso(part.start_at),
-        "logical_end": _iso(part.end_at),
+        "logical_start": iso(part.start_at),
+        "logical_end": iso(part.end_at),
         "version": revision.version or None,
         "state": revision.state,
-        "ready_at": _iso(revision.ready_at),
+        "ready_at": iso(revision.ready_at),
         "current_version": current_version or None,
         "event_id": event_id,
     }
     return PublishResult(status_code=status_code, body=body)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def _fingerprint(payload: dict[str, Any]) -> str:
