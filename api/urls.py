@@ -16,6 +16,7 @@ urlpatterns = [
         catalog.DatasetFreshnessApi.as_view(),
         name="dataset-freshness",
     ),
+    path("datasets/<int:dataset_id>/poll", catalog.DatasetPollApi.as_view(), name="dataset-poll"),
     path(
         "datasets/<int:dataset_id>/partitions",
         catalog.PartitionListApi.as_view(),

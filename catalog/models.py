@@ -112,6 +112,9 @@ class Dataset(models.Model):
         SUCCESS_MARKER = "success_marker", "success marker file"
         MANIFEST = "manifest", "manifest with expected file count"
 
+    # Signals the fallback poll can see in storage.
+    POLLED_SIGNALS = (CompletionSignal.SUCCESS_MARKER, CompletionSignal.MANIFEST)
+
     class Lifecycle(models.TextChoices):
         ACTIVE = "active"
         DEPRECATED = "deprecated"
@@ -135,6 +138,14 @@ class Dataset(models.Model):
     manifest_name = models.CharField(max_length=255, default="_manifest.json")
     storage_source = models.CharField(max_length=64, blank=True)
     location_template = models.CharField(max_length=1024, blank=True)
+    poll_group = models.ForeignKey(
+        "StorageGroup",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="datasets",
+        help_text="Set from storage_source + location_template for marker/manifest datasets.",
+    )
     sla_cron = models.CharField(max_length=128, blank=True)
     sla_timezone = models.CharField(max_length=64, default="UTC")
     sla_grace_seconds = models.PositiveIntegerField(default=0)
@@ -154,6 +165,8 @@ class Dataset(models.Model):
         "completion_signal",
         "success_marker",
         "manifest_name",
+        "storage_source",
+        "location_template",
         "sla_cron",
         "sla_timezone",
         "sla_grace_seconds",
@@ -512,3 +525,62 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor}"
+
+
+class StorageGroup(models.Model):
+    """Datasets whose partitions live under one parent prefix of one storage source: the
+    fallback poll lists the parent once per sweep, with a delimiter, for all of them.
+
+    ``interval_seconds`` is the current gap between sweeps: adaptive groups (some dataset
+    sends no readiness events) start at the minimum and back off while nothing new
+    appears; groups whose datasets all publish events are swept as an hourly safety net.
+    """
+
+    class Mode(models.TextChoices):
+        ADAPTIVE = "adaptive", "poll-only: adaptive"
+        SAFETY_NET = "safety_net", "events: hourly safety net"
+
+    source = models.CharField(max_length=64)
+    prefix = models.CharField(max_length=1024, help_text="Parent prefix, relative to the root.")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ADAPTIVE)
+    interval_seconds = models.PositiveIntegerField(default=60)
+    next_sweep_at = models.DateTimeField()
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_swept_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last completed sweep started."
+    )
+    last_full_sweep_at = models.DateTimeField(null=True, blank=True)
+    last_found_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "prefix"], name="uniq_storage_group"),
+        ]
+        indexes = [models.Index(fields=["next_sweep_at"], name="storage_group_due")]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.prefix or '/'}"
+
+
+class StorageSweep(models.Model):
+    """One sweep of a storage group and what it cost (kept for a week)."""
+
+    group = models.ForeignKey(StorageGroup, on_delete=models.CASCADE, related_name="sweeps")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    full = models.BooleanField(default=False, help_text="Listed every partition, no horizon.")
+    list_calls = models.PositiveIntegerField(default=0)
+    pages = models.PositiveIntegerField(default=0)
+    objects_seen = models.PositiveIntegerField(default=0)
+    partitions_checked = models.PositiveIntegerField(default=0)
+    partitions_found = models.PositiveIntegerField(default=0)
+    missed_events = models.PositiveIntegerField(default=0)
+    incomplete = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["group", "-started_at"], name="storage_sweep_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.group} @ {self.started_at}"

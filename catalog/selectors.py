@@ -236,3 +236,21 @@ def delivery_get(*, team: Team, delivery_id: int) -> Delivery:
     if delivery is None:
         raise errors.DeliveryNotFound(f"no delivery {delivery_id} to your team's endpoints")
     return delivery
+
+
+def dataset_poll(*, dataset: Dataset, sweeps: int = 20) -> dict:
+    """What the fallback poll does for ``dataset``: its group, cadence and up to ``sweeps``
+    most recent sweeps (newest first). ``polled`` is False when it has no group."""
+    group = dataset.poll_group
+    return {
+        "polled": group is not None,
+        "storage_source": dataset.storage_source,
+        "location_template": dataset.location_template,
+        "group_prefix": group.prefix if group else None,
+        "mode": group.mode if group else None,
+        "interval_seconds": group.interval_seconds if group else None,
+        "next_sweep_at": group.next_sweep_at if group else None,
+        "last_swept_at": group.last_swept_at if group else None,
+        "last_found_at": group.last_found_at if group else None,
+        "recent_sweeps": list(group.sweeps.order_by("-started_at")[:sweeps]) if group else [],
+    }

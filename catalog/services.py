@@ -24,7 +24,7 @@ from schedules.periods import (
     validate_timezone,
 )
 
-from . import delivery, doorbell, errors, freshness, keys, notices
+from . import delivery, doorbell, errors, freshness, keys, notices, storage
 from .crashpoints import crashpoint
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
@@ -38,6 +38,7 @@ from .models import (
     Partition,
     PartitionRevision,
     ReadinessEvent,
+    StorageGroup,
     Subscription,
     Team,
 )
@@ -222,6 +223,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
     identity = normalised_identity(namespace, name)
     _validate_dataset_fields(fields)
     dataset = Dataset(namespace=identity.namespace, name=identity.name, owner=actor.team, **fields)
+    _attach_poll_group(dataset, now=timezone.now())
     freshness.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     try:
@@ -266,6 +268,8 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
         setattr(dataset, field_name, new)
     if SLA_FIELDS & set(audited):
         freshness.schedule(dataset, now=timezone.now())
+    if POLL_FIELDS & set(audited):
+        _attach_poll_group(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     dataset.save()
     if audited:
@@ -280,6 +284,54 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
 
 
 SLA_FIELDS = {"sla_cron", "sla_timezone", "sla_grace_seconds", "partitioning", "partition_timezone"}
+POLL_FIELDS = {"completion_signal", "storage_source", "location_template", "partitioning"}
+
+
+def _attach_poll_group(dataset: Dataset, *, now: datetime) -> None:
+    """Check the dataset's storage location and point ``poll_group`` at the group of its
+    source and parent prefix (created due now), or at nothing when it is not polled.
+
+    Raises:
+        ValidationProblem: a polled signal without a source or template, or a template
+            that breaks a rule (400, naming the field).
+    """
+    problems: list[FieldError] = []
+    polled = dataset.completion_signal in Dataset.POLLED_SIGNALS
+    location = None
+    if dataset.location_template:
+        try:
+            location = storage.parse_template(
+                dataset.location_template,
+                partitioned=dataset.partitioning != Dataset.Partitioning.NONE,
+            )
+        except storage.TemplateError as exc:
+            problems.append(FieldError("location_template", str(exc), "location_template"))
+    for name in ("storage_source", "location_template"):
+        if polled and not getattr(dataset, name):
+            problems.append(
+                FieldError(
+                    name,
+                    f"required when completion_signal is {dataset.completion_signal}",
+                    "required_for_signal",
+                )
+            )
+    if problems:
+        raise ValidationProblem("The dataset's storage location is not valid.", errors=problems)
+    if not polled or location is None or not dataset.storage_source:
+        dataset.poll_group = None
+        return
+    min_interval = settings.TIDEMARK_POLL["min_interval_seconds"]
+    group, created = StorageGroup.objects.get_or_create(
+        source=dataset.storage_source,
+        prefix=location.parent,
+        defaults={"next_sweep_at": now, "interval_seconds": min_interval},
+    )
+    if not created:
+        # A new member may be poll-only: look soon and learn the cadence again.
+        StorageGroup.objects.filter(pk=group.pk).update(
+            next_sweep_at=now, interval_seconds=min_interval
+        )
+    dataset.poll_group = group
 
 
 def _check_partitioning_change(dataset: Dataset, changes: dict[str, Any]) -> None:
@@ -406,7 +458,7 @@ def readiness_publish(
 
 def _publish(
     *,
-    actor: Actor,
+    actor: Actor | None,
     namespace: str,
     name: str,
     key: str,
@@ -416,7 +468,11 @@ def _publish(
     metadata: dict,
     code_version: str,
     now: datetime,
+    found: dict | None = None,
+    missed_event: bool = False,
 ) -> PublishResult:
+    """The publish proper. ``actor`` None means the fallback poll found it in storage
+    (``found`` says what it saw); such a find is a no-op when the partition is ready."""
     # Only what publishing reads: wide rows cost more to build than to fetch.
     dataset = (
         Dataset.objects.filter(namespace=namespace, name=name)
@@ -428,7 +484,8 @@ def _publish(
             f"no dataset {namespace}/{name} is registered",
             errors=[FieldError("name", "no such dataset in this namespace", "exists")],
         )
-    _check_may_publish(actor, dataset)
+    if actor is not None:
+        _check_may_publish(actor, dataset)
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(f"{dataset} is retired; readiness can no longer be published")
     try:
@@ -449,6 +506,21 @@ def _publish(
     if revision is not None and current is not None and revision.pk < current.pk:
         # A late retry of a superseded version must not roll the partition back.
         return _publish_response(dataset, part, revision, status_code=200)
+    if (
+        revision is None
+        and current is not None
+        and current.state == PartitionRevision.State.READY
+        and current.detected_by == PartitionRevision.DetectedBy.POLL
+        and current.version == ""
+        and state == PartitionRevision.State.READY
+    ):
+        # The late event for what the poll already found: the same content, now labelled.
+        # Consumers were told once; a restatement would tell them twice.
+        current.version = version or ""
+        current.code_version = code_version or current.code_version
+        current.metadata = {**current.metadata, **metadata}
+        current.save(update_fields=["version", "code_version", "metadata"])
+        return _publish_response(dataset, part, current, status_code=200)
     current_is_ready = current is not None and current.state == PartitionRevision.State.READY
     # A failed new version never hides the last good one from readers.
     becomes_current = (revision is None or current is None or revision.pk != current.pk) and (
@@ -470,7 +542,9 @@ def _publish(
             "manifest": manifest,
             "metadata": metadata,
             "code_version": code_version,
-            "detected_by": PartitionRevision.DetectedBy.EVENT,
+            "detected_by": PartitionRevision.DetectedBy.EVENT
+            if actor is not None
+            else PartitionRevision.DetectedBy.POLL,
         }
         if revision is None:
             revision = PartitionRevision.objects.create(
@@ -485,9 +559,9 @@ def _publish(
             partition=part,
             revision=revision,
             state=state,
-            source=ReadinessEvent.Source.API,
-            published_by=actor.team,
-            api_key=actor.api_key,
+            source=ReadinessEvent.Source.API if actor is not None else ReadinessEvent.Source.POLL,
+            published_by=actor.team if actor is not None else None,
+            api_key=actor.api_key if actor is not None else None,
             restated_version=restated_version,
             payload={
                 "version": version,
@@ -495,6 +569,7 @@ def _publish(
                 "manifest": manifest,
                 "metadata": metadata,
                 "code_version": code_version,
+                **({"found": found, "missed_event": missed_event} if actor is None else {}),
             },
         )
         crashpoint("publish.after_event")
@@ -508,6 +583,86 @@ def _publish(
     return _publish_response(
         dataset, part, revision, status_code=201 if changed else 200, event=event
     )
+
+
+def readiness_found(
+    *,
+    dataset: Dataset,
+    partition: str,
+    manifest: dict | None,
+    found: dict,
+    missed_event: bool,
+    now: datetime,
+) -> bool:
+    """Record a partition the fallback poll found complete in storage, in one transaction.
+
+    Same effects as a published ready event (revision, ``ReadinessEvent`` with source
+    ``poll``, notifications, freshness recovery), with ``detected_by = poll``. A partition
+    already ready (published, or found before) is left alone, so a partition both
+    published and found is told once.
+
+    Args:
+        partition: the key read from the storage path.
+        found: what the poll saw (file counts, the reason), kept on the revision.
+        missed_event: the dataset otherwise publishes events, so one was lost.
+
+    Returns:
+        True when this call recorded the partition as ready.
+    """
+    with transaction.atomic():
+        result = _publish(
+            actor=None,
+            namespace=dataset.namespace,
+            name=dataset.name,
+            key=partition,
+            version=None,
+            state=PartitionRevision.State.READY,
+            manifest=manifest,
+            metadata={"poll": found},
+            code_version="",
+            now=now,
+            found=found,
+            missed_event=missed_event,
+        )
+    return result.status_code == 201
+
+
+@transaction.atomic
+def readiness_incomplete(
+    *, dataset: Dataset, partition: str, manifest: dict | None, found: dict, now: datetime
+) -> None:
+    """Record what the poll saw of a partition that is not complete yet (e.g. 2 of 3
+    expected files), as its pending revision, so the API says why it is not ready.
+
+    Leaves any partition that has a revision from a producer untouched.
+    """
+    try:
+        interval = parse_partition_key(dataset.partitioning, partition, dataset.partition_timezone)
+    except PartitionKeyError:
+        return
+    part, _ = _partition_lock_or_create(dataset=dataset, key=partition, interval=interval)
+    current = part.current_revision
+    if current is not None and (
+        current.state != PartitionRevision.State.PENDING
+        or current.detected_by != PartitionRevision.DetectedBy.POLL
+    ):
+        return
+    metadata = {"poll": found}
+    if current is None:
+        current = PartitionRevision.objects.create(
+            partition=part,
+            version="",
+            state=PartitionRevision.State.PENDING,
+            manifest=manifest,
+            metadata=metadata,
+            detected_by=PartitionRevision.DetectedBy.POLL,
+        )
+        part.current_revision = current
+        part.save(update_fields=["current_revision", "updated_at"])
+    elif current.manifest != manifest or current.metadata != metadata:
+        current.manifest = manifest
+        current.metadata = metadata
+        current.save(update_fields=["manifest", "metadata"])
 
 
 def _check_may_publish(actor: Actor, dataset: Dataset) -> None:
@@ -591,6 +746,8 @@ def _notify(
             "ready_at": iso(revision.ready_at),
             "manifest": revision.manifest,
             "metadata": revision.metadata,
+            "detected_by": revision.detected_by,
+            "missed_event": bool(event.payload.get("missed_event")),
         },
         now=now,
     )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.utils import timezone
 
-from . import delivery, doorbell, freshness
+from . import delivery, doorbell, freshness, polling
 
 logger = logging.getLogger(__name__)
 
@@ -48,3 +50,22 @@ def evaluate_freshness() -> int:
             report.deadline_at,
         )
     return len(late)
+
+
+@shared_task(name="catalog.tasks.poll_storage")
+def poll_storage(boot_at: str | None = None) -> int:
+    """Sweep the storage groups that are due (beat, every 60 s); with ``boot_at`` (ISO UTC),
+    also every group not swept since then, in full: recovery after downtime."""
+    boot = datetime.fromisoformat(boot_at) if boot_at else None
+    reports = polling.sweep_due(now=timezone.now(), boot_at=boot)
+    return sum(r.partitions_found for r in reports)
+
+
+@worker_ready.connect
+def _sweep_after_boot(sender=None, **kwargs) -> None:
+    """A worker that starts asks for a full sweep of every group whose last completed sweep
+    is older than this start: what landed while Tidemark was down is found at once."""
+    try:
+        poll_storage.delay(boot_at=timezone.now().isoformat())
+    except Exception:  # the broker may be down; the next beat sweep still runs
+        logger.warning("could not queue the start-up storage sweep", exc_info=True)

@@ -349,6 +349,35 @@ class DeliveryListFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+class StorageSweepOutputSerializer(serializers.Serializer):
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField()
+    full = serializers.BooleanField(help_text="Listed every partition prefix, no lookback.")
+    list_calls = serializers.IntegerField(help_text="Listings made (each may span pages).")
+    pages = serializers.IntegerField(help_text="List requests (pages of up to 1,000 entries).")
+    objects_seen = serializers.IntegerField(help_text="Prefixes and objects listed.")
+    partitions_checked = serializers.IntegerField(help_text="Not-ready partitions listed inside.")
+    partitions_found = serializers.IntegerField(help_text="Recorded ready by this sweep.")
+    missed_events = serializers.IntegerField(
+        help_text="Found partitions of datasets that otherwise publish events."
+    )
+    incomplete = serializers.IntegerField(help_text="Manifest partitions still missing files.")
+    error = serializers.CharField()
+
+
+class PollOutputSerializer(serializers.Serializer):
+    polled = serializers.BooleanField(help_text="Whether the fallback poll watches the dataset.")
+    storage_source = serializers.CharField()
+    location_template = serializers.CharField()
+    group_prefix = serializers.CharField(allow_null=True, help_text="Parent prefix listed.")
+    mode = serializers.ChoiceField(["adaptive", "safety_net"], allow_null=True)
+    interval_seconds = serializers.IntegerField(allow_null=True)
+    next_sweep_at = serializers.DateTimeField(allow_null=True)
+    last_swept_at = serializers.DateTimeField(allow_null=True)
+    last_found_at = serializers.DateTimeField(allow_null=True)
+    recent_sweeps = StorageSweepOutputSerializer(many=True)
+
+
 class FreshnessOutputSerializer(serializers.Serializer):
     state = serializers.ChoiceField(["fresh", "awaiting", "due", "late", "no_sla"])
     sla = serializers.CharField(allow_null=True, help_text="The SLA in words.")

@@ -144,6 +144,18 @@ class DatasetFreshnessApi(APIView):
         return Response(s.FreshnessOutputSerializer(state).data)
 
 
+class DatasetPollApi(APIView):
+    """The fallback poll's view of a dataset: its storage group, cadence and recent sweeps
+    with their cost (List calls, pages, objects) and finds."""
+
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.PollOutputSerializer)
+    def get(self, request: Request, dataset_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        return Response(s.PollOutputSerializer(selectors.dataset_poll(dataset=dataset)).data)
+
+
 class PartitionListApi(APIView):
     required_scope = ApiKey.Scope.READ
 

@@ -186,6 +186,27 @@ TIDEMARK_OUTBOUND_ALLOW_NETWORKS = env.list(
 TIDEMARK_OUTBOUND_ALLOW_HTTP = env.bool("TIDEMARK_OUTBOUND_ALLOW_HTTP", default=EMBEDDED)
 
 # Idempotency-Key records are kept at least this long (IETF httpapi idempotency draft).
+# Storage the fallback poll may list. Operators define every source (datasets only name
+# one), as JSON: {"lake": {"url": "s3://bucket/root", "options": {"endpoint_url": ...}}}.
+# ``options`` are fsspec storage options (credentials); API callers never see them.
+TIDEMARK_STORAGE_PROTOCOLS = env.list("TIDEMARK_STORAGE_PROTOCOLS", default=["s3", "file"])
+TIDEMARK_STORAGE_SOURCES = env.json("TIDEMARK_STORAGE_SOURCES", default={}) or (
+    {"local": {"url": f"file://{VAR_DIR / 'lake'}"}} if EMBEDDED else {}
+)
+TIDEMARK_POLL = {
+    # Poll-only groups: swept every min_interval, doubling while nothing new appears.
+    "min_interval_seconds": env.int("TIDEMARK_POLL_MIN_INTERVAL", default=60),
+    "max_interval_seconds": env.int("TIDEMARK_POLL_MAX_INTERVAL", default=3600),
+    # Groups whose datasets all publish events: an hourly safety net.
+    "safety_net_seconds": env.int("TIDEMARK_POLL_SAFETY_NET", default=3600),
+    # Regular sweeps skip partitions older than this (S3 StartAfter); full sweeps do not.
+    "lookback_days": env.int("TIDEMARK_POLL_LOOKBACK_DAYS", default=35),
+    # Every group gets a full listing at least this often, for late backfills.
+    "full_sweep_seconds": env.int("TIDEMARK_POLL_FULL_SWEEP", default=24 * 3600),
+    "lease_seconds": env.int("TIDEMARK_POLL_LEASE", default=600),
+    "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
+}
+
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
@@ -229,12 +250,14 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_DIR / "celerybeat-schedule")
 CELERY_TASK_ROUTES = {
     "catalog.tasks.deliver_due": {"queue": "delivery"},
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
+    "catalog.tasks.poll_storage": {"queue": "poll"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
 CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
+    "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
 }
 
 LOGGING = {

@@ -1,0 +1,449 @@
+"""The fallback poll: finding partitions in storage whose readiness event never came.
+
+Datasets whose completion signal is a success marker or a manifest name a storage source
+and a location template. Datasets whose templates share a parent prefix form a
+``StorageGroup``; a sweep of a group costs:
+
+- one delimiter listing of the parent (one page per 1,000 partition prefixes). Regular
+  sweeps start after a horizon (``lookback_days``) so the cost does not grow with years of
+  history; a full sweep (at worker start after downtime, and at least daily) lists all;
+- one recursive listing inside each listed partition prefix that holds a partition not
+  yet known ready; ready partitions are never listed inside again.
+
+What completed is recorded through ``services.readiness_found`` (``detected_by = poll``),
+which fires the same notifications as a published event; a dataset that otherwise
+publishes events has it flagged as a missed event.
+
+Cadence: a group with a poll-only dataset is swept adaptively, from ``min_interval`` and
+doubling while nothing new appears up to ``max_interval``, reset when something does, and
+never later than just before one of its datasets' SLA check (so a poll-only dataset is not
+called late for want of a sweep). A group whose datasets all publish events gets an hourly
+safety-net sweep. Groups are claimed with a lease under SKIP LOCKED, so two beats sweep a
+group once; recording is idempotent in any case.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min, Q
+
+from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
+
+from . import services, storage
+from .models import Dataset, Partition, PartitionRevision, StorageGroup, StorageSweep
+
+logger = logging.getLogger(__name__)
+
+SWEEP_HISTORY = timedelta(days=7)
+# Sweep a poll-only group this long before one of its datasets' SLA check.
+CHECK_MARGIN = timedelta(seconds=30)
+
+
+def _config(name: str) -> int:
+    return settings.TIDEMARK_POLL[name]
+
+
+# --- judging a partition's files --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the files of one partition say.
+
+    ``complete`` partitions are recorded ready. An incomplete one with a readable manifest
+    is recorded as pending with ``found`` (so the API says why it is not ready).
+    """
+
+    complete: bool
+    reason: str
+    manifest: dict | None = None
+    found: dict | None = None
+
+
+def _is_data_file(name: str, dataset: Dataset) -> bool:
+    # Hadoop/Spark convention: names starting with "_" or "." are bookkeeping, not data.
+    base = name.rsplit("/", 1)[-1]
+    return not base.startswith(("_", ".")) and base not in (
+        dataset.success_marker,
+        dataset.manifest_name,
+    )
+
+
+def judge(dataset: Dataset, objects: list[storage.StoredObject], read_manifest) -> Verdict:
+    """Decide whether a partition is complete from the objects under its location.
+
+    Args:
+        objects: everything under the partition's location, names relative to it.
+        read_manifest: ``callable(name, size) -> object`` reading the manifest JSON.
+
+    Rules (DESIGN.md, Manifest): a success-marker partition is complete when the marker
+    exists. A manifest partition is complete when ``_manifest.json`` (``manifest_name``)
+    exists and the data files present match it: every file it names (with its size, when
+    given), or else exactly ``expected_files`` data files.
+    """
+    names = {o.name: o.size for o in objects}
+    data = {n: s for n, s in names.items() if _is_data_file(n, dataset)}
+    if dataset.completion_signal == Dataset.CompletionSignal.SUCCESS_MARKER:
+        if dataset.success_marker in names:
+            return Verdict(True, f"{dataset.success_marker} present", found={"files": len(data)})
+        return Verdict(False, f"no {dataset.success_marker} yet")
+    if dataset.manifest_name not in names:
+        return Verdict(False, f"no {dataset.manifest_name} yet")
+    try:
+        manifest = read_manifest(dataset.manifest_name, names[dataset.manifest_name])
+    except storage.StorageError as exc:
+        return Verdict(False, f"manifest unreadable: {exc}", found={"files": len(data)})
+    expected, listed, problem = _manifest_rule(manifest)
+    if problem:
+        return Verdict(False, problem, found={"files": len(data)})
+    found = {"files": len(data), "expected_files": expected}
+    if listed is not None:
+        missing = sorted(
+            n
+            for n, size in listed.items()
+            if n not in data or (size is not None and data[n] != size)
+        )
+        found["missing"] = missing[:20]
+        if missing:
+            reason = f"{len(listed) - len(missing)} of {len(listed)} listed files present"
+            return Verdict(False, reason, manifest, found)
+        return Verdict(True, f"all {len(listed)} listed files present", manifest, found)
+    if len(data) != expected:
+        reason = f"{len(data)} of {expected} expected files present"
+        return Verdict(False, reason, manifest, found)
+    return Verdict(True, f"{expected} of {expected} expected files present", manifest, found)
+
+
+def _manifest_rule(manifest: object) -> tuple[int | None, dict | None, str | None]:
+    """``(expected_files, {name: size or None} or None, problem)`` from a manifest."""
+    if not isinstance(manifest, dict):
+        return None, None, "manifest is not a JSON object"
+    expected = manifest.get("expected_files")
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+        return None, None, "manifest.expected_files must be a non-negative integer"
+    files = manifest.get("files")
+    if files is None:
+        return expected, None, None
+    if not isinstance(files, list):
+        return None, None, "manifest.files must be a list"
+    listed: dict = {}
+    for entry in files:
+        if isinstance(entry, str):
+            listed[entry] = None
+        elif isinstance(entry, dict) and isinstance(entry.get("name") or entry.get("path"), str):
+            size = entry.get("size")
+            listed[entry.get("name") or entry.get("path")] = size if isinstance(size, int) else None
+        else:
+            return None, None, "manifest.files entries must be names or {name, size} objects"
+    return expected, listed, None
+
+
+# --- sweeping -----------------------------------------------------------------------------
+
+
+@dataclass
+class SweepReport:
+    """One sweep's outcome and cost, as stored in ``StorageSweep``."""
+
+    group: str
+    full: bool = False
+    list_calls: int = 0
+    pages: int = 0
+    objects_seen: int = 0
+    partitions_checked: int = 0
+    partitions_found: int = 0
+    missed_events: int = 0
+    incomplete: int = 0
+    error: str = ""
+    duration_ms: int = 0
+    found: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        data = asdict(self)
+        data.pop("found")
+        data.pop("group")
+        data.pop("duration_ms")
+        return data
+
+
+def sweep_due(
+    *, now: datetime, boot_at: datetime | None = None, limit: int | None = None
+) -> list[SweepReport]:
+    """Sweep every group that is due at ``now``, and, when ``boot_at`` is given, every group
+    whose last completed sweep started before it (a full sweep: recovery after downtime).
+
+    Groups are leased under SKIP LOCKED, so concurrent callers share the work.
+
+    Args:
+        now: aware UTC instant.
+        boot_at: the worker's start (aware UTC), or None for a regular pass.
+        limit: most groups to claim (default ``TIDEMARK_POLL["batch_size"]``).
+    """
+    StorageSweep.objects.filter(started_at__lt=now - SWEEP_HISTORY).delete()
+    reports = []
+    for group, full in _claim(now=now, boot_at=boot_at, limit=limit or _config("batch_size")):
+        reports.append(sweep_group(group, now=now, full=full))
+    return reports
+
+
+def _claim(*, now: datetime, boot_at: datetime | None, limit: int):
+    due = Q(next_sweep_at__lte=now)
+    if boot_at is not None:
+        due |= Q(last_swept_at__isnull=True) | Q(last_swept_at__lt=boot_at)
+    with transaction.atomic():
+        groups = list(
+            StorageGroup.objects.select_for_update(skip_locked=True)
+            .filter(due)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .order_by("next_sweep_at")[:limit]
+        )
+        StorageGroup.objects.filter(pk__in=[g.pk for g in groups]).update(
+            lease_until=now + timedelta(seconds=_config("lease_seconds"))
+        )
+    claimed = []
+    for group in groups:
+        full = (
+            group.last_full_sweep_at is None
+            or group.last_full_sweep_at < now - timedelta(seconds=_config("full_sweep_seconds"))
+            or (boot_at is not None and (group.last_swept_at or now) < boot_at)
+            or (boot_at is not None and group.last_swept_at is None)
+        )
+        claimed.append((group, full))
+    return claimed
+
+
+def sweep_group(
+    group: StorageGroup,
+    *,
+    now: datetime,
+    full: bool = False,
+    only: Dataset | None = None,
+    lister: storage.Lister | None = None,
+) -> SweepReport:
+    """Sweep one group now, record what it found, store the sweep and schedule the next.
+
+    Args:
+        full: list every partition prefix (no lookback horizon).
+        only: restrict the sweep to this dataset of the group (``poll_storage --dataset``).
+        lister: a ready lister (tests and benchmarks count through it).
+
+    Storage errors are caught and stored on the sweep (the group keeps its cadence); they
+    never stop other groups.
+    """
+    report = SweepReport(group=str(group), full=full)
+    started = time.monotonic()
+    found_any = False
+    publishes_events = True
+    try:
+        source = storage.sources().get(group.source)
+        if source is None:
+            raise storage.StorageError(f"storage source {group.source!r} is not configured")
+        lister = lister or storage.Lister(source)
+        datasets = list(
+            group.datasets.filter(completion_signal__in=Dataset.POLLED_SIGNALS)
+            .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+            .order_by("pk")
+        )
+        if only is not None:
+            datasets = [d for d in datasets if d.pk == only.pk]
+        found_any, publishes_events = _sweep(group, datasets, lister, report, now=now, full=full)
+    except storage.StorageError as exc:
+        report.error = str(exc)[:2000]
+        logger.warning("poll of %s failed: %s", group, exc)
+    finally:
+        if lister is not None:
+            report.list_calls = lister.counts.list_calls
+            report.pages = lister.counts.pages
+            report.objects_seen = lister.counts.objects
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+    _finish(group, report, now=now, found_any=found_any, publishes_events=publishes_events)
+    logger.info("poll %s: %s in %d ms", group, report.counts(), report.duration_ms)
+    return report
+
+
+def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
+    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``."""
+    if not datasets:
+        return False, True
+    locations = {
+        d.pk: storage.parse_template(
+            d.location_template, partitioned=d.partitioning != Dataset.Partitioning.NONE
+        )
+        for d in datasets
+    }
+    start_after = None if full else _horizon(datasets, locations, now=now)
+    names = lister.child_prefixes(group.prefix, start_after=start_after)
+
+    # (dataset id, key) -> listed segment
+    candidates: dict[tuple[int, str], str] = {}
+    for name in names:
+        for dataset in datasets:
+            key = locations[dataset.pk].key_of(name)
+            if key is None:
+                continue
+            try:
+                parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+            except PartitionKeyError:
+                continue
+            candidates[(dataset.pk, key)] = name
+
+    known = _known_partitions(datasets, candidates)
+    ready = {k for k, (state, _) in known.items() if state == PartitionRevision.State.READY}
+    by_event = {
+        k[0]
+        for k, (state, detected_by) in known.items()
+        if state == PartitionRevision.State.READY
+        and detected_by == PartitionRevision.DetectedBy.EVENT
+    }
+
+    pending: dict[str, list[tuple[Dataset, str]]] = {}
+    by_pk = {d.pk: d for d in datasets}
+    for (dataset_id, key), name in candidates.items():
+        # A producer's "failed" stands until it publishes again; a stale marker does not
+        # overrule it.
+        if (dataset_id, key) not in ready and known.get((dataset_id, key), ("",))[0] != (
+            PartitionRevision.State.FAILED
+        ):
+            pending.setdefault(name, []).append((by_pk[dataset_id], key))
+
+    found_any = False
+    for name, members in sorted(pending.items()):
+        objects = lister.objects(f"{group.prefix}{name}/")
+        for dataset, key in members:
+            report.partitions_checked += 1
+            inner = locations[dataset.pk].inner
+            mine = [
+                storage.StoredObject(o.name[len(inner) :], o.size)
+                for o in objects
+                if o.name.startswith(inner)
+            ]
+            base = f"{group.prefix}{name}/{inner}"
+            verdict = judge(
+                dataset,
+                mine,
+                lambda rel, size, base=base: lister.read_json(base + rel, size=size),
+            )
+            missed = dataset.pk in by_event
+            if verdict.complete:
+                if services.readiness_found(
+                    dataset=dataset,
+                    partition=key,
+                    manifest=verdict.manifest,
+                    found={**(verdict.found or {}), "reason": verdict.reason},
+                    missed_event=missed,
+                    now=now,
+                ):
+                    found_any = True
+                    report.partitions_found += 1
+                    report.missed_events += int(missed)
+                    report.found.append(f"{dataset} {key or '-'}")
+            elif verdict.found is not None:
+                report.incomplete += 1
+                services.readiness_incomplete(
+                    dataset=dataset,
+                    partition=key,
+                    manifest=verdict.manifest,
+                    found={**verdict.found, "reason": verdict.reason},
+                    now=now,
+                )
+    return found_any, all(d.pk in by_event for d in datasets)
+
+
+def _horizon(datasets, locations, *, now: datetime) -> str | None:
+    """The name a regular sweep's listing may start after: the oldest partition of the
+    lookback window, over the group's datasets; None when any dataset is unpartitioned."""
+    since = now - timedelta(days=_config("lookback_days"))
+    names = []
+    for dataset in datasets:
+        location = locations[dataset.pk]
+        if not location.partitioned:
+            return None
+        period = period_containing(since, dataset.partitioning, dataset.partition_timezone)
+        names.append(location.segment_prefix + period.key)
+    return min(names)
+
+
+def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, str]]:
+    """``{(dataset id, key): (state, detected_by)}`` of the listed partitions we know."""
+    keys_by_dataset: dict[int, list[str]] = {}
+    for dataset_id, key in candidates:
+        keys_by_dataset.setdefault(dataset_id, []).append(key)
+    known = {}
+    for dataset_id, keys in keys_by_dataset.items():
+        for start in range(0, len(keys), 500):
+            rows = Partition.objects.filter(
+                dataset_id=dataset_id, key__in=keys[start : start + 500]
+            ).values_list("key", "current_revision__state", "current_revision__detected_by")
+            for key, state, detected_by in rows:
+                known[(dataset_id, key)] = (state, detected_by)
+    return known
+
+
+def _finish(group, report, *, now, found_any, publishes_events) -> None:
+    """Store the sweep and schedule the group's next one; releases the lease."""
+    poll_only = not publishes_events
+    if report.error:
+        interval = group.interval_seconds
+    elif not poll_only:
+        interval = _config("safety_net_seconds")
+    elif found_any:
+        interval = _config("min_interval_seconds")
+    else:
+        interval = min(
+            max(group.interval_seconds * 2, _config("min_interval_seconds")),
+            _config("max_interval_seconds"),
+        )
+    next_at = now + timedelta(seconds=interval)
+    if poll_only:
+        next_at = min(next_at, _before_next_check(group, now=now, default=next_at))
+    finished = now + timedelta(seconds=report.duration_ms / 1000)
+    with transaction.atomic():
+        StorageSweep.objects.create(
+            group=group,
+            started_at=now,
+            finished_at=finished,
+            **report.counts(),
+        )
+        changes = {
+            "lease_until": None,
+            "interval_seconds": interval,
+            "next_sweep_at": next_at,
+            "mode": StorageGroup.Mode.ADAPTIVE if poll_only else StorageGroup.Mode.SAFETY_NET,
+        }
+        if not report.error:
+            changes["last_swept_at"] = now
+            if report.full:
+                changes["last_full_sweep_at"] = now
+        if found_any:
+            changes["last_found_at"] = now
+        StorageGroup.objects.filter(pk=group.pk).update(**changes)
+
+
+def _before_next_check(group, *, now: datetime, default: datetime) -> datetime:
+    """Just before the earliest SLA check of the group's datasets, when that is ahead."""
+    earliest = group.datasets.filter(next_check_at__isnull=False).aggregate(
+        at=Min("next_check_at")
+    )["at"]
+    if earliest is None or earliest - CHECK_MARGIN <= now:
+        return default
+    return earliest - CHECK_MARGIN
+
+
+def sweep_dataset(dataset: Dataset, *, now: datetime, full: bool = True) -> SweepReport:
+    """Sweep the group of one dataset now, for that dataset only (operators' command).
+
+    Raises:
+        ValueError: the dataset is not polled (no marker/manifest signal or no location).
+    """
+    if dataset.poll_group_id is None:
+        raise ValueError(
+            f"{dataset} is not polled: it needs a success_marker or manifest completion "
+            "signal, a storage_source and a location_template"
+        )
+    return sweep_group(dataset.poll_group, now=now, full=full, only=dataset)

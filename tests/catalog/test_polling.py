@@ -1,0 +1,312 @@
+"""The fallback poll against a real local store (``file://`` in a temp dir)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+
+from catalog import polling, services, storage
+from catalog.models import (
+    Dataset,
+    Delivery,
+    Notification,
+    Partition,
+    PartitionRevision,
+    ReadinessEvent,
+    StorageGroup,
+    StorageSweep,
+)
+from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
+
+NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock():
+    with time_machine.travel(NOW, tick=False):
+        yield
+
+
+@pytest.fixture
+def lake(tmp_path, settings):
+    root = tmp_path / "lake"
+    root.mkdir()
+    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": f"file://{root}"}}
+    return root
+
+
+def put(root, relative: str, body: bytes = b"x") -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body)
+
+
+def register(team, name="orders", **fields) -> Dataset:
+    fields.setdefault("completion_signal", Dataset.CompletionSignal.SUCCESS_MARKER)
+    fields.setdefault("storage_source", "lake")
+    fields.setdefault("location_template", f"sales/{name}/dt={{partition}}/")
+    return services.dataset_register(
+        actor=services.Actor(team=team), namespace="s3://lake", name=name, **fields
+    )
+
+
+def publish(team, dataset, key):
+    return services.readiness_publish(
+        actor=services.Actor(team=team),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition=key,
+        now=NOW,
+    )
+
+
+def sweep(dataset, *, now=NOW, full=False):
+    dataset.refresh_from_db()
+    return polling.sweep_group(dataset.poll_group, now=now, full=full)
+
+
+@pytest.fixture
+def producer(db):
+    return TeamFactory(slug="sales")
+
+
+@pytest.fixture
+def consumer_endpoint(db, producer):
+    consumer = TeamFactory(slug="finance")
+    return EndpointFactory(team=consumer)
+
+
+def test_a_lost_event_is_found_once_and_told_once(lake, producer, consumer_endpoint):
+    dataset = register(producer)
+    SubscriptionFactory(team=consumer_endpoint.team, dataset=dataset, endpoint=consumer_endpoint)
+    put(lake, "sales/orders/dt=2026-11-28/part-0.parquet")
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+
+    first = sweep(dataset)
+    again = sweep(dataset, now=NOW + timedelta(minutes=1))
+
+    assert (first.partitions_found, again.partitions_found) == (1, 0)
+    revision = Partition.objects.get(dataset=dataset, key="2026-11-28").current_revision
+    assert revision.state == PartitionRevision.State.READY
+    assert revision.detected_by == PartitionRevision.DetectedBy.POLL
+    event = ReadinessEvent.objects.get(revision=revision)
+    assert event.source == ReadinessEvent.Source.POLL
+    notification = Notification.objects.get(type=Notification.Type.PARTITION_READY)
+    assert notification.payload["data"]["detected_by"] == "poll"
+    assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
+    # The second sweep listed the parent only: the ready partition is not listed inside.
+    assert (again.list_calls, again.partitions_checked) == (1, 0)
+
+
+def test_published_then_found_is_told_once(lake, producer, consumer_endpoint):
+    dataset = register(producer)
+    SubscriptionFactory(team=consumer_endpoint.team, dataset=dataset, endpoint=consumer_endpoint)
+    publish(producer, dataset, "2026-11-28")
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+
+    report = sweep(dataset)
+
+    assert report.partitions_found == 0
+    assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
+
+
+def test_found_then_published_with_a_version_is_not_a_restatement(
+    lake, producer, consumer_endpoint
+):
+    dataset = register(producer)
+    SubscriptionFactory(team=consumer_endpoint.team, dataset=dataset, endpoint=consumer_endpoint)
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+    sweep(dataset)
+
+    late = services.readiness_publish(
+        actor=services.Actor(team=producer),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition="2026-11-28",
+        version="run-42",
+        now=NOW,
+    )
+
+    assert late.status_code == 200
+    assert late.body["version"] == "run-42"
+    assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
+    assert not Notification.objects.filter(type=Notification.Type.PARTITION_RESTATED).exists()
+
+
+def test_a_manifest_partition_is_ready_only_when_every_expected_file_is_there(lake, producer):
+    dataset = register(producer, completion_signal=Dataset.CompletionSignal.MANIFEST)
+    base = "sales/orders/dt=2026-11-28/"
+    put(lake, base + "_manifest.json", json.dumps({"expected_files": 3}).encode())
+    put(lake, base + "part-0.parquet")
+    put(lake, base + "part-1.parquet")
+    put(lake, base + "_SUCCESS", b"")  # bookkeeping files are not data
+
+    first = sweep(dataset)
+    partition = Partition.objects.get(dataset=dataset, key="2026-11-28")
+    assert first.partitions_found == 0 and first.incomplete == 1
+    assert partition.current_revision.state == PartitionRevision.State.PENDING
+    assert partition.current_revision.metadata["poll"]["reason"] == "2 of 3 expected files present"
+
+    put(lake, base + "part-2.parquet")
+    second = sweep(dataset, now=NOW + timedelta(minutes=1))
+
+    partition.refresh_from_db()
+    assert second.partitions_found == 1
+    assert partition.current_revision.state == PartitionRevision.State.READY
+    assert partition.current_revision.manifest == {"expected_files": 3}
+
+
+def test_a_manifest_naming_files_needs_those_files_with_those_sizes(lake, producer):
+    dataset = register(producer, completion_signal=Dataset.CompletionSignal.MANIFEST)
+    base = "sales/orders/dt=2026-11-28/"
+    manifest = {"expected_files": 2, "files": [{"name": "a.csv", "size": 3}, "b.csv"]}
+    put(lake, base + "_manifest.json", json.dumps(manifest).encode())
+    put(lake, base + "a.csv", b"ab")
+    put(lake, base + "b.csv")
+    assert sweep(dataset).partitions_found == 0
+
+    put(lake, base + "a.csv", b"abc")
+    assert sweep(dataset, now=NOW + timedelta(minutes=1)).partitions_found == 1
+
+
+def test_names_that_are_not_partition_keys_are_ignored(lake, producer):
+    dataset = register(producer)
+    put(lake, "sales/orders/dt=yesterday/_SUCCESS", b"")
+    put(lake, "sales/orders/tmp/_SUCCESS", b"")
+    report = sweep(dataset)
+    assert report.partitions_found == 0
+    assert not Partition.objects.filter(dataset=dataset).exists()
+
+
+def test_datasets_sharing_a_parent_share_one_listing(lake, producer):
+    orders = register(producer, "orders", location_template="exports/orders_{partition}/")
+    refunds = register(producer, "refunds", location_template="exports/refunds_{partition}/")
+    assert orders.poll_group_id == refunds.poll_group_id
+    put(lake, "exports/orders_2026-11-28/_SUCCESS", b"")
+    put(lake, "exports/refunds_2026-11-28/_SUCCESS", b"")
+
+    report = sweep(orders)
+
+    assert report.partitions_found == 2
+    assert report.list_calls == 1 + 2  # the parent once, then inside each new partition
+
+
+def test_a_poll_only_group_backs_off_and_resets_when_something_lands(lake, producer, settings):
+    dataset = register(producer)
+    group = dataset.poll_group
+    at = NOW
+    intervals = []
+    for _ in range(8):
+        sweep(dataset, now=at)
+        group.refresh_from_db()
+        intervals.append(group.interval_seconds)
+        at = group.next_sweep_at
+    assert intervals == [120, 240, 480, 960, 1920, 3600, 3600, 3600]
+    assert group.mode == StorageGroup.Mode.ADAPTIVE
+
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+    sweep(dataset, now=at)
+    group.refresh_from_db()
+    assert group.interval_seconds == 60
+    assert group.next_sweep_at == at + timedelta(seconds=60)
+
+
+def test_a_group_whose_datasets_publish_events_gets_the_hourly_safety_net(lake, producer):
+    dataset = register(producer)
+    publish(producer, dataset, "2026-11-27")
+    put(lake, "sales/orders/dt=2026-11-27/_SUCCESS", b"")
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+
+    report = sweep(dataset)
+
+    group = StorageGroup.objects.get(pk=dataset.poll_group_id)
+    assert group.mode == StorageGroup.Mode.SAFETY_NET
+    assert group.interval_seconds == 3600
+    assert report.missed_events == 1
+    notification = Notification.objects.get(
+        dedup_key__startswith="readiness-event:", payload__data__partition="2026-11-28"
+    )
+    assert notification.payload["data"]["missed_event"] is True
+
+
+def test_a_poll_only_dataset_is_swept_before_its_sla_check(lake, producer):
+    dataset = register(producer, sla_cron="30 6 * * *", sla_timezone="UTC")
+    dataset.refresh_from_db()
+    StorageGroup.objects.filter(pk=dataset.poll_group_id).update(interval_seconds=3600)
+
+    # Backing off would put the next sweep after the 06:30 check; it comes just before.
+    sweep(dataset, now=dataset.next_check_at - timedelta(minutes=40))
+
+    group = StorageGroup.objects.get(pk=dataset.poll_group_id)
+    assert group.next_sweep_at == dataset.next_check_at - polling.CHECK_MARGIN
+
+
+def test_sweep_due_claims_each_group_once_and_records_the_sweep(lake, producer):
+    register(producer)
+    first = polling.sweep_due(now=NOW)
+    second = polling.sweep_due(now=NOW)
+    assert len(first) == 1 and second == []
+    sweep_row = StorageSweep.objects.get()
+    assert sweep_row.full is True  # a group's first sweep lists everything
+    assert sweep_row.list_calls == 1
+
+
+def test_boot_sweeps_every_group_not_swept_since_the_boot(lake, producer):
+    dataset = register(producer)
+    polling.sweep_due(now=NOW)
+    for day in range(20, 29):  # landed while Tidemark was down
+        put(lake, f"sales/orders/dt=2026-11-{day}/_SUCCESS", b"")
+    boot = NOW + timedelta(hours=3)
+
+    reports = polling.sweep_due(now=boot, boot_at=boot)
+
+    assert [r.partitions_found for r in reports] == [9]
+    assert reports[0].full
+    assert Partition.objects.filter(dataset=dataset).count() == 9
+
+
+def test_a_storage_error_is_recorded_and_does_not_stop_other_groups(lake, producer):
+    broken = register(producer, "broken", storage_source="lake")
+    register(producer, "fine", location_template="other/fine/dt={partition}/")
+    StorageGroup.objects.filter(pk=broken.poll_group_id).update(source="gone")
+    put(lake, "other/fine/dt=2026-11-28/_SUCCESS", b"")
+
+    reports = {r.group.split(":")[0]: r for r in polling.sweep_due(now=NOW)}
+
+    assert "not configured" in reports["gone"].error
+    assert reports["lake"].partitions_found == 1
+
+
+@pytest.mark.parametrize(
+    ("template", "partitioned", "message"),
+    [
+        ("/etc/passwd/{partition}", True, "relative"),
+        ("s3://other/{partition}", True, "relative"),
+        ("a/../b/{partition}", True, "'..'"),
+        ("a/*/{partition}", True, "glob"),
+        ("a/b/", True, "exactly once"),
+        ("a/{partition}/{partition}", True, "exactly once"),
+        ("a/{date}/{partition}", True, "only placeholder"),
+        ("a/{partition}", False, "unpartitioned"),
+    ],
+)
+def test_templates_that_could_escape_the_root_are_refused(template, partitioned, message):
+    with pytest.raises(storage.TemplateError, match=message):
+        storage.parse_template(template, partitioned=partitioned)
+
+
+def test_a_polled_signal_needs_a_source_and_a_template(db, producer, lake):
+    from problems import ValidationProblem
+
+    with pytest.raises(ValidationProblem) as caught:
+        services.dataset_register(
+            actor=services.Actor(team=producer),
+            namespace="s3://lake",
+            name="x",
+            completion_signal=Dataset.CompletionSignal.MANIFEST,
+        )
+    fields = {e.field for e in caught.value.errors}
+    assert fields == {"storage_source", "location_template"}
