@@ -58,11 +58,30 @@ def test_register_same_identity_twice_is_409(client_for, team):
             "storage_source",
             "configured_source",
         ),
+        (
+            {"namespace": "s3://lake", "name": "x", "completion_signal": "success_marker"},
+            "location_template",
+            "required_for_signal",
+        ),
+        (
+            {
+                "namespace": "s3://lake",
+                "name": "x",
+                "completion_signal": "manifest",
+                "storage_source": "lake",
+                "location_template": "../../etc/{partition}",
+            },
+            "location_template",
+            "location_template",
+        ),
         ({"namespace": "s3://lake", "name": "x", "owner": "someone"}, "owner", "unknown"),
         ({"namespace": "s3://lake", "name": "x" * 1025}, "name", "max_length"),
     ],
 )
-def test_register_dataset_rejects_bad_fields_with_a_problem(client_for, team, payload, field, rule):
+def test_register_dataset_rejects_bad_fields_with_a_problem(
+    client_for, team, payload, field, rule, settings
+):
+    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": "file:///nonexistent/lake"}}
     response = client_for(team).post("/api/v1/datasets", payload, format="json")
     assert response.status_code == 400, response.json()
     assert response["Content-Type"] == "application/problem+json"
@@ -220,3 +239,46 @@ def test_identity_cannot_be_patched(client_for, team):
         "rule": "unknown",
         "detail": "unknown field",
     }
+
+
+def test_poll_shows_the_storage_group_and_recent_sweeps(client_for, team, settings, tmp_path):
+    from catalog import polling
+
+    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": f"file://{tmp_path}"}}
+    (tmp_path / "sales/orders/dt=2026-11-28").mkdir(parents=True)
+    (tmp_path / "sales/orders/dt=2026-11-28/_SUCCESS").write_bytes(b"")
+    client = client_for(team)
+    created = client.post(
+        "/api/v1/datasets",
+        {
+            "namespace": "s3://lake",
+            "name": "sales/orders",
+            "completion_signal": "success_marker",
+            "storage_source": "lake",
+            "location_template": "sales/orders/dt={partition}/",
+        },
+        format="json",
+    ).json()
+    dataset = Dataset.objects.get(pk=created["id"])
+    polling.sweep_group(dataset.poll_group, now=dataset.created_at, full=True)
+
+    body = client.get(f"/api/v1/datasets/{created['id']}/poll").json()
+
+    assert body["polled"] is True
+    assert (body["group_prefix"], body["mode"], body["interval_seconds"]) == (
+        "sales/orders/",
+        "adaptive",
+        60,
+    )
+    sweep = body["recent_sweeps"][0]
+    assert (sweep["list_calls"], sweep["partitions_found"], sweep["full"]) == (2, 1, True)
+    assert sweep["error"] == ""
+
+
+def test_poll_of_an_event_dataset_says_it_is_not_polled(client_for, team):
+    client = client_for(team)
+    created = client.post(
+        "/api/v1/datasets", {"namespace": "s3://lake", "name": "events"}, format="json"
+    ).json()
+    body = client.get(f"/api/v1/datasets/{created['id']}/poll").json()
+    assert body["polled"] is False and body["recent_sweeps"] == []

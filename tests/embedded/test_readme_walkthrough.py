@@ -8,7 +8,7 @@ import re
 import shlex
 import subprocess
 
-from .helpers import REPO_ROOT
+from .helpers import REPO_ROOT, embedded_env
 
 README_URL = "http://127.0.0.1:8000"
 README_KEY_FILE = "var/demo-api-key"
@@ -47,15 +47,21 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     blocks = _walkthrough_blocks()
     assert len(blocks) >= 7, blocks
     assert README_KEY_FILE in blocks[0]
-    assert all(README_URL in block for block in blocks[1:]), blocks
+    assert all(README_URL in block or "manage.py" in block for block in blocks[1:]), blocks
     key_file = shlex.quote(str(embedded_stack.var_dir / "demo-api-key"))
+    lake = shlex.quote(str(embedded_stack.var_dir / "lake"))
     script = ["set -eo pipefail"]
     for number, block in enumerate(blocks):
         block = block.replace(README_URL, embedded_stack.url).replace(README_KEY_FILE, key_file)
+        block = block.replace("var/lake", lake)
         script += [block, "echo", f"echo '{MARK.format(number)}'"]
     script.append('printf "%s" "$KEY"')
     # python3 in the README is any Python 3; the project's own keeps the test host-free.
-    env = {**os.environ, "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    # manage.py in the README must reach this stack's files, as it reaches var/ by default.
+    env = {
+        **embedded_env(embedded_stack.var_dir),
+        "PATH": f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
 
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)],
@@ -73,7 +79,7 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert len(outputs) == len(blocks), report
     assert key == embedded_stack.key, report
 
-    registered = _block_with(blocks, outputs, "/api/v1/datasets \\")
+    registered = _block_with(blocks, outputs, '"sla_cron": "30 6 * * *"')
     assert len(registered) == 1 and "id" in registered[0], report
     assert registered[0]["name"] == "curated/orders_daily", report
 
@@ -87,7 +93,7 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     restated = _block_with(blocks, outputs, '"rerun-2"')
     assert [r["current_version"] for r in restated] == ["rerun-2"], report
 
-    latest, ready_list = _block_with(blocks, outputs, "/partitions/latest")
+    latest, ready_list = _block_with(blocks, outputs, "/$ID/partitions/latest")
     assert latest["key"] == "2026-11-28", report
     assert latest["current_revision"]["version"] == "rerun-2", report
     assert [p["key"] for p in ready_list["results"]] == ["2026-11-28"], report
@@ -95,3 +101,11 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     problem = _block_with(blocks, outputs, "28.11.2026")
     assert len(problem) == 1 and problem[0]["status"] == 400, report
     assert [e["field"] for e in problem[0]["errors"]] == ["partition"], report
+
+    clicks = _block_with(blocks, outputs, '"storage_source": "local"')
+    assert len(clicks) == 1 and clicks[0]["name"] == "raw/clicks", report
+    latest_click, poll = _block_with(blocks, outputs, "/poll")
+    assert latest_click["key"] == "2026-11-28", report
+    assert latest_click["current_revision"]["detected_by"] == "poll", report
+    assert poll["polled"] is True and poll["group_prefix"] == "raw/clicks/", report
+    assert poll["recent_sweeps"][0]["list_calls"] >= 1, report

@@ -34,6 +34,8 @@ DEMO_DATASETS = [
         description="Payment provider exports, hourly, with a manifest.",
         partitioning="hourly",
         completion_signal="manifest",
+        storage_source="local",
+        location_template="raw/payments/hour={partition}/",
         sla_cron="15 * * * *",
         criticality="medium",
     ),
