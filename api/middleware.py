@@ -2,9 +2,8 @@
 
 from django.http import HttpRequest
 
+from httpkit.exceptions import json_problem_response
 from problems import problem_document
-
-from .exceptions import json_problem_response
 
 
 class RequireContentLength:

@@ -185,7 +185,6 @@ def sweep_due(
         boot_at: the worker's start (aware UTC), or None for a regular pass.
         limit: most groups to claim (default ``TIDEMARK_POLL["batch_size"]``).
     """
-    StorageSweep.objects.filter(started_at__lt=now - SWEEP_HISTORY).delete()
     reports = []
     for group, full in _claim(now=now, boot_at=boot_at, limit=limit or _config("batch_size")):
         reports.append(sweep_group(group, now=now, full=full))
@@ -423,6 +422,7 @@ def _finish(group, report, *, now, found_any, publishes_events) -> None:
         if found_any:
             changes["last_found_at"] = now
         StorageGroup.objects.filter(pk=group.pk).update(**changes)
+        group.sweeps.filter(started_at__lt=now - SWEEP_HISTORY).delete()
 
 
 def _before_next_check(group, *, now: datetime, default: datetime) -> datetime:

@@ -1,8 +1,7 @@
 """Django-level error handlers, so even unrouted paths answer with a problem document."""
 
+from httpkit.exceptions import json_problem_response, server_error_document
 from problems import problem_document
-
-from ..exceptions import json_problem_response, server_error_document
 
 
 def not_found(request, exception=None):

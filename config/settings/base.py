@@ -128,10 +128,10 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["api.parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["httpkit.parsers.StrictJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.CursorPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "api.exceptions.problem_exception_handler",
+    "EXCEPTION_HANDLER": "httpkit.exceptions.problem_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
 }
@@ -205,6 +205,25 @@ TIDEMARK_POLL = {
     "full_sweep_seconds": env.int("TIDEMARK_POLL_FULL_SWEEP", default=24 * 3600),
     "lease_seconds": env.int("TIDEMARK_POLL_LEASE", default=600),
     "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
+}
+
+# The watchdog (its own loop and database; see config/settings/watchdog.py to run it alone).
+WATCHDOG_PUBLIC_URL = env.str("WATCHDOG_PUBLIC_URL", default="http://127.0.0.1:8001")
+WATCHDOG_LOOP_SECONDS = env.float("WATCHDOG_LOOP_SECONDS", default=1.0)
+WATCHDOG_PING_RATE_PER_MINUTE = env.int("WATCHDOG_PING_RATE_PER_MINUTE", default=120)
+# Its own dead-man's switch (another watchdog, or any healthchecks-style URL).
+WATCHDOG_HEARTBEAT_URL = env.str("WATCHDOG_HEARTBEAT_URL", default="")
+WATCHDOG_HEARTBEAT_SECONDS = env.int("WATCHDOG_HEARTBEAT_SECONDS", default=60)
+WATCHDOG_PAGING = {
+    "pagerduty_url": env.str(
+        "WATCHDOG_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue"
+    ),
+    "batch_size": env.int("WATCHDOG_PAGE_BATCH", default=50),
+    "lease_seconds": env.int("WATCHDOG_PAGE_LEASE", default=60),
+    "deadline_seconds": env.float("WATCHDOG_PAGE_DEADLINE", default=10.0),
+    "max_attempts": env.int("WATCHDOG_PAGE_MAX_ATTEMPTS", default=12),
+    "backoff_base_seconds": env.float("WATCHDOG_PAGE_BACKOFF_BASE", default=5.0),
+    "backoff_cap_seconds": env.float("WATCHDOG_PAGE_BACKOFF_CAP", default=600.0),
 }
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)

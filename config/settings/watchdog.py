@@ -1,0 +1,33 @@
+"""The watchdog deployed alone: its own database (``WATCHDOG_DATABASE_URL``, or a separate
+SQLite file in the embedded default), URLs and WSGI entry (``config.wsgi_watchdog``), and
+no catalog, lineage or Celery: it keeps paging when they are down.
+
+Run it with ``DJANGO_SETTINGS_MODULE=config.settings.watchdog`` for ``manage.py
+run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
+"""
+
+from .base import *  # noqa: F403
+from .base import _database
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "rest_framework",
+    "watchdog",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+ROOT_URLCONF = "config.urls_watchdog"
+WSGI_APPLICATION = "config.wsgi_watchdog.application"
+DATABASES = {"default": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3")}
+DATABASE_ROUTERS = []
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["watchdog.auth.TokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["httpkit.parsers.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "httpkit.exceptions.problem_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}

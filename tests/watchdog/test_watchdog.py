@@ -1,0 +1,206 @@
+"""The watchdog in process: pings, deadlines, incidents and pages to a real local
+PagerDuty-compatible receiver (pytest-httpserver on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.test import Client
+
+from watchdog import evaluation, loop, monitors, paging
+from watchdog.models import Channel, Incident, Monitor, Page, Ping
+
+pytestmark = [
+    pytest.mark.django_db(databases=["default", "watchdog"]),
+    pytest.mark.urls("config.urls_watchdog"),
+]
+
+T0 = datetime(2026, 11, 29, 5, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def pagerduty(httpserver, settings):
+    """A PagerDuty Events API v2 stand-in that records every event."""
+    events = []
+
+    def handler(request):
+        from werkzeug import Response
+
+        events.append(json.loads(request.data))
+        return Response(json.dumps({"status": "success"}), status=202)
+
+    httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(handler)
+    settings.WATCHDOG_PAGING = {
+        **settings.WATCHDOG_PAGING,
+        "pagerduty_url": httpserver.url_for("/v2/enqueue"),
+    }
+    return events
+
+
+@pytest.fixture
+def channel(db):
+    return Channel.objects.create(
+        name="orders on-call", kind=Channel.Kind.PAGERDUTY, target="R" * 32
+    )
+
+
+def cycle(at):
+    with time_machine.travel(at, tick=False):
+        return loop.run_cycle(sender=paging.sender_from_settings(), now=at)
+
+
+def ping(monitor, suffix="", at=T0, method="get", **params):
+    with time_machine.travel(at, tick=False):
+        client = Client()
+        return getattr(client, method)(f"/ping/{monitor.ping_key}{suffix}", params)
+
+
+def daily_monitor(channel, **fields):
+    fields.setdefault("name", "orders daily")
+    with time_machine.travel(T0 - timedelta(hours=12), tick=False):
+        return monitors.monitor_create(
+            channels=[channel],
+            now=T0 - timedelta(hours=12),
+            kind=Monitor.Kind.DEADLINE,
+            cron="30 6 * * *",
+            timezone="Europe/Berlin",
+            partitioning="daily",
+            partition_timezone="Europe/Berlin",
+            grace_seconds=600,
+            **fields,
+        )
+
+
+def test_a_missed_deadline_pages_once_and_the_partition_resolves_it(pagerduty, channel):
+    monitor = daily_monitor(channel)
+    deadline = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)  # 06:30 Berlin
+    assert monitor.deadline_at == deadline
+
+    cycle(deadline + timedelta(minutes=9))
+    assert pagerduty == []  # inside the grace
+    cycle(deadline + timedelta(minutes=10))
+    cycle(deadline + timedelta(minutes=11))
+
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    trigger = pagerduty[0]
+    assert trigger["routing_key"] == "R" * 32
+    assert "2026-11-28" in trigger["payload"]["summary"]
+    incident = Incident.objects.get()
+    assert trigger["dedup_key"] == incident.dedup_key
+
+    # Yesterday's partition does not satisfy today's deadline.
+    assert (
+        ping(monitor, partition="2026-11-27", at=deadline + timedelta(minutes=20)).status_code
+        == 200
+    )
+    cycle(deadline + timedelta(minutes=21))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+
+    assert (
+        ping(monitor, partition="2026-11-28", at=deadline + timedelta(minutes=30)).status_code
+        == 200
+    )
+    cycle(deadline + timedelta(minutes=31))
+
+    assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
+    assert pagerduty[1]["dedup_key"] == trigger["dedup_key"]
+    monitor.refresh_from_db()
+    assert monitor.state == Monitor.State.UP
+
+
+def test_a_ping_before_the_deadline_means_no_page(pagerduty, channel):
+    monitor = daily_monitor(channel)
+    ping(monitor, partition="2026-11-28", at=datetime(2026, 11, 29, 4, 0, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 6, 0, tzinfo=UTC))
+    assert pagerduty == [] and not Incident.objects.exists()
+    monitor.refresh_from_db()
+    assert monitor.deadline_at == datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
+
+
+def test_after_downtime_each_missed_deadline_is_one_incident_at_once(pagerduty, channel):
+    daily_monitor(channel)
+    report = cycle(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))  # three deadlines missed
+    assert [m.partition for m in report.missed] == ["2026-11-28", "2026-11-29", "2026-11-30"]
+    assert [e["event_action"] for e in pagerduty] == ["trigger"] * 3
+    assert len({e["dedup_key"] for e in pagerduty}) == 3
+    cycle(datetime(2026, 12, 1, 12, 1, tzinfo=UTC))
+    assert len(pagerduty) == 3
+
+
+def test_evaluating_twice_opens_one_incident(pagerduty, channel):
+    daily_monitor(channel)
+    at = datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
+    evaluation.evaluate_due(now=at)
+    Monitor.objects.update(deadline_at=datetime(2026, 11, 29, 5, 30, tzinfo=UTC), check_at=at)
+    evaluation.evaluate_due(now=at)  # as a second loop that read the row before the first wrote
+    assert Incident.objects.count() == 1
+    assert Page.objects.filter(action="trigger").count() == 1
+
+
+def test_period_monitor_goes_down_once_and_recovers_on_ping(pagerduty, channel):
+    with time_machine.travel(T0, tick=False):
+        monitor = monitors.monitor_create(
+            channels=[channel], now=T0, name="hourly export", period_seconds=3600, grace_seconds=300
+        )
+    assert monitor.check_at is None  # watched from its first ping
+    ping(monitor, at=T0)
+    cycle(T0 + timedelta(minutes=64))
+    assert pagerduty == []
+    cycle(T0 + timedelta(minutes=66))
+    cycle(T0 + timedelta(hours=5))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    ping(monitor, at=T0 + timedelta(hours=5, minutes=1))
+    cycle(T0 + timedelta(hours=5, minutes=2))
+    assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
+
+
+def test_fail_and_exit_status_page_at_once(pagerduty, channel):
+    with time_machine.travel(T0, tick=False):
+        monitor = monitors.monitor_create(channels=[channel], now=T0, name="job", period_seconds=60)
+    ping(monitor, "/start", rid="r1")
+    ping(monitor, "/3", at=T0 + timedelta(seconds=42), rid="r1")
+    cycle(T0 + timedelta(seconds=43))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    assert "exit status 3" in pagerduty[0]["payload"]["summary"]
+    failed = Ping.objects.get(kind="fail")
+    assert (failed.exit_status, failed.duration_ms) == (3, 42_000)
+    ping(monitor, "/0", at=T0 + timedelta(seconds=50))
+    cycle(T0 + timedelta(seconds=51))
+    assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
+
+
+def test_resolved_before_sent_means_no_page_at_all(pagerduty, channel):
+    with time_machine.travel(T0, tick=False):
+        monitor = monitors.monitor_create(channels=[channel], now=T0, name="job", period_seconds=60)
+    ping(monitor, "/fail")
+    ping(monitor, at=T0 + timedelta(seconds=1))
+    cycle(T0 + timedelta(seconds=2))
+    assert pagerduty == []
+    assert Page.objects.get().state == Page.State.CANCELLED
+
+
+def test_ping_endpoints_answer_tiny_and_strict(channel):
+    monitor = daily_monitor(channel, post_only=True)
+    assert Client().get("/ping/6f9619ff-8b86-d011-b42d-00cf4fc964ff").status_code == 404
+    assert Client().get("/ping/not-a-uuid").status_code == 404
+    ignored = ping(monitor, partition="2026-11-28")
+    assert ignored.status_code == 200 and Ping.objects.count() == 0
+    bad = Client().post(f"/ping/{monitor.ping_key}?partition=28.11.2026")
+    assert bad.status_code == 400 and b"partition" in bad.content
+    assert Client().post(f"/ping/{monitor.ping_key}/256").status_code == 400
+    body = "é".encode() * 6000 + b"\xff\x00"
+    ok = Client().post(f"/ping/{monitor.ping_key}", data=body, content_type="text/plain")
+    assert ok.status_code == 200 and ok.content == b"OK"
+    stored = Ping.objects.get().body
+    assert len(stored) <= 10_000 and "\x00" not in stored
+
+
+def test_pings_are_rate_limited_per_monitor(channel, settings):
+    settings.WATCHDOG_PING_RATE_PER_MINUTE = 3
+    monitor = daily_monitor(channel)
+    codes = [ping(monitor, at=T0 + timedelta(seconds=i)).status_code for i in range(5)]
+    assert codes == [200, 200, 200, 429, 429]
+    assert ping(monitor, at=T0 + timedelta(minutes=2)).status_code == 200

@@ -1,0 +1,232 @@
+"""The watchdog's small REST API (``/api/v1/...`` on the watchdog's own server): monitors,
+channels and incidents, behind ``Authorization: Bearer wd_...`` tokens kept in the
+watchdog's own database. Thin views: rules live in ``monitors``."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import exceptions, serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from httpkit.exceptions import problem_exception_handler
+from problems import NotFound
+
+from . import monitors
+from .auth import TokenAuthentication
+from .models import Channel, Incident, Monitor
+
+
+class WatchdogApiView(APIView):
+    """Base view: the watchdog's own auth and error format, whatever the host settings."""
+
+    authentication_classes = [TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def get_exception_handler(self):
+        return problem_exception_handler
+
+
+# --- serializers ------------------------------------------------------------------------
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "kind", "target", "owner", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class MonitorInputSerializer(serializers.ModelSerializer):
+    channel_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, max_length=50
+    )
+    period_seconds = serializers.IntegerField(
+        min_value=1, max_value=366 * 86400, required=False, allow_null=True
+    )
+    grace_seconds = serializers.IntegerField(min_value=0, max_value=31 * 86400, required=False)
+
+    class Meta:
+        model = Monitor
+        fields = [
+            "name",
+            "owner",
+            "external_id",
+            "kind",
+            "period_seconds",
+            "cron",
+            "timezone",
+            "partitioning",
+            "partition_timezone",
+            "grace_seconds",
+            "max_runtime_seconds",
+            "post_only",
+            "channel_ids",
+        ]
+
+    def validate_channel_ids(self, ids):
+        found = {c.pk: c for c in Channel.objects.filter(pk__in=ids)}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise serializers.ValidationError(f"no such channels: {missing}")
+        return [found[i] for i in ids]
+
+
+class MonitorOutputSerializer(serializers.ModelSerializer):
+    ping_url = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField()
+    schedule = serializers.SerializerMethodField()
+    channels = ChannelSerializer(many=True)
+    open_incidents = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Monitor
+        fields = [
+            "id",
+            "name",
+            "owner",
+            "external_id",
+            "ping_url",
+            "kind",
+            "schedule",
+            "period_seconds",
+            "cron",
+            "timezone",
+            "partitioning",
+            "partition_timezone",
+            "grace_seconds",
+            "max_runtime_seconds",
+            "post_only",
+            "state",
+            "deadline_at",
+            "check_at",
+            "last_ping_at",
+            "last_ping_kind",
+            "last_success_at",
+            "last_partition",
+            "channels",
+            "open_incidents",
+            "created_at",
+        ]
+
+    def get_ping_url(self, obj) -> str:
+        return f"{settings.WATCHDOG_PUBLIC_URL.rstrip('/')}/ping/{obj.ping_key}"
+
+    def get_state(self, obj) -> str:
+        return monitors.display_state(obj, now=timezone.now())
+
+    def get_schedule(self, obj) -> str:
+        from . import schedule
+
+        return schedule.describe(obj)
+
+    def get_open_incidents(self, obj) -> int:
+        return obj.incidents.filter(resolved_at__isnull=True).count()
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    monitor = serializers.CharField(source="monitor.name")
+    monitor_id = serializers.IntegerField()
+    dedup_key = serializers.CharField()
+
+    class Meta:
+        model = Incident
+        fields = [
+            "id",
+            "monitor",
+            "monitor_id",
+            "reason",
+            "deadline_at",
+            "partition",
+            "summary",
+            "dedup_key",
+            "opened_at",
+            "resolved_at",
+        ]
+
+
+# --- views -------------------------------------------------------------------------------
+
+
+def _monitor(monitor_id: int) -> Monitor:
+    monitor = Monitor.objects.filter(pk=monitor_id).first()
+    if monitor is None:
+        raise NotFound(f"no monitor {monitor_id}")
+    return monitor
+
+
+class MonitorListCreateApi(WatchdogApiView):
+    def get(self, request: Request) -> Response:
+        queryset = Monitor.objects.prefetch_related("channels").order_by("id")
+        for name in ("owner", "external_id", "state"):
+            if name in request.query_params:
+                queryset = queryset.filter(**{name: request.query_params[name]})
+        return Response(MonitorOutputSerializer(queryset[:500], many=True).data)
+
+    def post(self, request: Request) -> Response:
+        data = MonitorInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        channels = fields.pop("channel_ids", None)
+        monitor = monitors.monitor_create(channels=channels, now=timezone.now(), **fields)
+        return Response(MonitorOutputSerializer(monitor).data, status=201)
+
+
+class MonitorDetailApi(WatchdogApiView):
+    def get(self, request: Request, monitor_id: int) -> Response:
+        return Response(MonitorOutputSerializer(_monitor(monitor_id)).data)
+
+    def patch(self, request: Request, monitor_id: int) -> Response:
+        monitor = _monitor(monitor_id)
+        data = MonitorInputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        channels = fields.pop("channel_ids", None)
+        monitor = monitors.monitor_update(monitor, channels=channels, now=timezone.now(), **fields)
+        return Response(MonitorOutputSerializer(monitor).data)
+
+    def delete(self, request: Request, monitor_id: int) -> Response:
+        _monitor(monitor_id).delete()
+        return Response(status=204)
+
+
+class MonitorPauseApi(WatchdogApiView):
+    def post(self, request: Request, monitor_id: int) -> Response:
+        monitor = monitors.monitor_pause(_monitor(monitor_id), now=timezone.now())
+        return Response(MonitorOutputSerializer(monitor).data)
+
+
+class MonitorResumeApi(WatchdogApiView):
+    def post(self, request: Request, monitor_id: int) -> Response:
+        monitor = monitors.monitor_resume(_monitor(monitor_id), now=timezone.now())
+        return Response(MonitorOutputSerializer(monitor).data)
+
+
+class ChannelListCreateApi(WatchdogApiView):
+    def get(self, request: Request) -> Response:
+        return Response(ChannelSerializer(Channel.objects.order_by("id"), many=True).data)
+
+    def post(self, request: Request) -> Response:
+        data = ChannelSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        channel, secret = monitors.channel_create(**data.validated_data)
+        body = ChannelSerializer(channel).data
+        if secret:
+            body["signing_secret"] = secret  # shown once
+        return Response(body, status=201)
+
+
+class IncidentListApi(WatchdogApiView):
+    def get(self, request: Request) -> Response:
+        queryset = Incident.objects.select_related("monitor").order_by("-opened_at")
+        if request.query_params.get("open") in ("1", "true"):
+            queryset = queryset.filter(resolved_at__isnull=True)
+        if "monitor_id" in request.query_params:
+            try:
+                queryset = queryset.filter(monitor_id=int(request.query_params["monitor_id"]))
+            except ValueError as exc:
+                raise exceptions.ValidationError({"monitor_id": "must be an integer"}) from exc
+        return Response(IncidentSerializer(queryset[:500], many=True).data)

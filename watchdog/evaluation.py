@@ -1,0 +1,100 @@
+"""Judging deadlines: the first half of each loop cycle.
+
+Only monitors whose ``check_at`` (deadline + grace) has passed are read, through an
+index, and locked with SKIP LOCKED so two loops share the work. Each missed deadline opens
+one incident (unique per monitor and deadline) and queues a trigger per channel. After
+downtime, the first cycle walks every deadline missed meanwhile: one incident each, at
+once, rather than one per minute of outage.
+
+Deadline monitors open one incident per missed deadline, since each deadline expects its
+own data. A period monitor opens one incident when it goes quiet and then waits for its
+next ping (a period has no deadlines of its own once pings stop: counting every period
+of silence would only repeat the same page).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from . import db, incidents, schedule
+from .models import Incident, Monitor, Ping
+
+MAX_DEADLINES_PER_MONITOR = 500  # a very long outage is caught up over several cycles
+
+
+@dataclass(frozen=True)
+class Missed:
+    monitor: str
+    deadline_at: datetime
+    partition: str
+
+
+def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
+    """Judge every deadline whose grace has passed by ``now`` (aware UTC), for up to
+    ``limit`` monitors; returns the deadlines newly found missed."""
+    missed: list[Missed] = []
+    with transaction.atomic(using=db.alias()):
+        monitors = list(
+            Monitor.objects.select_for_update(skip_locked=True)
+            .filter(check_at__lte=now)
+            .exclude(state=Monitor.State.PAUSED)
+            .order_by("check_at")[:limit]
+        )
+        for monitor in monitors:
+            missed += _judge(monitor, now=now)
+    return missed
+
+
+def _judge(monitor: Monitor, *, now: datetime) -> list[Missed]:
+    missed = []
+    deadline = monitor.deadline_at
+    for _ in range(MAX_DEADLINES_PER_MONITOR):
+        if deadline is None or schedule.check_at(monitor, deadline) > now:
+            break
+        gap = _missing_partition(monitor, deadline)
+        if gap is not None:
+            expected = f" partition {gap}" if gap else ""
+            incident = incidents.open_incident(
+                monitor,
+                reason=Incident.Reason.MISSED,
+                deadline_at=deadline,
+                partition=gap,
+                summary=f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC",
+                now=now,
+            )
+            if incident is not None:
+                missed.append(Missed(monitor.name, deadline, gap))
+            monitor.state = Monitor.State.DOWN
+            if monitor.kind == Monitor.Kind.PERIOD:
+                deadline = None  # wait for the next ping
+                break
+        deadline = schedule.next_deadline(monitor, deadline)
+    monitor.deadline_at = deadline
+    monitor.check_at = schedule.check_at(monitor, deadline) if deadline else None
+    monitor.save(update_fields=["deadline_at", "check_at", "state", "updated_at"])
+    return missed
+
+
+def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
+    """None when ``deadline`` was met; else the first partition it expected that has no
+    success ping ("" for monitors without a partition rule)."""
+    if monitor.kind == Monitor.Kind.PERIOD:
+        # A success ping would have moved the deadline: judged means missed.
+        return ""
+    expected = schedule.expected_partitions(monitor, deadline)
+    if expected:
+        pinged = set(
+            Ping.objects.filter(
+                monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=expected
+            ).values_list("partition", flat=True)
+        )
+        return next((key for key in expected if key not in pinged), None)
+    met = Ping.objects.filter(
+        monitor=monitor,
+        kind=Ping.Kind.SUCCESS,
+        received_at__gt=schedule.window_start(monitor, deadline),
+    ).exists()
+    return None if met else ""

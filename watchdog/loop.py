@@ -1,0 +1,71 @@
+"""The watchdog loop: judge due deadlines, send due pages, ping the heartbeat; repeat.
+
+Runs as ``manage.py run_watchdog`` (a plain process, never Celery), safe as two processes on
+one watchdog database: deadlines and pages are claimed with SKIP LOCKED, incidents are
+unique per deadline and sends are fenced by claim tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import close_old_connections
+from django.utils import timezone
+
+import outbound
+
+from . import evaluation, heartbeat, paging
+from .models import LoopState
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleReport:
+    missed: list[evaluation.Missed] = field(default_factory=list)
+    pages_attempted: int = 0
+    heartbeat: bool | None = None
+    duration_ms: float = 0.0
+
+
+def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleReport:
+    """One cycle at ``now`` (aware UTC; the current time by default)."""
+    started = time.perf_counter()
+    now = now or timezone.now()
+    report = CycleReport()
+    report.missed = evaluation.evaluate_due(now=now)
+    report.pages_attempted = paging.send_due(sender=sender, now=now)
+    try:
+        report.heartbeat = heartbeat.beat(sender=sender, now=now)
+    except Exception:  # the heartbeat must never stop paging
+        logger.exception("watchdog heartbeat failed")
+    LoopState.objects.update_or_create(pk=1, defaults={"last_cycle_at": now})
+    report.duration_ms = (time.perf_counter() - started) * 1000
+    return report
+
+
+def run_forever(*, interval: float, sender: outbound.Sender) -> None:
+    """Run cycles every ``interval`` seconds until SIGTERM or SIGINT; a cycle that fails
+    (e.g. the database is briefly unreachable) is logged and retried next time."""
+    stopping = False
+
+    def stop(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not stopping:
+        began = time.monotonic()
+        try:
+            report = run_cycle(sender=sender)
+            for missed in report.missed:
+                logger.warning("missed: %s at %s", missed.monitor, missed.deadline_at)
+        except Exception:
+            logger.exception("watchdog cycle failed; retrying")
+            close_old_connections()
+        time.sleep(max(0.0, interval - (time.monotonic() - began)))

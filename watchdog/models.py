@@ -1,0 +1,244 @@
+"""The watchdog's own tables, in its own database: monitors, pings, incidents, channels,
+pages (the paging outbox), API tokens and its heartbeat state."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class Channel(models.Model):
+    """Where pages go. ``target`` is a PagerDuty routing key, a Slack incoming-webhook URL,
+    a webhook URL or an email address, by ``kind``."""
+
+    class Kind(models.TextChoices):
+        PAGERDUTY = "pagerduty", "PagerDuty Events API v2"
+        SLACK = "slack", "Slack incoming webhook"
+        WEBHOOK = "webhook", "signed webhook (Standard Webhooks)"
+        EMAIL = "email", "email"
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    target = models.CharField(max_length=2048)
+    # Standard Webhooks secret for ``webhook`` channels, Fernet-encrypted.
+    secret_encrypted = models.TextField(blank=True)
+    owner = models.CharField(max_length=64, blank=True, help_text="Owner label (a team slug).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class Monitor(models.Model):
+    """A dead-man's switch: expects pings on a schedule and pages when one is missed.
+
+    Two schedule kinds:
+
+    - ``period``: a success ping every ``period_seconds``; late after ``grace_seconds``.
+    - ``deadline``: by each firing of ``cron`` in ``timezone`` (+ grace). With
+      ``partitioning``, the deadline expects the partition of the period that closed before
+      it (as the catalog's freshness SLAs do) and only a ping carrying that partition
+      satisfies it; without, any success ping since the previous deadline does.
+
+    ``deadline_at`` is the earliest deadline not yet judged and ``check_at`` =
+    ``deadline_at`` + grace (indexed): the loop costs what is due, not what exists.
+    """
+
+    class Kind(models.TextChoices):
+        PERIOD = "period"
+        DEADLINE = "deadline"
+
+    class State(models.TextChoices):
+        NEW = "new"
+        UP = "up"
+        DOWN = "down"
+        PAUSED = "paused"
+
+    ping_key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    owner = models.CharField(max_length=64, blank=True, help_text="Owner label (a team slug).")
+    external_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The managing system's own id for this monitor (e.g. a catalog dataset).",
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PERIOD)
+    period_seconds = models.PositiveIntegerField(null=True, blank=True)
+    cron = models.CharField(max_length=128, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    partitioning = models.CharField(max_length=16, blank=True)
+    partition_timezone = models.CharField(max_length=64, default="UTC")
+    grace_seconds = models.PositiveIntegerField(default=0)
+    max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)
+    post_only = models.BooleanField(default=False, help_text="Ignore GET pings (link unfurlers).")
+    channels = models.ManyToManyField(Channel, blank=True, related_name="monitors")
+
+    state = models.CharField(max_length=16, choices=State.choices, default=State.NEW)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    check_at = models.DateTimeField(null=True, blank=True)
+    last_ping_at = models.DateTimeField(null=True, blank=True)
+    last_ping_kind = models.CharField(max_length=16, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_partition = models.CharField(max_length=32, blank=True)
+    last_start_at = models.DateTimeField(null=True, blank=True)
+    # Per-monitor ping rate limit, kept in this row (the watchdog uses no cache server).
+    rate_window_start = models.DateTimeField(null=True, blank=True)
+    rate_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["check_at"], name="monitor_due", condition=Q(check_at__isnull=False)
+            ),
+            models.Index(fields=["owner"], name="monitor_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Ping(models.Model):
+    """One ping as received. Bodies are truncated to ``MAX_PING_BODY`` bytes and decoded
+    leniently."""
+
+    class Kind(models.TextChoices):
+        SUCCESS = "success"
+        START = "start"
+        FAIL = "fail"
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="pings")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    exit_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    partition = models.CharField(max_length=32, blank=True)
+    run_id = models.CharField(max_length=64, blank=True)
+    received_at = models.DateTimeField()
+    method = models.CharField(max_length=8)
+    remote_addr = models.CharField(max_length=64, blank=True)
+    user_agent = models.CharField(max_length=200, blank=True)
+    body = models.TextField(blank=True)
+    duration_ms = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="From the paired start (same run id) to this ping."
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["monitor", "-received_at"], name="ping_recent"),
+            models.Index(
+                fields=["monitor", "partition"],
+                name="ping_partition",
+                condition=Q(kind="success") & ~Q(partition=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ping of {self.monitor_id} at {self.received_at}"
+
+
+class Incident(models.Model):
+    """One missed deadline (or failure) of one monitor: opened once, paged once, resolved
+    once. Unique per (monitor, deadline, reason), so two loops open it once."""
+
+    class Reason(models.TextChoices):
+        MISSED = "missed", "no ping by the deadline"
+        FAILED = "failed", "the job reported failure"
+        RUNTIME = "runtime", "the run exceeded its maximum run time"
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="incidents")
+    reason = models.CharField(max_length=16, choices=Reason.choices, default=Reason.MISSED)
+    deadline_at = models.DateTimeField()
+    partition = models.CharField(max_length=32, blank=True, help_text="The partition expected.")
+    summary = models.CharField(max_length=1024)
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["monitor", "deadline_at", "reason"], name="uniq_incident_per_deadline"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["monitor"], name="incident_open", condition=Q(resolved_at__isnull=True)
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.summary
+
+    @property
+    def dedup_key(self) -> str:
+        """PagerDuty ``dedup_key``: stable for the incident, so trigger and resolve pair."""
+        return f"tidemark-watchdog-{self.monitor.ping_key.hex[:12]}-{self.pk}"
+
+
+class Page(models.Model):
+    """One message to one channel about one incident (the paging outbox). Claimed with a
+    lease and a claim token, retried with the shared classification and backoff."""
+
+    class Action(models.TextChoices):
+        TRIGGER = "trigger"
+        RESOLVE = "resolve"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed", "failed for good (rejected or out of attempts)"
+        CANCELLED = "cancelled", "resolved before its trigger was sent"
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="pages")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="pages")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    lease_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    last_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["incident", "channel", "action"], name="uniq_page_per_action"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["next_attempt_at"], name="page_due", condition=Q(state="pending"))
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} of incident {self.incident_id} to {self.channel_id} ({self.state})"
+
+
+class ApiToken(models.Model):
+    """A token for the watchdog's REST API (``wd_<public id>_<secret>``), stored as a
+    digest. The catalog holds one to manage its monitors."""
+
+    name = models.CharField(max_length=100)
+    public_id = models.CharField(max_length=12, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} (wd_{self.public_id}_…)"
+
+
+class LoopState(models.Model):
+    """A single row: when the loop last ran and how its own heartbeat went."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    last_cycle_at = models.DateTimeField(null=True, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_ok = models.BooleanField(default=True)
+    heartbeat_error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"watchdog loop, last cycle {self.last_cycle_at}"

@@ -1,0 +1,157 @@
+"""Managing monitors and channels (what the REST API and the admin call)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+import outbound
+from problems import FieldError, ValidationProblem
+from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
+from schedules.periods import validate_timezone
+
+from . import db, incidents, paging, schedule
+from .models import Channel, Monitor
+
+SCHEDULE_FIELDS = {
+    "kind",
+    "period_seconds",
+    "cron",
+    "timezone",
+    "partitioning",
+    "partition_timezone",
+    "grace_seconds",
+}
+
+
+def _validate(monitor: Monitor) -> None:
+    """Schedule rules a type cannot say. Raises ValidationProblem naming the field."""
+    problems: list[FieldError] = []
+    if monitor.kind == Monitor.Kind.PERIOD:
+        if not monitor.period_seconds:
+            problems.append(
+                FieldError("period_seconds", "required for a period monitor", "required")
+            )
+    else:
+        if not monitor.cron:
+            problems.append(FieldError("cron", "required for a deadline monitor", "required"))
+        else:
+            try:
+                validate_cron(monitor.cron)
+            except CronError as exc:
+                problems.append(
+                    FieldError("cron", f"not a valid cron expression: {exc}", "cron_expression")
+                )
+    for field in ("timezone", "partition_timezone"):
+        try:
+            validate_timezone(getattr(monitor, field))
+        except ValueError as exc:
+            problems.append(FieldError(field, str(exc), "iana_time_zone"))
+    if monitor.partitioning and monitor.partitioning not in (HOURLY, DAILY, MONTHLY):
+        problems.append(
+            FieldError("partitioning", "one of hourly, daily, monthly or empty", "choice")
+        )
+    if monitor.partitioning and monitor.kind != Monitor.Kind.DEADLINE:
+        problems.append(
+            FieldError("partitioning", "only deadline monitors expect partitions", "deadline_only")
+        )
+    if problems:
+        raise ValidationProblem("Some monitor fields are not valid.", errors=problems)
+
+
+def _reschedule(monitor: Monitor, *, now: datetime) -> None:
+    if monitor.state == Monitor.State.PAUSED:
+        monitor.deadline_at = monitor.check_at = None
+        return
+    monitor.deadline_at = schedule.first_deadline(monitor, now=now)
+    monitor.check_at = (
+        schedule.check_at(monitor, monitor.deadline_at) if monitor.deadline_at else None
+    )
+
+
+def monitor_create(
+    *, channels: list[Channel] | None = None, now: datetime, **fields: Any
+) -> Monitor:
+    """Create a monitor. A deadline monitor is watched from its next deadline at once; a
+    period monitor from its first ping (as in the common dead-man's-switch convention).
+
+    Raises:
+        ValidationProblem: a schedule field breaks a rule (400, naming it).
+    """
+    monitor = Monitor(**fields)
+    _validate(monitor)
+    _reschedule(monitor, now=now)
+    with transaction.atomic(using=db.alias()):
+        monitor.save()
+        if channels is not None:
+            monitor.channels.set(channels)
+    return monitor
+
+
+def monitor_update(
+    monitor: Monitor, *, channels: list[Channel] | None = None, now: datetime, **changes: Any
+) -> Monitor:
+    """Change a monitor; a schedule change re-plans its next deadline from ``now``."""
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        for name, value in changes.items():
+            setattr(monitor, name, value)
+        _validate(monitor)
+        if SCHEDULE_FIELDS & set(changes):
+            _reschedule(monitor, now=now)
+        monitor.save()
+        if channels is not None:
+            monitor.channels.set(channels)
+    return monitor
+
+
+def monitor_pause(monitor: Monitor, *, now: datetime) -> Monitor:
+    """Stop judging deadlines and resolve what is open (no pages while paused)."""
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        monitor.state = Monitor.State.PAUSED
+        monitor.deadline_at = monitor.check_at = None
+        monitor.save()
+        incidents.resolve(list(monitor.incidents.filter(resolved_at__isnull=True)), now=now)
+    return monitor
+
+
+def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
+    """Judge deadlines again, from the next one after ``now`` (missed ones stay missed)."""
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        monitor.state = Monitor.State.UP if monitor.last_success_at else Monitor.State.NEW
+        if monitor.kind == Monitor.Kind.PERIOD and monitor.last_success_at:
+            # A resumed period monitor gets a full period before it can be late.
+            monitor.last_success_at = max(monitor.last_success_at, now)
+        _reschedule(monitor, now=now)
+        monitor.save()
+    return monitor
+
+
+def channel_create(*, kind: str, name: str, target: str, owner: str = "") -> tuple[Channel, str]:
+    """Create a channel. A webhook channel gets a Standard Webhooks signing secret,
+    returned once (``""`` for other kinds) and kept encrypted."""
+    secret = outbound.generate_secret() if kind == Channel.Kind.WEBHOOK else ""
+    channel = Channel.objects.create(
+        kind=kind,
+        name=name,
+        target=target,
+        owner=owner,
+        secret_encrypted=paging.encrypt(secret) if secret else "",
+    )
+    return channel, secret
+
+
+def display_state(monitor: Monitor, *, now: datetime) -> str:
+    """The state shown to people: ``grace`` while a deadline has passed but its grace has
+    not, else the stored state (new, up, down, paused)."""
+    if (
+        monitor.state in (Monitor.State.UP, Monitor.State.NEW)
+        and monitor.deadline_at is not None
+        and monitor.deadline_at < now <= (monitor.check_at or now)
+    ):
+        return "grace"
+    return monitor.state

@@ -1,0 +1,219 @@
+"""Sending pages: the second half of each loop cycle, inside the watchdog's own process.
+
+Pages are rows (the paging outbox). A sender claims due ones under SKIP LOCKED with a lease
+and a claim token, sends outside any transaction, and records the outcome only if it
+still holds the claim (fencing). Failures are classified and retried with the same rules
+and backoff as consumer webhooks (the shared ``outbound`` package). A resolve is never
+claimed while the trigger of the same incident and channel is still pending, so a
+trigger is never sent after its resolve.
+
+Channels: PagerDuty Events API v2 (``dedup_key`` per incident, so trigger and resolve
+pair and a repeated trigger attaches to the open alert), Slack incoming webhooks, signed
+webhooks (Standard Webhooks v1) and email through Django's mail backend.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+
+import outbound
+
+from . import db
+from .models import Channel, Page
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status_code: int | None
+    error: str = ""
+    retry_after: str | None = None
+
+
+def _config(name: str):
+    return settings.WATCHDOG_PAGING[name]
+
+
+def sender_from_settings() -> outbound.Sender:
+    """The watchdog's HTTP sender: the same SSRF guard, timeouts and deadline as webhooks."""
+    return outbound.Sender(
+        policy=outbound.AddressPolicy.from_strings(
+            settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS,
+            allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP,
+        ),
+        total_deadline=_config("deadline_seconds"),
+        user_agent="Tidemark-Watchdog/1",
+    )
+
+
+def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None) -> int:
+    """Claim and send up to ``limit`` due pages; returns how many were attempted."""
+    claimed = _claim(now=now, limit=limit or _config("batch_size"))
+    for page, token in claimed:
+        outcome = _send(page, sender=sender, now=now)
+        _record(page, token, outcome, now=now)
+    return len(claimed)
+
+
+def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
+    trigger_pending = Page.objects.filter(
+        incident_id=OuterRef("incident_id"),
+        channel_id=OuterRef("channel_id"),
+        action=Page.Action.TRIGGER,
+        state=Page.State.PENDING,
+    )
+    token = uuid.uuid4()
+    with transaction.atomic(using=db.alias()):
+        pages = list(
+            Page.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(state=Page.State.PENDING, next_attempt_at__lte=now)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .exclude(Q(action=Page.Action.RESOLVE) & Exists(trigger_pending))
+            .select_related("incident__monitor", "channel")
+            .order_by("next_attempt_at", "id")[:limit]
+        )
+        Page.objects.filter(pk__in=[p.pk for p in pages]).update(
+            lease_until=now + timedelta(seconds=_config("lease_seconds")), claim_token=token
+        )
+    return [(page, token) for page in pages]
+
+
+def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
+    channel = page.channel
+    try:
+        if channel.kind == Channel.Kind.EMAIL:
+            subject, text = _words(page)
+            send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [channel.target])
+            return Outcome(200)
+        url, body, headers = _request(page, now=now)
+    except (OSError, ValueError, InvalidToken) as exc:
+        return Outcome(None, f"{type(exc).__name__}: {exc}")
+    result = sender.post(url, body, headers)
+    return Outcome(
+        result.status_code,
+        result.error or (result.response_excerpt if (result.status_code or 0) >= 300 else ""),
+        result.retry_after,
+    )
+
+
+def _words(page: Page) -> tuple[str, str]:
+    incident = page.incident
+    if page.action == Page.Action.RESOLVE:
+        return f"[resolved] {incident.summary}", f"Resolved: {incident.summary}"
+    return f"[down] {incident.summary}", incident.summary
+
+
+def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
+    incident, channel = page.incident, page.channel
+    monitor = incident.monitor
+    details = {
+        "monitor": monitor.name,
+        "owner": monitor.owner,
+        "reason": incident.reason,
+        "deadline_at": incident.deadline_at.isoformat(),
+        "partition": incident.partition or None,
+        "last_ping_at": monitor.last_ping_at.isoformat() if monitor.last_ping_at else None,
+    }
+    if channel.kind == Channel.Kind.PAGERDUTY:
+        # PagerDuty Events API v2: https://developer.pagerduty.com/docs/events-api-v2/trigger-events
+        event = {
+            "routing_key": channel.target,
+            "event_action": page.action,
+            "dedup_key": incident.dedup_key,
+        }
+        if page.action == Page.Action.TRIGGER:
+            event["payload"] = {
+                "summary": incident.summary,
+                "source": "tidemark-watchdog",
+                "severity": "critical",
+                "timestamp": incident.opened_at.isoformat(),
+                "component": monitor.name,
+                "group": monitor.owner or "tidemark",
+                "class": incident.reason,
+                "custom_details": details,
+            }
+        body = json.dumps(event).encode()
+        return _config("pagerduty_url"), body, {"Content-Type": "application/json"}
+    if channel.kind == Channel.Kind.SLACK:
+        icon = ":white_check_mark:" if page.action == Page.Action.RESOLVE else ":rotating_light:"
+        subject, _ = _words(page)
+        return (
+            channel.target,
+            json.dumps({"text": f"{icon} {subject}"}).encode(),
+            {"Content-Type": "application/json"},
+        )
+    # Signed webhook, Standard Webhooks v1: the page id is the stable webhook-id.
+    payload = {
+        "type": "monitor.resolved" if page.action == Page.Action.RESOLVE else "monitor.down",
+        "timestamp": now.astimezone(UTC).isoformat(),
+        "data": {"summary": incident.summary, "dedup_key": incident.dedup_key, **details},
+    }
+    body = json.dumps(payload, separators=(",", ":"))
+    msg_id, timestamp = f"page_{page.pk}", int(now.timestamp())
+    headers = {
+        "Content-Type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+    }
+    if channel.secret_encrypted:
+        secret = decrypt(channel.secret_encrypted)
+        headers["webhook-signature"] = outbound.signature_header(
+            [secret], msg_id=msg_id, timestamp=timestamp, body=body
+        )
+    return channel.target, body.encode(), headers
+
+
+def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) -> None:
+    """Write the attempt's outcome, fenced by the claim token: a sender whose lease ran out
+    and was taken over writes nothing."""
+    decision = outbound.classify(outcome.status_code, retry_after=outcome.retry_after, now=now)
+    attempts = page.attempts + 1
+    changes: dict = {
+        "attempts": attempts,
+        "last_status": outcome.status_code,
+        "last_error": outcome.error[:2000],
+        "lease_until": None,
+        "claim_token": None,
+    }
+    if decision.decision == outbound.Decision.SUCCEEDED:
+        changes.update(state=Page.State.SENT, sent_at=now)
+    elif decision.decision == outbound.Decision.RETRY and attempts < _config("max_attempts"):
+        delay = outbound.backoff_delay(
+            attempts,
+            base_seconds=_config("backoff_base_seconds"),
+            cap_seconds=_config("backoff_cap_seconds"),
+            retry_after_seconds=decision.retry_after_seconds,
+        )
+        changes["next_attempt_at"] = now + timedelta(seconds=delay)
+    else:
+        changes["state"] = Page.State.FAILED
+    written = Page.objects.filter(pk=page.pk, claim_token=token).update(**changes)
+    if written:
+        logger.info(
+            "page %s %s to %s: %s", page.action, page.incident.dedup_key, page.channel, outcome
+        )
+
+
+def _fernet() -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in settings.TIDEMARK_ENCRYPTION_KEYS])
+
+
+def encrypt(secret: str) -> str:
+    """Encrypt a channel's signing secret at rest (Fernet, newest key first)."""
+    return _fernet().encrypt(secret.encode()).decode()
+
+
+def decrypt(token: str) -> str:
+    """Decrypt a channel secret. Raises cryptography's InvalidToken with no matching key."""
+    return _fernet().decrypt(token.encode()).decode()

@@ -1,0 +1,191 @@
+"""Receiving pings: the dead-man's-switch convention (``/ping/<uuid>``, ``/start``,
+``/fail``, ``/<exit status>``, ``?rid=``), plus ``?partition=`` so a deadline can expect the
+data, not only the task."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from schedules import PartitionKeyError, parse_partition_key
+
+from . import db, incidents, schedule
+from .models import Incident, Monitor, Ping
+
+MAX_PING_BODY = 10_000  # bytes kept of a ping's body
+RATE_WINDOW = timedelta(minutes=1)
+
+
+class PingRejected(Exception):
+    """The ping cannot be taken; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class PingInput:
+    """One ping as the view parsed it.
+
+    Attributes:
+        kind: ``success``, ``start`` or ``fail``.
+        exit_status: the ``/<exit status>`` form's number (0 success, 1-255 failure).
+        partition: ``?partition=`` or "".
+        run_id: ``?rid=`` or "" (pairs start with finish to measure duration).
+        body: the raw request body (truncated and decoded leniently here).
+    """
+
+    kind: str
+    method: str
+    exit_status: int | None = None
+    partition: str = ""
+    run_id: str = ""
+    body: bytes = b""
+    remote_addr: str = ""
+    user_agent: str = ""
+
+
+def decode_body(raw: bytes) -> str:
+    """The first ``MAX_PING_BODY`` bytes as text: invalid UTF-8 (or a character cut at the
+    limit) becomes U+FFFD, and NUL is dropped (text columns cannot hold it)."""
+    return raw[:MAX_PING_BODY].decode("utf-8", "replace").replace("\x00", "")
+
+
+def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
+    """Record a ping and apply it to its monitor, in one transaction.
+
+    A success moves a period monitor's deadline, marks the monitor up, and resolves the
+    incidents it satisfies (a partition ping resolves only the deadlines expecting that
+    partition); a failure (``/fail`` or a non-zero exit status) opens a ``failed`` incident
+    and pages at once.
+
+    Returns:
+        ``"ok"``, or ``"ignored"`` for a GET/HEAD on a POST-only monitor.
+
+    Raises:
+        PingRejected: 404 unknown key, 429 over the per-monitor rate, 400 bad partition.
+    """
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().filter(ping_key=ping_key).first()
+        if monitor is None:
+            raise PingRejected(404, "no such monitor")
+        if monitor.post_only and ping.method in ("GET", "HEAD"):
+            return "ignored"
+        _count_against_rate(monitor, now=now)
+        partition = _checked_partition(monitor, ping.partition)
+        kind = ping.kind
+        if ping.exit_status is not None:
+            kind = Ping.Kind.SUCCESS if ping.exit_status == 0 else Ping.Kind.FAIL
+        Ping.objects.create(
+            monitor=monitor,
+            kind=kind,
+            exit_status=ping.exit_status,
+            partition=partition,
+            run_id=ping.run_id[:64],
+            received_at=now,
+            method=ping.method[:8],
+            remote_addr=ping.remote_addr[:64],
+            user_agent=ping.user_agent[:200],
+            body=decode_body(ping.body),
+            duration_ms=_duration_ms(monitor, ping.run_id, kind, now=now),
+        )
+        monitor.last_ping_at = now
+        monitor.last_ping_kind = kind
+        if kind == Ping.Kind.START:
+            monitor.last_start_at = now
+        elif kind == Ping.Kind.SUCCESS:
+            _apply_success(monitor, partition, now=now)
+        else:
+            _apply_failure(monitor, ping.exit_status, now=now)
+        monitor.save()
+    return "ok"
+
+
+def _count_against_rate(monitor: Monitor, *, now: datetime) -> None:
+    limit = settings.WATCHDOG_PING_RATE_PER_MINUTE
+    if monitor.rate_window_start is None or now - monitor.rate_window_start >= RATE_WINDOW:
+        monitor.rate_window_start, monitor.rate_count = now, 0
+    monitor.rate_count += 1
+    if monitor.rate_count > limit:
+        Monitor.objects.filter(pk=monitor.pk).update(rate_count=monitor.rate_count)
+        raise PingRejected(429, f"over {limit} pings a minute for this monitor")
+
+
+def _checked_partition(monitor: Monitor, partition: str) -> str:
+    if not partition:
+        return ""
+    if not monitor.partitioning:
+        return partition[:32]
+    try:
+        parse_partition_key(monitor.partitioning, partition, monitor.partition_timezone)
+    except PartitionKeyError as exc:
+        raise PingRejected(400, f"partition: {exc}") from exc
+    return partition
+
+
+def _duration_ms(monitor: Monitor, run_id: str, kind: str, *, now: datetime) -> int | None:
+    if kind == Ping.Kind.START:
+        return None
+    starts = Ping.objects.filter(monitor=monitor, kind=Ping.Kind.START)
+    start = (
+        starts.filter(run_id=run_id[:64]).order_by("-received_at").first()
+        if run_id
+        else starts.filter(received_at__gte=monitor.last_ping_at or now)
+        .order_by("-received_at")
+        .first()
+    )
+    if start is None:
+        return None
+    return int((now - start.received_at).total_seconds() * 1000)
+
+
+def _apply_success(monitor: Monitor, partition: str, *, now: datetime) -> None:
+    monitor.last_success_at = now
+    if partition and partition > monitor.last_partition:
+        monitor.last_partition = partition
+    if monitor.state == Monitor.State.NEW:
+        monitor.state = Monitor.State.UP
+    if monitor.kind == Monitor.Kind.PERIOD or monitor.deadline_at is None:
+        monitor.deadline_at = schedule.first_deadline(monitor, now=now)
+        monitor.check_at = schedule.check_at(monitor, monitor.deadline_at)
+    open_incidents = list(monitor.incidents.filter(resolved_at__isnull=True))
+    satisfied = [i for i in open_incidents if _satisfies(monitor, i, partition)]
+    incidents.resolve(satisfied, now=now)
+    if monitor.state == Monitor.State.DOWN and len(satisfied) == len(open_incidents):
+        monitor.state = Monitor.State.UP
+
+
+def _satisfies(monitor: Monitor, incident: Incident, partition: str) -> bool:
+    """Whether a success ping (for ``partition``) resolves ``incident``: a failure or a
+    missed period by any success; a missed partition deadline only once every partition it
+    expected has a success ping (a ping for yesterday never resolves today's)."""
+    if incident.reason != Incident.Reason.MISSED or not monitor.partitioning:
+        return True
+    expected = schedule.expected_partitions(monitor, incident.deadline_at) or [incident.partition]
+    if partition not in expected:
+        return False
+    pinged = set(
+        Ping.objects.filter(
+            monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=expected
+        ).values_list("partition", flat=True)
+    )
+    return pinged >= set(expected)
+
+
+def _apply_failure(monitor: Monitor, exit_status: int | None, *, now: datetime) -> None:
+    if monitor.state == Monitor.State.PAUSED:
+        return
+    status = f" (exit status {exit_status})" if exit_status is not None else ""
+    if incidents.open_incident(
+        monitor,
+        reason=Incident.Reason.FAILED,
+        deadline_at=now,
+        summary=f"{monitor.name} reported failure{status}",
+        now=now,
+    ):
+        monitor.state = Monitor.State.DOWN
