@@ -90,13 +90,17 @@ class RunningStack:
         var_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.watchdog_port = free_port()
+        self.watchdog_url = f"http://127.0.0.1:{self.watchdog_port}"
         self.key = ""
         self.children: list[psutil.Process] = []  # bin/run's tree once every process is up
         self.commands: dict[int, str] = {}  # their command lines, by pid
         self.proc = subprocess.Popen(
             ["bin/run"],
             cwd=REPO_ROOT,
-            env=embedded_env(var_dir, TIDEMARK_PORT=str(self.port)),
+            env=embedded_env(
+                var_dir, TIDEMARK_PORT=str(self.port), WATCHDOG_PORT=str(self.watchdog_port)
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -129,7 +133,7 @@ class RunningStack:
     def _all_started(self) -> bool:
         out = self.stdout
         return (
-            out.count("Booting worker with pid") >= 2
+            out.count("Booting worker with pid") >= 3  # two catalog workers, one watchdog
             and re.search(r"celery@\S+ ready\.", out) is not None
             and "beat: Starting..." in out
         )

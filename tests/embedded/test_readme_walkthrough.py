@@ -11,6 +11,7 @@ import subprocess
 from .helpers import REPO_ROOT, embedded_env
 
 README_URL = "http://127.0.0.1:8000"
+README_WATCHDOG_URL = "http://127.0.0.1:8001"
 README_KEY_FILE = "var/demo-api-key"
 MARK = "=== tidemark-walkthrough block {} ==="
 
@@ -47,12 +48,19 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     blocks = _walkthrough_blocks()
     assert len(blocks) >= 7, blocks
     assert README_KEY_FILE in blocks[0]
-    assert all(README_URL in block or "manage.py" in block for block in blocks[1:]), blocks
+    assert all(
+        README_URL in block
+        or README_WATCHDOG_URL in block
+        or "manage.py" in block
+        or "$PING" in block
+        for block in blocks[1:]
+    ), blocks
     key_file = shlex.quote(str(embedded_stack.var_dir / "demo-api-key"))
     lake = shlex.quote(str(embedded_stack.var_dir / "lake"))
     script = ["set -eo pipefail"]
     for number, block in enumerate(blocks):
         block = block.replace(README_URL, embedded_stack.url).replace(README_KEY_FILE, key_file)
+        block = block.replace(README_WATCHDOG_URL, embedded_stack.watchdog_url)
         block = block.replace("var/lake", lake)
         script += [block, "echo", f"echo '{MARK.format(number)}'"]
     script.append('printf "%s" "$KEY"')
@@ -109,3 +117,10 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert latest_click["current_revision"]["detected_by"] == "poll", report
     assert poll["polled"] is True and poll["group_prefix"] == "raw/clicks/", report
     assert poll["recent_sweeps"][0]["list_calls"] >= 1, report
+
+    [pinged] = [out for block, out in zip(blocks, outputs, strict=True) if "$PING?" in block]
+    assert pinged.startswith("OK"), report  # the ping's tiny text answer, then the list
+    [monitor] = _json_values(pinged[2:])[0]
+    assert (monitor["name"], monitor["state"]) == ("orders daily", "up"), report
+    assert monitor["last_partition"] == "2026-11-28", report
+    assert monitor["ping_url"].startswith(embedded_stack.watchdog_url), report
