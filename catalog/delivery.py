@@ -33,7 +33,7 @@ from django.utils import timezone
 
 import outbound
 
-from . import doorbell, errors, notices, secrets
+from . import doorbell, errors, notices, secrets, watchdog_feed
 from .crashpoints import crashpoint
 from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
@@ -167,10 +167,13 @@ def delivery_send(
 
     Webhooks get the JSON body with Standard Webhooks headers; Slack contacts a text
     message through the same guarded sender; email contacts go through Django's mail
-    backend, whose acceptance is recorded as status 200 (any error is retried).
+    backend, whose acceptance is recorded as status 200 (any error is retried); the
+    watchdog gets calls to its REST API (``watchdog_feed.send``).
     """
     if claim.kind == Endpoint.Kind.EMAIL:
         return _send_email(claim)
+    if claim.kind == Endpoint.Kind.WATCHDOG:
+        return watchdog_feed.send(claim.body, base_url=claim.url, sender=sender)
     if claim.kind == Endpoint.Kind.SLACK:
         _, text = notices.render_text(json.loads(claim.body))
         body = json.dumps({"text": text}).encode()

@@ -401,6 +401,8 @@ class Notification(models.Model):
         ENDPOINT_DISABLED = "endpoint.disabled"
         DATASET_LATE = "dataset.late"
         DATASET_RECOVERED = "dataset.recovered"
+        WATCHDOG_MONITOR = "watchdog.monitor"
+        WATCHDOG_PING = "watchdog.ping"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)

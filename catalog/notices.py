@@ -43,7 +43,7 @@ def notify_owner(
     notification = notification_write(
         type=type, dedup_key=dedup_key, data={"team": team.slug, **data}, now=now
     )
-    _queue(notification, {e.pk for e in contact_endpoints(team)}, now=now)
+    queue(notification, {e.pk for e in contact_endpoints(team)}, now=now)
     return notification
 
 
@@ -73,7 +73,7 @@ def notification_write(
     return notification
 
 
-def _queue(notification: Notification, endpoint_ids: set[int], *, now: datetime) -> int:
+def queue(notification: Notification, endpoint_ids: set[int], *, now: datetime) -> int:
     """One delivery per endpoint, and the doorbell after commit."""
     if endpoint_ids:
         Delivery.objects.bulk_create(
@@ -129,4 +129,4 @@ def fan_out(
         and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
     }
     endpoint_ids.update(e.pk for e in extra_endpoints)
-    return _queue(notification, endpoint_ids, now=now)
+    return queue(notification, endpoint_ids, now=now)

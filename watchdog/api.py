@@ -13,11 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from httpkit.exceptions import problem_exception_handler
-from problems import NotFound
+from problems import NotFound, Problem
 
-from . import monitors
+from . import monitors, pings
 from .auth import TokenAuthentication
-from .models import Channel, Incident, Monitor
+from .models import Channel, Incident, Monitor, Ping
 
 
 class WatchdogApiView(APIView):
@@ -28,6 +28,21 @@ class WatchdogApiView(APIView):
 
     def get_exception_handler(self):
         return problem_exception_handler
+
+
+class TooEarly(Problem):
+    status = 425
+    code = "monitor_not_provisioned"
+    title = "The monitor does not exist yet"
+
+
+class PingProblem(Problem):
+    code = "ping_rejected"
+    title = "The ping was not accepted"
+
+    def __init__(self, detail: str, *, status: int):
+        super().__init__(detail)
+        self.status = status
 
 
 # --- serializers ------------------------------------------------------------------------
@@ -230,3 +245,74 @@ class IncidentListApi(WatchdogApiView):
             except ValueError as exc:
                 raise exceptions.ValidationError({"monitor_id": "must be an integer"}) from exc
         return Response(IncidentSerializer(queryset[:500], many=True).data)
+
+
+class ChannelSpecSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(Channel.Kind.choices)
+    target = serializers.CharField(max_length=2048)
+    name = serializers.CharField(max_length=200, required=False)
+
+
+class ExternalMonitorInputSerializer(MonitorInputSerializer):
+    version = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    channels = ChannelSpecSerializer(many=True, required=False)
+
+    class Meta(MonitorInputSerializer.Meta):
+        fields = [f for f in MonitorInputSerializer.Meta.fields if f not in ("external_id",)]
+        fields += ["version", "channels"]
+
+
+class ExternalMonitorApi(WatchdogApiView):
+    """Create or update the monitor a managing system (the catalog) knows by its own id.
+    Its channels are given by kind and target and created on first use."""
+
+    def post(self, request: Request, external_id: str) -> Response:
+        data = ExternalMonitorInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        fields.pop("channel_ids", None)
+        version = fields.pop("version", "")
+        owner = fields.get("owner", "")
+        channels = [
+            monitors.channel_for(
+                kind=spec["kind"],
+                target=spec["target"],
+                owner=owner,
+                name=spec.get("name") or f"{owner or 'tidemark'} {spec['kind']}",
+            )
+            for spec in fields.pop("channels", [])
+        ]
+        monitor, changed = monitors.monitor_upsert_external(
+            external_id=external_id[:200],
+            version=version,
+            channels=channels,
+            now=timezone.now(),
+            **fields,
+        )
+        return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)
+
+
+class ExternalPingApi(WatchdogApiView):
+    """A success ping for the monitor known by ``external_id`` (the catalog's feed of ready
+    partitions, ``?partition=``). 425 until the monitor exists, so a feed that overtook
+    its monitor's creation is retried rather than dropped."""
+
+    def post(self, request: Request, external_id: str) -> Response:
+        monitor = Monitor.objects.filter(external_id=external_id).only("ping_key").first()
+        if monitor is None:
+            raise TooEarly(f"no monitor {external_id!r} yet")
+        try:
+            outcome = pings.record(
+                ping_key=monitor.ping_key,
+                ping=pings.PingInput(
+                    kind=Ping.Kind.SUCCESS,
+                    method="POST",
+                    partition=request.query_params.get("partition", ""),
+                    remote_addr=request.META.get("REMOTE_ADDR", ""),
+                    user_agent=request.META.get("HTTP_USER_AGENT", ""),
+                ),
+                now=timezone.now(),
+            )
+        except pings.PingRejected as exc:
+            raise PingProblem(str(exc), status=exc.status) from exc
+        return Response({"result": outcome})

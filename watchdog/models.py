@@ -64,6 +64,9 @@ class Monitor(models.Model):
         blank=True,
         help_text="The managing system's own id for this monitor (e.g. a catalog dataset).",
     )
+    # The managing system's version of the definition: older upserts arriving late
+    # (retries) never overwrite newer ones.
+    external_version = models.CharField(max_length=64, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PERIOD)
     period_seconds = models.PositiveIntegerField(null=True, blank=True)
     cron = models.CharField(max_length=128, blank=True)
@@ -95,6 +98,13 @@ class Monitor(models.Model):
                 fields=["check_at"], name="monitor_due", condition=Q(check_at__isnull=False)
             ),
             models.Index(fields=["owner"], name="monitor_owner"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["external_id"],
+                name="uniq_monitor_external_id",
+                condition=~Q(external_id=""),
+            )
         ]
 
     def __str__(self) -> str:

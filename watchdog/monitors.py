@@ -15,6 +15,7 @@ from schedules.periods import validate_timezone
 from . import db, incidents, paging, schedule
 from .models import Channel, Monitor
 
+# Changing one of these re-plans the next deadline.
 SCHEDULE_FIELDS = {
     "kind",
     "period_seconds",
@@ -93,13 +94,15 @@ def monitor_create(
 def monitor_update(
     monitor: Monitor, *, channels: list[Channel] | None = None, now: datetime, **changes: Any
 ) -> Monitor:
-    """Change a monitor; a schedule change re-plans its next deadline from ``now``."""
+    """Change a monitor. A real change of schedule re-plans its next deadline from ``now``;
+    the same values again leave the deadline being watched alone."""
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        changed = {name for name, value in changes.items() if getattr(monitor, name) != value}
         for name, value in changes.items():
             setattr(monitor, name, value)
         _validate(monitor)
-        if SCHEDULE_FIELDS & set(changes):
+        if SCHEDULE_FIELDS & changed:
             _reschedule(monitor, now=now)
         monitor.save()
         if channels is not None:
@@ -155,3 +158,50 @@ def display_state(monitor: Monitor, *, now: datetime) -> str:
     ):
         return "grace"
     return monitor.state
+
+
+def channel_for(*, kind: str, target: str, owner: str, name: str) -> Channel:
+    """The channel with this kind, target and owner, created on first use (channels handed
+    over by a managing system, e.g. a team's PagerDuty routing key)."""
+    channel = Channel.objects.filter(kind=kind, target=target, owner=owner).first()
+    if channel is None:
+        channel, _ = channel_create(kind=kind, name=name, target=target, owner=owner)
+    return channel
+
+
+def monitor_upsert_external(
+    *,
+    external_id: str,
+    version: str,
+    channels: list[Channel],
+    now: datetime,
+    **fields: Any,
+) -> tuple[Monitor, bool]:
+    """Create or update the monitor a managing system knows as ``external_id``.
+
+    Idempotent, and safe against reordering: a definition whose ``version`` sorts before
+    the stored one (a late retry) changes nothing.
+
+    Returns:
+        ``(monitor, changed)``.
+
+    Raises:
+        ValidationProblem: a field breaks a rule.
+    """
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().filter(external_id=external_id).first()
+        if monitor is None:
+            created = monitor_create(
+                channels=channels,
+                now=now,
+                external_id=external_id,
+                external_version=version,
+                **fields,
+            )
+            return created, True
+        if version and monitor.external_version and version < monitor.external_version:
+            return monitor, False
+        return (
+            monitor_update(monitor, channels=channels, now=now, external_version=version, **fields),
+            True,
+        )

@@ -34,6 +34,16 @@ urlpatterns = [
         api.MonitorResumeApi.as_view(),
         name="monitor-resume",
     ),
+    path(
+        "api/v1/monitors/external/<str:external_id>",
+        api.ExternalMonitorApi.as_view(),
+        name="monitor-external",
+    ),
+    path(
+        "api/v1/monitors/external/<str:external_id>/ping",
+        api.ExternalPingApi.as_view(),
+        name="monitor-external-ping",
+    ),
     path("api/v1/channels", api.ChannelListCreateApi.as_view(), name="channel-list"),
     path("api/v1/incidents", api.IncidentListApi.as_view(), name="incident-list"),
     path("healthz", views.healthz, name="watchdog-healthz"),

@@ -214,6 +214,15 @@ WATCHDOG_PING_RATE_PER_MINUTE = env.int("WATCHDOG_PING_RATE_PER_MINUTE", default
 # Its own dead-man's switch (another watchdog, or any healthchecks-style URL).
 WATCHDOG_HEARTBEAT_URL = env.str("WATCHDOG_HEARTBEAT_URL", default="")
 WATCHDOG_HEARTBEAT_SECONDS = env.int("WATCHDOG_HEARTBEAT_SECONDS", default=60)
+# The catalog's side: where the watchdog's REST API is and the token it holds to manage
+# monitors (embedded: the local watchdog, with the token bin/run created).
+TIDEMARK_WATCHDOG_URL = env.str(
+    "TIDEMARK_WATCHDOG_URL", default=WATCHDOG_PUBLIC_URL if EMBEDDED else ""
+)
+_watchdog_token_file = VAR_DIR / "watchdog-token"
+TIDEMARK_WATCHDOG_TOKEN = env.str("TIDEMARK_WATCHDOG_TOKEN", default="") or (
+    _watchdog_token_file.read_text().strip() if EMBEDDED and _watchdog_token_file.exists() else ""
+)
 WATCHDOG_PAGING = {
     "pagerduty_url": env.str(
         "WATCHDOG_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue"

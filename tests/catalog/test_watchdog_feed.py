@@ -1,0 +1,125 @@
+"""The catalog feeds the watchdog through its delivery engine: a data monitor for each
+critical dataset and a ping for each ready partition, over the watchdog's REST API (a live
+server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from catalog import delivery, services
+from catalog.models import Dataset, Delivery, Endpoint
+from tests.catalog.factories import TeamFactory
+from watchdog import tokens
+from watchdog.models import Monitor, Ping
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
+    pytest.mark.urls("tests.urls_catalog_and_watchdog"),
+]
+
+
+@pytest.fixture
+def watchdog_api(live_server, settings):
+    settings.ROOT_URLCONF = "tests.urls_catalog_and_watchdog"
+    _, token = tokens.create("catalog")
+    settings.TIDEMARK_WATCHDOG_URL = live_server.url
+    settings.TIDEMARK_WATCHDOG_TOKEN = token
+    return live_server.url
+
+
+def deliver():
+    return delivery.deliver_due(sender=delivery.sender_from_settings())
+
+
+def register(team, **fields):
+    fields = {
+        "criticality": Dataset.Criticality.CRITICAL,
+        "sla_cron": "30 6 * * *",
+        "sla_timezone": "Europe/Berlin",
+        "sla_grace_seconds": 600,
+        **fields,
+    }
+    return services.dataset_register(
+        actor=services.Actor(team=team), namespace="s3://lake", name="orders", **fields
+    )
+
+
+def test_a_critical_dataset_gets_a_data_monitor_fed_with_its_partitions(watchdog_api):
+    team = TeamFactory(slug="orders", paging_routing_key="R" * 32)
+    dataset = register(team)
+
+    deliver()
+
+    monitor = Monitor.objects.get(external_id=f"tidemark:dataset:{dataset.pk}:data")
+    assert (monitor.kind, monitor.cron, monitor.timezone, monitor.partitioning) == (
+        "deadline",
+        "30 6 * * *",
+        "Europe/Berlin",
+        "daily",
+    )
+    assert monitor.grace_seconds == 600 and monitor.owner == "orders"
+    [channel] = monitor.channels.all()
+    assert (channel.kind, channel.target) == ("pagerduty", "R" * 32)
+
+    services.readiness_publish(
+        actor=services.Actor(team=team),
+        namespace="s3://lake",
+        name="orders",
+        partition="2026-11-28",
+        now=dataset.created_at,
+    )
+    deliver()
+
+    ping = Ping.objects.get(monitor=monitor)
+    assert (ping.kind, ping.partition) == ("success", "2026-11-28")
+    monitor.refresh_from_db()
+    assert monitor.last_partition == "2026-11-28" and monitor.state == "up"
+    assert set(Delivery.objects.values_list("state", flat=True)) == {"succeeded"}
+
+
+def test_an_sla_change_updates_the_monitor_and_an_older_definition_loses(watchdog_api):
+    team = TeamFactory(slug="orders")
+    dataset = register(team)
+    deliver()
+    services.dataset_update(actor=services.Actor(team=team), dataset=dataset, sla_cron="0 7 * * *")
+    deliver()
+    monitor = Monitor.objects.get()
+    assert monitor.cron == "0 7 * * *"
+
+    # A retry of the first definition arriving late (its delivery re-sent) changes nothing.
+    first = Delivery.objects.filter(notification__type="watchdog.monitor").order_by("id").first()
+    claim = delivery.Claim(
+        delivery_id=first.pk,
+        token=first.claim_token,
+        attempt=2,
+        attempt_in_budget=2,
+        endpoint_id=first.endpoint_id,
+        endpoint_failing=False,
+        kind=Endpoint.Kind.WATCHDOG,
+        url=first.endpoint.url,
+        msg_id=str(first.notification_id),
+        body=json.dumps(first.notification.payload),
+        secrets=(),
+    )
+    result = delivery.delivery_send(claim, sender=delivery.sender_from_settings(), now=None)
+    assert result.status_code == 208  # already reported: nothing changed
+    monitor.refresh_from_db()
+    assert monitor.cron == "0 7 * * *"
+
+
+def test_datasets_that_are_not_critical_feed_nothing(watchdog_api):
+    register(TeamFactory(slug="orders"), criticality=Dataset.Criticality.HIGH)
+    deliver()
+    assert not Endpoint.objects.filter(kind=Endpoint.Kind.WATCHDOG).exists()
+    assert not Monitor.objects.exists()
+
+
+def test_a_ping_that_overtakes_its_monitor_is_retried_not_dropped(watchdog_api, client, settings):
+    response = client.post(
+        "/api/v1/monitors/external/tidemark:dataset:999:data/ping?partition=2026-11-28",
+        HTTP_AUTHORIZATION=f"Bearer {settings.TIDEMARK_WATCHDOG_TOKEN}",
+    )
+    assert response.status_code == 425
+    assert response["Content-Type"] == "application/problem+json"
