@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from . import db
-from .models import Incident, Monitor, Page
+from .models import Incident, Monitor, Page, PageGroup
 
 
 def open_incident(
@@ -74,7 +74,7 @@ def resolve(incidents: list[Incident], *, now: datetime) -> int:
             state=Page.State.PENDING,
         ).update(state=Page.State.CANCELLED, last_error="resolved before it was sent")
         to_tell = Page.objects.filter(incident=incident, action=Page.Action.TRIGGER).exclude(
-            state=Page.State.CANCELLED
+            state__in=(Page.State.CANCELLED, Page.State.GROUPED)
         )
         Page.objects.bulk_create(
             [
@@ -88,4 +88,31 @@ def resolve(incidents: list[Incident], *, now: datetime) -> int:
             ],
             ignore_conflicts=True,
         )
+        _resolve_groups(incident, now=now)
     return resolved
+
+
+def _resolve_groups(incident: Incident, *, now: datetime) -> None:
+    """Resolve each page group this incident was paged in once all its incidents are."""
+    group_ids = Page.objects.filter(incident=incident, state=Page.State.GROUPED).values_list(
+        "group_id", flat=True
+    )
+    for group in PageGroup.objects.filter(pk__in=list(group_ids), resolved_at__isnull=True):
+        still_open = Page.objects.filter(
+            group=group, state=Page.State.GROUPED, incident__resolved_at__isnull=True
+        ).exists()
+        if still_open or not PageGroup.objects.filter(pk=group.pk, resolved_at__isnull=True).update(
+            resolved_at=now
+        ):
+            continue
+        Page.objects.bulk_create(
+            [
+                Page(
+                    group=group,
+                    channel_id=group.channel_id,
+                    action=Page.Action.RESOLVE,
+                    next_attempt_at=now,
+                )
+            ],
+            ignore_conflicts=True,
+        )

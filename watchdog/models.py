@@ -186,6 +186,25 @@ class Incident(models.Model):
         return f"tidemark-watchdog-{self.monitor.ping_key.hex[:12]}-{self.pk}"
 
 
+class PageGroup(models.Model):
+    """Triggers to one channel merged into one page: after an outage, many deadlines come
+    due at once, and a flood of pages helps nobody (PagerDuty also takes only about 120
+    events a minute per routing key). Resolved when all its incidents are."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="page_groups")
+    summary = models.CharField(max_length=1024)
+    monitors = models.JSONField(default=list, help_text="Names of the monitors in the group.")
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.summary
+
+    @property
+    def dedup_key(self) -> str:
+        return f"tidemark-watchdog-group-{self.pk}"
+
+
 class Page(models.Model):
     """One message to one channel about one incident (the paging outbox). Claimed with a
     lease and a claim token, retried with the shared classification and backoff."""
@@ -199,8 +218,15 @@ class Page(models.Model):
         SENT = "sent"
         FAILED = "failed", "failed for good (rejected or out of attempts)"
         CANCELLED = "cancelled", "resolved before its trigger was sent"
+        GROUPED = "grouped", "sent as part of a page group"
 
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="pages")
+    # A page is about one incident, or about a group of them.
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.CASCADE, related_name="pages"
+    )
+    group = models.ForeignKey(
+        PageGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="pages"
+    )
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="pages")
     action = models.CharField(max_length=16, choices=Action.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
@@ -217,7 +243,12 @@ class Page(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["incident", "channel", "action"], name="uniq_page_per_action"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["group", "action"],
+                name="uniq_group_page_per_action",
+                condition=Q(incident__isnull=True),
+            ),
         ]
         indexes = [
             models.Index(fields=["next_attempt_at"], name="page_due", condition=Q(state="pending"))

@@ -24,12 +24,12 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 import outbound
 
 from . import db
-from .models import Channel, Page
+from .models import Channel, Page, PageGroup
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,9 @@ def sender_from_settings() -> outbound.Sender:
 
 
 def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None) -> int:
-    """Claim and send up to ``limit`` due pages; returns how many were attempted."""
+    """Group floods, then claim and send up to ``limit`` due pages; returns how many were
+    attempted."""
+    group_floods(now=now)
     claimed = _claim(now=now, limit=limit or _config("batch_size"))
     for page, token in claimed:
         outcome = _send(page, sender=sender, now=now)
@@ -66,10 +68,74 @@ def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None
     return len(claimed)
 
 
+def _due_triggers(now: datetime):
+    return Page.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        state=Page.State.PENDING,
+        action=Page.Action.TRIGGER,
+        incident__isnull=False,
+        next_attempt_at__lte=now,
+    )
+
+
+def group_floods(*, now: datetime) -> list[PageGroup]:
+    """Merge the due triggers of any channel holding more than ``group_threshold`` of them
+    into one group page (after an outage, many deadlines come due in the same cycle).
+
+    The members are marked ``grouped`` (never sent alone); the group is resolved, and its
+    resolve sent, when every member incident has resolved.
+    """
+    threshold = _config("group_threshold")
+    groups = []
+    with transaction.atomic(using=db.alias()):
+        flooded = (
+            _due_triggers(now)
+            .values("channel_id")
+            .annotate(n=Count("id"))
+            .filter(n__gt=threshold)
+            .values_list("channel_id", flat=True)
+        )
+        for channel_id in list(flooded):
+            members = list(
+                _due_triggers(now)
+                .filter(channel_id=channel_id)
+                .select_for_update(skip_locked=True, of=("self",))
+                .select_related("incident__monitor")
+                .order_by("id")
+            )
+            if len(members) <= threshold:
+                continue
+            names = sorted({p.incident.monitor.name for p in members})
+            group = PageGroup.objects.create(
+                channel_id=channel_id,
+                summary=(
+                    f"{len(members)} deadlines missed at once ({len(names)} monitors: "
+                    f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+                )[:1024],
+                monitors=names[:500],
+                opened_at=now,
+            )
+            Page.objects.filter(pk__in=[p.pk for p in members]).update(
+                state=Page.State.GROUPED, group=group
+            )
+            Page.objects.create(
+                group=group, channel_id=channel_id, action=Page.Action.TRIGGER, next_attempt_at=now
+            )
+            groups.append(group)
+            logger.warning("grouped %d triggers into one page: %s", len(members), group.summary)
+    return groups
+
+
 def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
-    trigger_pending = Page.objects.filter(
+    incident_trigger_pending = Page.objects.filter(
         incident_id=OuterRef("incident_id"),
         channel_id=OuterRef("channel_id"),
+        action=Page.Action.TRIGGER,
+        state=Page.State.PENDING,
+    )
+    group_trigger_pending = Page.objects.filter(
+        incident__isnull=True,
+        group_id=OuterRef("group_id"),
         action=Page.Action.TRIGGER,
         state=Page.State.PENDING,
     )
@@ -79,8 +145,11 @@ def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
             Page.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(state=Page.State.PENDING, next_attempt_at__lte=now)
             .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-            .exclude(Q(action=Page.Action.RESOLVE) & Exists(trigger_pending))
-            .select_related("incident__monitor", "channel")
+            .exclude(
+                Q(action=Page.Action.RESOLVE)
+                & (Exists(incident_trigger_pending) | Exists(group_trigger_pending))
+            )
+            .select_related("incident__monitor", "channel", "group")
             .order_by("next_attempt_at", "id")[:limit]
         )
         Page.objects.filter(pk__in=[p.pk for p in pages]).update(
@@ -107,40 +176,78 @@ def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
     )
 
 
-def _words(page: Page) -> tuple[str, str]:
+@dataclass(frozen=True)
+class _Subject:
+    """What a page is about: an incident, or a group of them."""
+
+    summary: str
+    dedup_key: str
+    opened_at: datetime
+    component: str
+    group: str
+    kind: str
+    details: dict
+
+
+def _subject(page: Page) -> _Subject:
+    if page.incident is None:
+        group = page.group
+        return _Subject(
+            summary=group.summary,
+            dedup_key=group.dedup_key,
+            opened_at=group.opened_at,
+            component="tidemark-watchdog",
+            group="tidemark",
+            kind="grouped",
+            details={"monitors": group.monitors, "count": len(group.monitors)},
+        )
     incident = page.incident
+    monitor = incident.monitor
+    return _Subject(
+        summary=incident.summary,
+        dedup_key=incident.dedup_key,
+        opened_at=incident.opened_at,
+        component=monitor.name,
+        group=monitor.owner or "tidemark",
+        kind=incident.reason,
+        details={
+            "monitor": monitor.name,
+            "owner": monitor.owner,
+            "reason": incident.reason,
+            "deadline_at": incident.deadline_at.isoformat(),
+            "partition": incident.partition or None,
+            "last_ping_at": monitor.last_ping_at.isoformat() if monitor.last_ping_at else None,
+        },
+    )
+
+
+def _words(page: Page) -> tuple[str, str]:
+    summary = _subject(page).summary
     if page.action == Page.Action.RESOLVE:
-        return f"[resolved] {incident.summary}", f"Resolved: {incident.summary}"
-    return f"[down] {incident.summary}", incident.summary
+        return f"[resolved] {summary}", f"Resolved: {summary}"
+    return f"[down] {summary}", summary
 
 
 def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
-    incident, channel = page.incident, page.channel
-    monitor = incident.monitor
-    details = {
-        "monitor": monitor.name,
-        "owner": monitor.owner,
-        "reason": incident.reason,
-        "deadline_at": incident.deadline_at.isoformat(),
-        "partition": incident.partition or None,
-        "last_ping_at": monitor.last_ping_at.isoformat() if monitor.last_ping_at else None,
-    }
+    channel = page.channel
+    subject = _subject(page)
+    details = subject.details
     if channel.kind == Channel.Kind.PAGERDUTY:
         # PagerDuty Events API v2: https://developer.pagerduty.com/docs/events-api-v2/trigger-events
         event = {
             "routing_key": channel.target,
             "event_action": page.action,
-            "dedup_key": incident.dedup_key,
+            "dedup_key": subject.dedup_key,
         }
         if page.action == Page.Action.TRIGGER:
             event["payload"] = {
-                "summary": incident.summary,
+                "summary": subject.summary,
                 "source": "tidemark-watchdog",
                 "severity": "critical",
-                "timestamp": incident.opened_at.isoformat(),
-                "component": monitor.name,
-                "group": monitor.owner or "tidemark",
-                "class": incident.reason,
+                "timestamp": subject.opened_at.isoformat(),
+                "component": subject.component,
+                "group": subject.group,
+                "class": subject.kind,
                 "custom_details": details,
             }
         body = json.dumps(event).encode()
@@ -157,7 +264,7 @@ def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
     payload = {
         "type": "monitor.resolved" if page.action == Page.Action.RESOLVE else "monitor.down",
         "timestamp": now.astimezone(UTC).isoformat(),
-        "data": {"summary": incident.summary, "dedup_key": incident.dedup_key, **details},
+        "data": {"summary": subject.summary, "dedup_key": subject.dedup_key, **details},
     }
     body = json.dumps(payload, separators=(",", ":"))
     msg_id, timestamp = f"page_{page.pk}", int(now.timestamp())
@@ -201,7 +308,7 @@ def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) ->
     written = Page.objects.filter(pk=page.pk, claim_token=token).update(**changes)
     if written:
         logger.info(
-            "page %s %s to %s: %s", page.action, page.incident.dedup_key, page.channel, outcome
+            "page %s %s to %s: %s", page.action, _subject(page).dedup_key, page.channel, outcome
         )
 
 

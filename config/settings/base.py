@@ -233,6 +233,8 @@ WATCHDOG_PAGING = {
     "max_attempts": env.int("WATCHDOG_PAGE_MAX_ATTEMPTS", default=12),
     "backoff_base_seconds": env.float("WATCHDOG_PAGE_BACKOFF_BASE", default=5.0),
     "backoff_cap_seconds": env.float("WATCHDOG_PAGE_BACKOFF_CAP", default=600.0),
+    # More due triggers than this for one channel in one cycle go out as one grouped page.
+    "group_threshold": env.int("WATCHDOG_PAGE_GROUP_THRESHOLD", default=10),
 }
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)

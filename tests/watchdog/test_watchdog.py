@@ -204,3 +204,30 @@ def test_pings_are_rate_limited_per_monitor(channel, settings):
     codes = [ping(monitor, at=T0 + timedelta(seconds=i)).status_code for i in range(5)]
     assert codes == [200, 200, 200, 429, 429]
     assert ping(monitor, at=T0 + timedelta(minutes=2)).status_code == 200
+
+
+def test_a_flood_of_missed_deadlines_is_one_grouped_page_resolved_when_all_are(pagerduty, channel):
+    many = [daily_monitor(channel, name=f"feed {n:02d}") for n in range(15)]
+    cycle(datetime(2026, 11, 29, 6, 0, tzinfo=UTC))
+
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    assert pagerduty[0]["payload"]["summary"].startswith("15 deadlines missed at once")
+    assert pagerduty[0]["payload"]["custom_details"]["count"] == 15
+    assert Incident.objects.count() == 15  # each deadline is still its own incident
+
+    for monitor in many[:-1]:
+        ping(monitor, partition="2026-11-28", at=datetime(2026, 11, 29, 6, 5, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 6, 6, tzinfo=UTC))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]  # one is still missing
+
+    ping(many[-1], partition="2026-11-28", at=datetime(2026, 11, 29, 6, 7, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 6, 8, tzinfo=UTC))
+    assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
+    assert pagerduty[1]["dedup_key"] == pagerduty[0]["dedup_key"]
+
+
+def test_a_few_missed_deadlines_are_paged_one_by_one(pagerduty, channel):
+    for n in range(3):
+        daily_monitor(channel, name=f"feed {n}")
+    cycle(datetime(2026, 11, 29, 6, 0, tzinfo=UTC))
+    assert len({e["dedup_key"] for e in pagerduty}) == 3
