@@ -22,6 +22,17 @@ PLACEHOLDER = "{partition}"
 # One List page: S3's ListObjectsV2 maximum, and what the poll's cost model counts in.
 PAGE_SIZE = 1000
 MANIFEST_MAX_BYTES = 1024 * 1024
+# How long an S3 call may take. s3fs retries a timed-out call 5 times on top of botocore's
+# own 5 attempts, 15 s each: a store that accepts connections and never answers would hold
+# a sweep (and the solo worker, which also delivers) for over 6 minutes per List call. One
+# s3fs attempt and botocore's standard retries (throttling included) stay under a minute.
+# A source's ``options["config_kwargs"]`` overrides any of these keys.
+S3_CLIENT_CONFIG = {
+    "connect_timeout": 5,
+    "read_timeout": 15,
+    "retries": {"mode": "standard", "total_max_attempts": 3},
+}
+S3FS_RETRIES = 1
 _FORBIDDEN = re.compile(r"[*?\[\]\\\x00-\x1f]")
 
 
@@ -187,15 +198,25 @@ class Lister:
     @property
     def fs(self):
         if self._fs is None:
+            options = dict(self.source.options)
+            if self.source.protocol == "s3":
+                options["config_kwargs"] = {
+                    **S3_CLIENT_CONFIG,
+                    **(options.get("config_kwargs") or {}),
+                }
             try:
-                self._fs = fsspec.filesystem(
+                fs = fsspec.filesystem(
                     self.source.protocol,
+                    # Instances are cached per process (fsspec drops them after a fork),
+                    # so a sweep reuses the S3 client; listings are never cached.
                     use_listings_cache=False,
-                    skip_instance_cache=True,
-                    **self.source.options,
+                    **options,
                 )
             except Exception as exc:  # any backend's set-up failure is the operator's to fix
                 raise StorageError(f"cannot open {self.source.name!r}: {exc}") from exc
+            if self.source.protocol == "s3":
+                fs.retries = S3FS_RETRIES  # not a constructor option of s3fs
+            self._fs = fs
         return self._fs
 
     def _path(self, relative: str) -> str:
@@ -206,8 +227,8 @@ class Lister:
 
         Args:
             parent: ``""`` or a relative path ending in ``/``.
-            start_after: skip names that sort at or before this one (S3 only; elsewhere the
-                whole directory is read in one call and filtered).
+            start_after: skip names that sort before this one (S3 starts the listing there;
+                elsewhere the whole directory is read in one call and filtered).
 
         Raises:
             StorageError
@@ -227,7 +248,7 @@ class Lister:
             ]
             self.counts.objects += len(names)
             if start_after is not None:
-                names = [n for n in names if n > start_after]
+                names = [n for n in names if n >= start_after]
         return sorted(names)
 
     def objects(self, prefix: str) -> list[StoredObject]:
@@ -237,7 +258,14 @@ class Lister:
             StorageError
         """
         if self.source.protocol == "s3":
-            return [StoredObject(k, s) for k, s in self._s3_pages(prefix, delimiter=False)]
+            # A key ending in "/" (the prefix's own, named "" here, or a deeper one) is a
+            # folder placeholder (the S3 console's "Create folder", Hadoop's "dir/"
+            # marker), not a file: it must not count as a data file.
+            return [
+                StoredObject(k, s)
+                for k, s in self._s3_pages(prefix, delimiter=False)
+                if k and not k.endswith("/")
+            ]
         base = self._path(prefix).rstrip("/")
         found = self._call(self.fs.find, base, detail=True, missing={})
         self.counts.objects += len(found)
@@ -288,8 +316,13 @@ class Lister:
         while True:
             try:
                 page = self.fs.call_s3("list_objects_v2", **params)
-            except FileNotFoundError:
-                return
+            except FileNotFoundError as exc:
+                # A missing prefix is an empty listing, never an error: only a missing bucket
+                # (NoSuchBucket, which s3fs raises as FileNotFoundError) gets here, and that
+                # is the operator's to fix, not "nothing landed".
+                raise StorageError(
+                    f"{self.source.name}: bucket {bucket!r} does not exist ({exc})"
+                ) from exc
             except Exception as exc:
                 raise StorageError(f"{self.source.name}: {type(exc).__name__}: {exc}") from exc
             self.counts.pages += 1

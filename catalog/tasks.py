@@ -7,6 +7,7 @@ from datetime import datetime
 
 from celery import shared_task
 from celery.signals import worker_ready
+from django.conf import settings
 from django.utils import timezone
 
 from . import delivery, doorbell, freshness, polling
@@ -58,6 +59,9 @@ def poll_storage(boot_at: str | None = None) -> int:
     also every group not swept since then, in full: recovery after downtime."""
     boot = datetime.fromisoformat(boot_at) if boot_at else None
     reports = polling.sweep_due(now=timezone.now(), boot_at=boot)
+    if len(reports) >= settings.TIDEMARK_POLL["batch_size"]:
+        # A full batch may have left groups behind: go on in a new task, not this one.
+        poll_storage.delay(boot_at=boot_at)
     return sum(r.partitions_found for r in reports)
 
 
