@@ -92,9 +92,12 @@ def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
             ).values_list("partition", flat=True)
         )
         return next((key for key in expected if key not in pinged), None)
+    # Bounded on both sides: a ping after this deadline's grace belongs to a later one, so
+    # one late ping after downtime does not excuse every deadline missed meanwhile.
     met = Ping.objects.filter(
         monitor=monitor,
         kind=Ping.Kind.SUCCESS,
         received_at__gt=schedule.window_start(monitor, deadline),
+        received_at__lte=schedule.check_at(monitor, deadline),
     ).exists()
     return None if met else ""

@@ -150,7 +150,10 @@ def _apply_success(monitor: Monitor, partition: str, *, now: datetime) -> None:
         monitor.last_partition = partition
     if monitor.state == Monitor.State.NEW:
         monitor.state = Monitor.State.UP
-    if monitor.kind == Monitor.Kind.PERIOD or monitor.deadline_at is None:
+    # A paused monitor keeps no deadline (resume plans one from its own "now").
+    if monitor.state != Monitor.State.PAUSED and (
+        monitor.kind == Monitor.Kind.PERIOD or monitor.deadline_at is None
+    ):
         monitor.deadline_at = schedule.first_deadline(monitor, now=now)
         monitor.check_at = schedule.check_at(monitor, monitor.deadline_at)
     open_incidents = list(monitor.incidents.filter(resolved_at__isnull=True))

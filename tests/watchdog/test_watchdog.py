@@ -231,3 +231,13 @@ def test_a_few_missed_deadlines_are_paged_one_by_one(pagerduty, channel):
         daily_monitor(channel, name=f"feed {n}")
     cycle(datetime(2026, 11, 29, 6, 0, tzinfo=UTC))
     assert len({e["dedup_key"] for e in pagerduty}) == 3
+
+
+def test_one_late_ping_does_not_excuse_the_deadlines_missed_before_it(pagerduty, channel):
+    with time_machine.travel(T0, tick=False):
+        monitor = monitors.monitor_create(
+            channels=[channel], now=T0, name="nightly", kind="deadline", cron="0 6 * * *"
+        )
+    ping(monitor, at=datetime(2026, 12, 1, 11, 0, tzinfo=UTC))  # after three deadlines
+    report = cycle(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))
+    assert len(report.missed) == 3
