@@ -10,7 +10,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
-from . import delivery, doorbell, freshness, polling
+from . import delivery, doorbell, freshness, polling, self_monitoring
 
 logger = logging.getLogger(__name__)
 
@@ -73,3 +73,9 @@ def _sweep_after_boot(sender=None, **kwargs) -> None:
         poll_storage.delay(boot_at=timezone.now().isoformat())
     except Exception:  # the broker may be down; the next beat sweep still runs
         logger.warning("could not queue the start-up storage sweep", exc_info=True)
+
+
+@shared_task(name="catalog.tasks.heartbeat")
+def heartbeat() -> dict:
+    """Ping the watchdog's system monitors for the healthy parts (beat, every 60 s)."""
+    return self_monitoring.heartbeat(sender=_process_sender(), now=timezone.now())

@@ -79,6 +79,7 @@ class MonitorInputSerializer(serializers.ModelSerializer):
             "grace_seconds",
             "max_runtime_seconds",
             "post_only",
+            "system",
             "channel_ids",
         ]
 
@@ -115,6 +116,7 @@ class MonitorOutputSerializer(serializers.ModelSerializer):
             "grace_seconds",
             "max_runtime_seconds",
             "post_only",
+            "system",
             "state",
             "deadline_at",
             "check_at",
@@ -282,6 +284,8 @@ class ExternalMonitorApi(WatchdogApiView):
             )
             for spec in fields.pop("channels", [])
         ]
+        if fields.get("system"):
+            channels += monitors.operators_channels()
         monitor, changed = monitors.monitor_upsert_external(
             external_id=external_id[:200],
             version=version,

@@ -57,13 +57,18 @@ def _judge(monitor: Monitor, *, now: datetime) -> list[Missed]:
         gap = _missing_partition(monitor, deadline)
         if gap is not None:
             expected = f" partition {gap}" if gap else ""
+            summary = f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC"
+            if monitor.system:
+                summary = f"Tidemark is degraded: {summary}"
             incident = incidents.open_incident(
                 monitor,
                 reason=Incident.Reason.MISSED,
                 deadline_at=deadline,
                 partition=gap,
-                summary=f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC",
+                summary=summary,
                 now=now,
+                # Operators are paged once for a degraded Tidemark, not once per part.
+                page=not (monitor.system and _other_system_monitor_down(monitor)),
             )
             if incident is not None:
                 missed.append(Missed(monitor.name, deadline, gap))
@@ -101,3 +106,11 @@ def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
         received_at__lte=schedule.check_at(monitor, deadline),
     ).exists()
     return None if met else ""
+
+
+def _other_system_monitor_down(monitor: Monitor) -> bool:
+    return (
+        Monitor.objects.filter(system=True, state=Monitor.State.DOWN)
+        .exclude(pk=monitor.pk)
+        .exists()
+    )

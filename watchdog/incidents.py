@@ -24,6 +24,7 @@ def open_incident(
     partition: str = "",
     summary: str,
     now: datetime,
+    page: bool = True,
 ) -> Incident | None:
     """Open the incident for (monitor, deadline, reason) and queue a trigger to each of the
     monitor's channels; None when it is already open (another loop got there first).
@@ -31,6 +32,7 @@ def open_incident(
     Args:
         deadline_at: the missed deadline (UTC), or the failure's time for ``failed``.
         partition: the partition the deadline expected, if any.
+        page: queue the triggers (False records the incident without paging).
     """
     try:
         with transaction.atomic(using=db.alias()):
@@ -44,6 +46,8 @@ def open_incident(
             )
     except IntegrityError:
         return None
+    if not page:
+        return incident
     Page.objects.bulk_create(
         Page(incident=incident, channel=channel, action=Page.Action.TRIGGER, next_attempt_at=now)
         for channel in monitor.channels.all()

@@ -76,6 +76,9 @@ class Monitor(models.Model):
     grace_seconds = models.PositiveIntegerField(default=0)
     max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)
     post_only = models.BooleanField(default=False, help_text="Ignore GET pings (link unfurlers).")
+    # Watches Tidemark itself (beat, workers, poll, deliveries). While one is down, pages of
+    # the other monitors are held: the outage is Tidemark's, and operators are paged for it.
+    system = models.BooleanField(default=False)
     channels = models.ManyToManyField(Channel, blank=True, related_name="monitors")
 
     state = models.CharField(max_length=16, choices=State.choices, default=State.NEW)

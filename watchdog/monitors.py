@@ -205,3 +205,19 @@ def monitor_upsert_external(
             monitor_update(monitor, channels=channels, now=now, external_version=version, **fields),
             True,
         )
+
+
+def operators_channels() -> list[Channel]:
+    """The operators' channels from ``WATCHDOG_OPERATORS_CHANNELS`` (a watchdog setting:
+    ``[{"kind": "pagerduty", "target": "..."}]``), paged when Tidemark itself is degraded."""
+    from django.conf import settings
+
+    return [
+        channel_for(
+            kind=spec["kind"],
+            target=spec["target"],
+            owner="operators",
+            name=spec.get("name", f"operators {spec['kind']}"),
+        )
+        for spec in settings.WATCHDOG_OPERATORS_CHANNELS
+    ]

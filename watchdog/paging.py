@@ -29,7 +29,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 import outbound
 
 from . import db
-from .models import Channel, Page, PageGroup
+from .models import Channel, Monitor, Page, PageGroup
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +126,11 @@ def group_floods(*, now: datetime) -> list[PageGroup]:
     return groups
 
 
+def degraded() -> bool:
+    """Whether a system monitor (Tidemark watching itself) is down."""
+    return Monitor.objects.filter(system=True, state=Monitor.State.DOWN).exists()
+
+
 def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
     incident_trigger_pending = Page.objects.filter(
         incident_id=OuterRef("incident_id"),
@@ -139,10 +144,16 @@ def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
         action=Page.Action.TRIGGER,
         state=Page.State.PENDING,
     )
+    held = Q()
+    if degraded():
+        # Tidemark is degraded: its operators were paged; the triggers its outage causes
+        # wait, and those whose data still lands resolve without waking anyone.
+        held = Q(action=Page.Action.TRIGGER) & ~Q(incident__monitor__system=True)
     token = uuid.uuid4()
     with transaction.atomic(using=db.alias()):
         pages = list(
             Page.objects.select_for_update(skip_locked=True, of=("self",))
+            .exclude(held)
             .filter(state=Page.State.PENDING, next_attempt_at__lte=now)
             .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
             .exclude(

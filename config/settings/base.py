@@ -214,6 +214,9 @@ WATCHDOG_PING_RATE_PER_MINUTE = env.int("WATCHDOG_PING_RATE_PER_MINUTE", default
 # Its own dead-man's switch (another watchdog, or any healthchecks-style URL).
 WATCHDOG_HEARTBEAT_URL = env.str("WATCHDOG_HEARTBEAT_URL", default="")
 WATCHDOG_HEARTBEAT_SECONDS = env.int("WATCHDOG_HEARTBEAT_SECONDS", default=60)
+# Paged once when Tidemark itself is degraded (its system monitors), as JSON:
+# [{"kind": "pagerduty", "target": "<routing key>"}] (also slack, webhook, email).
+WATCHDOG_OPERATORS_CHANNELS = env.json("WATCHDOG_OPERATORS_CHANNELS", default=[])
 # The catalog's side: where the watchdog's REST API is and the token it holds to manage
 # monitors (embedded: the local watchdog, with the token bin/run created).
 TIDEMARK_WATCHDOG_URL = env.str(
@@ -223,6 +226,13 @@ _watchdog_token_file = VAR_DIR / "watchdog-token"
 TIDEMARK_WATCHDOG_TOKEN = env.str("TIDEMARK_WATCHDOG_TOKEN", default="") or (
     _watchdog_token_file.read_text().strip() if EMBEDDED and _watchdog_token_file.exists() else ""
 )
+# Tidemark's own health, as system monitors in the watchdog (catalog/self_monitoring.py).
+TIDEMARK_SELF_MONITORING = {
+    "period_seconds": env.int("TIDEMARK_HEARTBEAT_PERIOD", default=60),
+    "grace_seconds": env.int("TIDEMARK_HEARTBEAT_GRACE", default=120),
+    "delivery_lag_seconds": env.int("TIDEMARK_DELIVERY_LAG_ALERT", default=600),
+    "poll_lag_seconds": env.int("TIDEMARK_POLL_LAG_ALERT", default=900),
+}
 WATCHDOG_PAGING = {
     "pagerduty_url": env.str(
         "WATCHDOG_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue"
@@ -288,6 +298,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
+    "heartbeat": {"task": "catalog.tasks.heartbeat", "schedule": 60.0},
 }
 
 LOGGING = {

@@ -5,6 +5,7 @@ server on 127.0.0.1)."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -123,3 +124,38 @@ def test_a_ping_that_overtakes_its_monitor_is_retried_not_dropped(watchdog_api, 
     )
     assert response.status_code == 425
     assert response["Content-Type"] == "application/problem+json"
+
+
+def test_the_heartbeat_provisions_system_monitors_and_pings_the_healthy_parts(
+    watchdog_api, monkeypatch
+):
+    from django.utils import timezone
+
+    from catalog import self_monitoring
+    from tests.catalog.factories import EndpointFactory
+    from watchdog.models import Monitor as WatchdogMonitor
+
+    monkeypatch.setattr(self_monitoring, "_provisioned", set())
+    now = timezone.now()
+    # A delivery due for 20 minutes: the delivery machinery is stuck.
+    endpoint = EndpointFactory(team=TeamFactory(slug="finance"))
+    from catalog import notices
+
+    notification = notices.notification_write(
+        type="partition.ready", dedup_key="stuck", data={}, now=now
+    )
+    Delivery.objects.create(
+        notification=notification, endpoint=endpoint, next_attempt_at=now - timedelta(minutes=20)
+    )
+
+    status = self_monitoring.heartbeat(sender=delivery.sender_from_settings(), now=now)
+
+    assert status == {
+        "tidemark:system:scheduler": True,
+        "tidemark:system:deliveries": False,
+        "tidemark:system:poll": True,
+    }
+    system = {m.external_id: m for m in WatchdogMonitor.objects.filter(system=True)}
+    assert set(system) == set(self_monitoring.SYSTEM_MONITORS)
+    assert system["tidemark:system:scheduler"].pings.count() == 1
+    assert system["tidemark:system:deliveries"].pings.count() == 0

@@ -241,3 +241,60 @@ def test_one_late_ping_does_not_excuse_the_deadlines_missed_before_it(pagerduty,
     ping(monitor, at=datetime(2026, 12, 1, 11, 0, tzinfo=UTC))  # after three deadlines
     report = cycle(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))
     assert len(report.missed) == 3
+
+
+def test_while_tidemark_is_degraded_operators_are_paged_once_and_dataset_pages_wait(
+    pagerduty, channel, settings
+):
+    settings.WATCHDOG_OPERATORS_CHANNELS = [{"kind": "pagerduty", "target": "O" * 32}]
+    operators = monitors.operators_channels()
+    with time_machine.travel(T0, tick=False):
+        system = [
+            monitors.monitor_create(
+                channels=operators,
+                now=T0,
+                name=name,
+                period_seconds=60,
+                grace_seconds=120,
+                system=True,
+            )
+            for name in ("Tidemark beat and workers", "Tidemark deliveries")
+        ]
+    dataset_monitor = daily_monitor(channel)
+    for monitor in system:
+        ping(monitor, at=datetime(2026, 11, 29, 5, 0, tzinfo=UTC))
+
+    # The workers stop at 05:00: the system monitors go quiet, then the data is late.
+    cycle(datetime(2026, 11, 29, 5, 5, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 45, tzinfo=UTC))
+
+    assert [(e["routing_key"][0], e["event_action"]) for e in pagerduty] == [("O", "trigger")]
+    assert pagerduty[0]["payload"]["summary"].startswith("Tidemark is degraded")
+    assert Incident.objects.filter(monitor=dataset_monitor).count() == 1  # opened, held
+
+    # Tidemark recovers and the data it was holding back lands: nobody else is woken.
+    for monitor in system:
+        ping(monitor, at=datetime(2026, 11, 29, 5, 50, tzinfo=UTC))
+    ping(dataset_monitor, partition="2026-11-28", at=datetime(2026, 11, 29, 5, 50, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 51, tzinfo=UTC))
+    assert [(e["routing_key"][0], e["event_action"]) for e in pagerduty] == [
+        ("O", "trigger"),
+        ("O", "resolve"),
+    ]
+
+
+def test_after_tidemark_recovers_a_still_missing_partition_pages_its_owner(
+    pagerduty, channel, settings
+):
+    with time_machine.travel(T0, tick=False):
+        system = monitors.monitor_create(
+            now=T0, name="Tidemark deliveries", period_seconds=60, grace_seconds=120, system=True
+        )
+    dataset_monitor = daily_monitor(channel)
+    ping(system, at=datetime(2026, 11, 29, 5, 0, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 45, tzinfo=UTC))
+    assert pagerduty == []  # held while degraded
+    ping(system, at=datetime(2026, 11, 29, 5, 50, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 51, tzinfo=UTC))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    assert pagerduty[0]["dedup_key"] == Incident.objects.get(monitor=dataset_monitor).dedup_key
