@@ -20,7 +20,7 @@ from datetime import datetime
 from django.db import transaction
 
 from . import db, incidents, schedule
-from .models import Incident, Monitor, Ping
+from .models import Incident, Monitor, Ping, Run
 
 MAX_DEADLINES_PER_MONITOR = 500  # a very long outage is caught up over several cycles
 
@@ -45,6 +45,37 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
         )
         for monitor in monitors:
             missed += _judge(monitor, now=now)
+        missed += _overdue_runs(now=now, limit=limit)
+    return missed
+
+
+def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
+    """Page every run open past its monitor's maximum run time, once per run."""
+    missed = []
+    runs = list(
+        Run.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(overdue_at__lte=now)
+        .select_related("monitor")
+        .order_by("overdue_at")[:limit]
+    )
+    for run in runs:
+        monitor = run.monitor
+        if monitor.state != Monitor.State.PAUSED:
+            label = f" {run.run_id}" if run.run_id else ""
+            incident = incidents.open_incident(
+                monitor,
+                reason=Incident.Reason.RUNTIME,
+                deadline_at=run.started_at,
+                summary=(
+                    f"{monitor.name}: run{label} started {run.started_at:%Y-%m-%d %H:%M:%S} UTC "
+                    f"still running after {monitor.max_runtime_seconds} s"
+                ),
+                now=now,
+            )
+            if incident is not None:
+                missed.append(Missed(monitor.name, run.overdue_at, ""))
+        run.overdue_at = None
+        run.save(update_fields=["overdue_at"])
     return missed
 
 

@@ -151,6 +151,31 @@ class Ping(models.Model):
         return f"{self.kind} ping of {self.monitor_id} at {self.received_at}"
 
 
+class Run(models.Model):
+    """One run of a monitored job, from its ``/start`` ping to its finish. Runs are
+    tracked separately by run id (``?rid=``), so a hung run is not hidden by a later one
+    that finished; a run open past the monitor's ``max_runtime_seconds`` pages."""
+
+    monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, blank=True)  # success / fail
+    # started_at + max runtime, while open and not yet paged: the loop's indexed query.
+    overdue_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["overdue_at"], name="run_overdue", condition=Q(overdue_at__isnull=False)
+            ),
+            models.Index(fields=["monitor", "run_id"], name="run_by_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id or '-'} of {self.monitor_id} from {self.started_at}"
+
+
 class Incident(models.Model):
     """One missed deadline (or failure) of one monitor: opened once, paged once, resolved
     once. Unique per (monitor, deadline, reason), so two loops open it once."""

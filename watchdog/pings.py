@@ -14,7 +14,7 @@ from django.db import transaction
 from schedules import PartitionKeyError, parse_partition_key
 
 from . import db, incidents, schedule
-from .models import Incident, Monitor, Ping
+from .models import Incident, Monitor, Ping, Run
 
 MAX_PING_BODY = 10_000  # bytes kept of a ping's body
 RATE_WINDOW = timedelta(minutes=1)
@@ -96,6 +96,7 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
         )
         monitor.last_ping_at = now
         monitor.last_ping_kind = kind
+        _track_run(monitor, ping.run_id[:64], kind, now=now)
         if kind == Ping.Kind.START:
             monitor.last_start_at = now
         elif kind == Ping.Kind.SUCCESS:
@@ -104,6 +105,38 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
             _apply_failure(monitor, ping.exit_status, now=now)
         monitor.save()
     return "ok"
+
+
+def _track_run(monitor: Monitor, run_id: str, kind: str, *, now: datetime) -> None:
+    """Open a run on ``start``; close the run this finish belongs to (the same run id, or
+    without one the newest open run) and resolve its run-time incident, if any."""
+    if kind == Ping.Kind.START:
+        overdue = (
+            now + timedelta(seconds=monitor.max_runtime_seconds)
+            if monitor.max_runtime_seconds
+            else None
+        )
+        Run.objects.create(monitor=monitor, run_id=run_id, started_at=now, overdue_at=overdue)
+        return
+    run = (
+        Run.objects.filter(monitor=monitor, run_id=run_id, finished_at__isnull=True)
+        .order_by("-started_at")
+        .first()
+    )
+    if run is None:
+        return
+    run.finished_at, run.outcome, run.overdue_at = now, kind, None
+    run.save(update_fields=["finished_at", "outcome", "overdue_at"])
+    incidents.resolve(
+        list(
+            monitor.incidents.filter(
+                reason=Incident.Reason.RUNTIME,
+                deadline_at=run.started_at,
+                resolved_at__isnull=True,
+            )
+        ),
+        now=now,
+    )
 
 
 def _count_against_rate(monitor: Monitor, *, now: datetime) -> None:
@@ -167,6 +200,8 @@ def _satisfies(monitor: Monitor, incident: Incident, partition: str) -> bool:
     """Whether a success ping (for ``partition``) resolves ``incident``: a failure or a
     missed period by any success; a missed partition deadline only once every partition it
     expected has a success ping (a ping for yesterday never resolves today's)."""
+    if incident.reason == Incident.Reason.RUNTIME:
+        return False  # only the finish of that run resolves it
     if incident.reason != Incident.Reason.MISSED or not monitor.partitioning:
         return True
     expected = schedule.expected_partitions(monitor, incident.deadline_at) or [incident.partition]

@@ -298,3 +298,26 @@ def test_after_tidemark_recovers_a_still_missing_partition_pages_its_owner(
     cycle(datetime(2026, 11, 29, 5, 51, tzinfo=UTC))
     assert [e["event_action"] for e in pagerduty] == ["trigger"]
     assert pagerduty[0]["dedup_key"] == Incident.objects.get(monitor=dataset_monitor).dedup_key
+
+
+def test_a_hung_run_pages_even_when_a_later_run_finished(pagerduty, channel):
+    with time_machine.travel(T0, tick=False):
+        monitor = monitors.monitor_create(
+            channels=[channel], now=T0, name="loader", period_seconds=3600, max_runtime_seconds=60
+        )
+    ping(monitor, "/start", rid="a", at=T0)
+    ping(monitor, "/start", rid="b", at=T0 + timedelta(seconds=10))
+    ping(monitor, "/0", rid="b", at=T0 + timedelta(seconds=20))
+    cycle(T0 + timedelta(seconds=59))
+    assert pagerduty == []
+
+    cycle(T0 + timedelta(seconds=61))
+    cycle(T0 + timedelta(seconds=62))
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    assert "run a " in pagerduty[0]["payload"]["summary"]
+    assert pagerduty[0]["payload"]["class"] == "runtime"
+
+    ping(monitor, "/0", rid="a", at=T0 + timedelta(seconds=90))
+    cycle(T0 + timedelta(seconds=91))
+    assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
+    assert Ping.objects.get(run_id="a", kind="success").duration_ms == 90_000
