@@ -331,7 +331,7 @@ def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset
 
 
 SLA_FIELDS = {"sla_cron", "sla_timezone", "sla_grace_seconds", "partitioning", "partition_timezone"}
-WATCHDOG_FIELDS = SLA_FIELDS | {"criticality"}
+WATCHDOG_FIELDS = SLA_FIELDS | {"criticality", "lifecycle"}
 POLL_FIELDS = {"completion_signal", "storage_source", "location_template", "partitioning"}
 
 

@@ -36,6 +36,7 @@ def external_id(dataset: Dataset) -> str:
 def _watched(dataset: Dataset) -> bool:
     return (
         configured()
+        and dataset.lifecycle != Dataset.Lifecycle.RETIRED
         and dataset.criticality == Dataset.Criticality.CRITICAL
         and bool(dataset.sla_cron)
         and dataset.partitioning != Dataset.Partitioning.NONE
@@ -51,13 +52,20 @@ def _endpoint(dataset: Dataset) -> Endpoint:
 
 
 def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
-    """Queue the data monitor's definition (create or update) for a critical dataset.
+    """Queue the data monitor's definition (create or update) for a critical dataset, and
+    its pause when a watched dataset stops being one (criticality, SLA, retirement).
 
     Must run in the transaction that changed the dataset. The definition carries the
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
     Returns the notification, or None when the dataset is not watched.
     """
-    if not _watched(dataset):
+    watched = _watched(dataset)
+    if not watched and not (
+        configured()
+        and Notification.objects.filter(
+            dataset=dataset, type=Notification.Type.WATCHDOG_MONITOR
+        ).exists()
+    ):
         return None
     team = dataset.owner
     version = notices.iso(dataset.updated_at or now)
@@ -83,6 +91,8 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
                 "partition_timezone": dataset.partition_timezone,
                 "grace_seconds": dataset.sla_grace_seconds,
                 "channels": channels,
+                # No longer critical, no SLA, or retired: the monitor is paused, not lost.
+                "active": watched,
             },
         },
         now=now,

@@ -258,10 +258,11 @@ class ChannelSpecSerializer(serializers.Serializer):
 class ExternalMonitorInputSerializer(MonitorInputSerializer):
     version = serializers.CharField(max_length=64, required=False, allow_blank=True)
     channels = ChannelSpecSerializer(many=True, required=False)
+    active = serializers.BooleanField(required=False, default=True)
 
     class Meta(MonitorInputSerializer.Meta):
         fields = [f for f in MonitorInputSerializer.Meta.fields if f not in ("external_id",)]
-        fields += ["version", "channels"]
+        fields += ["version", "channels", "active"]
 
 
 class ExternalMonitorApi(WatchdogApiView):
@@ -274,6 +275,7 @@ class ExternalMonitorApi(WatchdogApiView):
         fields = dict(data.validated_data)
         fields.pop("channel_ids", None)
         version = fields.pop("version", "")
+        active = fields.pop("active")
         owner = fields.get("owner", "")
         channels = [
             monitors.channel_for(
@@ -293,6 +295,10 @@ class ExternalMonitorApi(WatchdogApiView):
             now=timezone.now(),
             **fields,
         )
+        if changed and not active and monitor.state != Monitor.State.PAUSED:
+            monitor = monitors.monitor_pause(monitor, now=timezone.now())
+        elif changed and active and monitor.state == Monitor.State.PAUSED:
+            monitor = monitors.monitor_resume(monitor, now=timezone.now())
         return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)
 
 

@@ -159,3 +159,21 @@ def test_the_heartbeat_provisions_system_monitors_and_pings_the_healthy_parts(
     assert set(system) == set(self_monitoring.SYSTEM_MONITORS)
     assert system["tidemark:system:scheduler"].pings.count() == 1
     assert system["tidemark:system:deliveries"].pings.count() == 0
+
+
+def test_a_dataset_that_stops_being_critical_pauses_its_monitor(watchdog_api):
+    team = TeamFactory(slug="orders")
+    dataset = register(team)
+    deliver()
+    services.dataset_update(
+        actor=services.Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.HIGH
+    )
+    deliver()
+    assert Monitor.objects.get().state == "paused"
+    services.dataset_update(
+        actor=services.Actor(team=team),
+        dataset=dataset,
+        criticality=Dataset.Criticality.CRITICAL,
+    )
+    deliver()
+    assert Monitor.objects.get().state in ("new", "up")

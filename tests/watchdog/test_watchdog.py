@@ -321,3 +321,45 @@ def test_a_hung_run_pages_even_when_a_later_run_finished(pagerduty, channel):
     cycle(T0 + timedelta(seconds=91))
     assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
     assert Ping.objects.get(run_id="a", kind="success").duration_ms == 90_000
+
+
+@pytest.mark.parametrize(
+    ("cron", "created", "deadlines"),
+    [
+        # Europe/Berlin springs forward on 2026-03-29: 02:30 does not exist that night and
+        # moves to the next valid instant (03:00 CEST = 01:00 UTC).
+        (
+            "30 2 * * *",
+            datetime(2026, 3, 27, 12, 0, tzinfo=UTC),
+            [
+                datetime(2026, 3, 28, 1, 30, tzinfo=UTC),
+                datetime(2026, 3, 29, 1, 0, tzinfo=UTC),
+                datetime(2026, 3, 30, 0, 30, tzinfo=UTC),
+            ],
+        ),
+        # It falls back on 2026-10-25: 02:30 happens twice and counts once, the first time.
+        (
+            "30 2 * * *",
+            datetime(2026, 10, 23, 12, 0, tzinfo=UTC),
+            [
+                datetime(2026, 10, 24, 0, 30, tzinfo=UTC),
+                datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+                datetime(2026, 10, 26, 1, 30, tzinfo=UTC),
+            ],
+        ),
+    ],
+)
+def test_deadlines_across_dst_changes_open_one_incident_each(
+    pagerduty, channel, cron, created, deadlines
+):
+    with time_machine.travel(created, tick=False):
+        monitors.monitor_create(
+            channels=[channel],
+            now=created,
+            name="berlin nightly",
+            kind="deadline",
+            cron=cron,
+            timezone="Europe/Berlin",
+        )
+    report = cycle(deadlines[-1] + timedelta(minutes=1))
+    assert [m.deadline_at for m in report.missed] == deadlines
