@@ -157,6 +157,9 @@ class Dataset(models.Model):
     sunset_at = models.DateTimeField(null=True, blank=True)
     # The status badge's URL holds this unguessable token instead of needing an API key.
     badge_token = models.CharField(max_length=43, unique=True, default=_badge_token)
+    # The ping key of the watchdog's pipeline monitor for a critical dataset: chosen here
+    # so the owner can be shown its ping URL; the producer's last task calls it.
+    pipeline_ping_key = models.UUIDField(null=True, blank=True, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

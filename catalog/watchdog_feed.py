@@ -1,6 +1,6 @@
-"""Feeding the independent watchdog: a data monitor for every critical dataset with an SLA,
-and a ping for every partition that becomes ready (published, found by the poll, or
-restated).
+"""Feeding the independent watchdog: for every critical dataset with an SLA, a data monitor
+pinged for every partition that becomes ready (published, found by the poll, or restated)
+and a pipeline monitor the producer's last task pings itself.
 
 Both travel as notifications through the durable delivery engine to the owner team's
 ``watchdog`` endpoint (the watchdog's REST API, with the one token the catalog holds), so
@@ -12,6 +12,7 @@ monitor's deadline passes: on-call is paged, which is the point.
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime
 from urllib.parse import quote
 
@@ -52,12 +53,13 @@ def _endpoint(dataset: Dataset) -> Endpoint:
 
 
 def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
-    """Queue the data monitor's definition (create or update) for a critical dataset, and
-    its pause when a watched dataset stops being one (criticality, SLA, retirement).
+    """Queue the definitions of the data and pipeline monitors (create or update) for a
+    critical dataset, and their pause when a watched dataset stops being one (criticality,
+    SLA, retirement).
 
     Must run in the transaction that changed the dataset. The definition carries the
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
-    Returns the notification, or None when the dataset is not watched.
+    Returns the last notification written, or None when the dataset is not watched.
     """
     watched = _watched(dataset)
     if not watched and not (
@@ -68,37 +70,64 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     ):
         return None
     team = dataset.owner
+    if watched and dataset.pipeline_ping_key is None:
+        dataset.pipeline_ping_key = uuid.uuid4()
+        Dataset.objects.filter(pk=dataset.pk).update(pipeline_ping_key=dataset.pipeline_ping_key)
     version = notices.iso(dataset.updated_at or now)
     channels = (
         [{"kind": "pagerduty", "target": team.paging_routing_key, "name": f"{team.slug} on-call"}]
         if team.paging_routing_key
         else []
     )
-    notification = notices.notification_write(
-        type=Notification.Type.WATCHDOG_MONITOR,
-        dataset=dataset,
-        dedup_key=f"watchdog-monitor:{dataset.pk}:{version}",
-        data={
-            "external_id": external_id(dataset),
-            "version": version,
-            "monitor": {
-                "name": f"{dataset.namespace}/{dataset.name} data",
-                "owner": team.slug,
-                "kind": "deadline",
-                "cron": dataset.sla_cron,
-                "timezone": dataset.sla_timezone,
-                "partitioning": dataset.partitioning,
-                "partition_timezone": dataset.partition_timezone,
-                "grace_seconds": dataset.sla_grace_seconds,
-                "channels": channels,
-                # No longer critical, no SLA, or retired: the monitor is paused, not lost.
-                "active": watched,
-            },
+    common = {
+        "owner": team.slug,
+        "kind": "deadline",
+        "cron": dataset.sla_cron,
+        "timezone": dataset.sla_timezone,
+        "grace_seconds": dataset.sla_grace_seconds,
+        "channels": channels,
+        # No longer critical, no SLA, or retired: the monitors are paused, not lost.
+        "active": watched,
+    }
+    definitions = {
+        external_id(dataset): {
+            **common,
+            "name": f"{dataset.namespace}/{dataset.name} data",
+            "partitioning": dataset.partitioning,
+            "partition_timezone": dataset.partition_timezone,
         },
-        now=now,
-    )
-    notices.queue(notification, {_endpoint(dataset).pk}, now=now)
+        # The producer's last task pings this one itself: the job ran, even if the
+        # catalog never heard of its data.
+        pipeline_external_id(dataset): {
+            **common,
+            "name": f"{dataset.namespace}/{dataset.name} pipeline",
+            "ping_key": str(dataset.pipeline_ping_key) if dataset.pipeline_ping_key else None,
+        },
+    }
+    endpoint_id = _endpoint(dataset).pk
+    notification = None
+    for monitor_id, definition in definitions.items():
+        notification = notices.notification_write(
+            type=Notification.Type.WATCHDOG_MONITOR,
+            dataset=dataset,
+            dedup_key=f"watchdog-monitor:{monitor_id}:{version}",
+            data={"external_id": monitor_id, "version": version, "monitor": definition},
+            now=now,
+        )
+        notices.queue(notification, {endpoint_id}, now=now)
     return notification
+
+
+def pipeline_external_id(dataset: Dataset) -> str:
+    """The watchdog's name for the dataset's pipeline monitor."""
+    return f"tidemark:dataset:{dataset.pk}:pipeline"
+
+
+def pipeline_ping_url(dataset: Dataset) -> str | None:
+    """Where the producer's last task pings (``/start``, ``/fail`` work too), or None."""
+    if not dataset.pipeline_ping_key or not settings.WATCHDOG_PUBLIC_URL:
+        return None
+    return f"{settings.WATCHDOG_PUBLIC_URL.rstrip('/')}/ping/{dataset.pipeline_ping_key}"
 
 
 def ping_partition(dataset: Dataset, *, partition_key: str, revision_id: int, now: datetime):

@@ -259,10 +259,13 @@ class ExternalMonitorInputSerializer(MonitorInputSerializer):
     version = serializers.CharField(max_length=64, required=False, allow_blank=True)
     channels = ChannelSpecSerializer(many=True, required=False)
     active = serializers.BooleanField(required=False, default=True)
+    ping_key = serializers.UUIDField(
+        required=False, allow_null=True, help_text="Chosen by the managing system, if given."
+    )
 
     class Meta(MonitorInputSerializer.Meta):
         fields = [f for f in MonitorInputSerializer.Meta.fields if f not in ("external_id",)]
-        fields += ["version", "channels", "active"]
+        fields += ["version", "channels", "active", "ping_key"]
 
 
 class ExternalMonitorApi(WatchdogApiView):
@@ -276,6 +279,8 @@ class ExternalMonitorApi(WatchdogApiView):
         fields.pop("channel_ids", None)
         version = fields.pop("version", "")
         active = fields.pop("active")
+        if fields.get("ping_key") is None:
+            fields.pop("ping_key", None)
         owner = fields.get("owner", "")
         channels = [
             monitors.channel_for(

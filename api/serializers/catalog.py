@@ -83,6 +83,12 @@ class DatasetOutputSerializer(serializers.Serializer):
         required=False,
         help_text="Only for the owner team: a status badge that needs no API key.",
     )
+    pipeline_ping_url = serializers.URLField(
+        read_only=True,
+        required=False,
+        help_text="Only for the owner team of a critical dataset: the watchdog URL its "
+        "pipeline's last task pings (/start and /fail work too).",
+    )
 
 
 class DatasetListFilterSerializer(StrictSerializer):

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import errors, freshness, selectors, services
+from catalog import errors, freshness, selectors, services, watchdog_feed
 from catalog.models import ApiKey, AuditEntry
 from problems import FieldError, ValidationProblem
 
@@ -111,6 +111,8 @@ class DatasetDetailApi(APIView):
         body = dict(s.DatasetOutputSerializer(dataset).data)
         if dataset.owner_id == actor_of(request).team.pk:  # the badge URL is the owner's to share
             body["badge_url"] = request.build_absolute_uri(f"/badge/{dataset.badge_token}.svg")
+            if ping_url := watchdog_feed.pipeline_ping_url(dataset):
+                body["pipeline_ping_url"] = ping_url
         return Response(body)
 
     @extend_schema(request=s.DatasetUpdateInputSerializer, responses=s.DatasetOutputSerializer)

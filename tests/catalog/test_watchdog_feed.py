@@ -86,11 +86,18 @@ def test_an_sla_change_updates_the_monitor_and_an_older_definition_loses(watchdo
     deliver()
     services.dataset_update(actor=services.Actor(team=team), dataset=dataset, sla_cron="0 7 * * *")
     deliver()
-    monitor = Monitor.objects.get()
+    monitor = Monitor.objects.get(external_id__endswith=":data")
     assert monitor.cron == "0 7 * * *"
 
     # A retry of the first definition arriving late (its delivery re-sent) changes nothing.
-    first = Delivery.objects.filter(notification__type="watchdog.monitor").order_by("id").first()
+    first = (
+        Delivery.objects.filter(
+            notification__type="watchdog.monitor",
+            notification__payload__data__external_id=monitor.external_id,
+        )
+        .order_by("id")
+        .first()
+    )
     claim = delivery.Claim(
         delivery_id=first.pk,
         token=first.claim_token,
@@ -169,11 +176,30 @@ def test_a_dataset_that_stops_being_critical_pauses_its_monitor(watchdog_api):
         actor=services.Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.HIGH
     )
     deliver()
-    assert Monitor.objects.get().state == "paused"
+    assert set(Monitor.objects.values_list("state", flat=True)) == {"paused"}
     services.dataset_update(
         actor=services.Actor(team=team),
         dataset=dataset,
         criticality=Dataset.Criticality.CRITICAL,
     )
     deliver()
-    assert Monitor.objects.get().state in ("new", "up")
+    assert set(Monitor.objects.values_list("state", flat=True)) == {"new"}
+
+
+def test_the_owner_sees_the_pipeline_ping_url_its_last_task_calls(watchdog_api, client_for):
+    team = TeamFactory(slug="orders")
+    dataset = register(team)
+    deliver()
+
+    body = client_for(team).get(f"/api/v1/datasets/{dataset.pk}").json()
+    other = client_for(TeamFactory(slug="finance")).get(f"/api/v1/datasets/{dataset.pk}").json()
+
+    url = body["pipeline_ping_url"]
+    assert "pipeline_ping_url" not in other
+    pipeline = Monitor.objects.get(external_id__endswith=":pipeline")
+    assert url.endswith(f"/ping/{pipeline.ping_key}")
+    assert pipeline.partitioning == "" and pipeline.cron == "30 6 * * *"
+    from django.test import Client
+
+    assert Client().post(f"/ping/{pipeline.ping_key}/0").status_code == 200
+    assert pipeline.pings.get().kind == "success"
