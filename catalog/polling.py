@@ -280,9 +280,15 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
     names = lister.child_prefixes(group.prefix, start_after=start_after)
 
     # (dataset id, key) -> listed segment
+    # Datasets by the literal text before their key, so matching a listed name costs its
+    # length, not the number of datasets in the group.
+    by_prefix: dict[str, list[Dataset]] = {}
+    for dataset in datasets:
+        by_prefix.setdefault(locations[dataset.pk].segment_prefix, []).append(dataset)
     candidates: dict[tuple[int, str], str] = {}
     for name in names:
-        for dataset in datasets:
+        matching = [d for i in range(len(name) + 1) for d in by_prefix.get(name[:i], ())]
+        for dataset in matching:
             key = locations[dataset.pk].key_of(name)
             if key is None:
                 continue
@@ -369,18 +375,24 @@ def _horizon(datasets, locations, *, now: datetime) -> str | None:
 
 
 def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, str]]:
-    """``{(dataset id, key): (state, detected_by)}`` of the listed partitions we know."""
-    keys_by_dataset: dict[int, list[str]] = {}
-    for dataset_id, key in candidates:
-        keys_by_dataset.setdefault(dataset_id, []).append(key)
+    """``{(dataset id, key): (state, detected_by)}`` of the listed partitions we know.
+
+    Queried by chunks of datasets x chunks of distinct keys (a few queries, whatever the
+    number of datasets), then narrowed to the listed pairs.
+    """
+    dataset_ids = sorted({dataset_id for dataset_id, _ in candidates})
+    keys = sorted({key for _, key in candidates})
     known = {}
-    for dataset_id, keys in keys_by_dataset.items():
-        for start in range(0, len(keys), 500):
+    for d in range(0, len(dataset_ids), 500):
+        for k in range(0, len(keys), 500):
             rows = Partition.objects.filter(
-                dataset_id=dataset_id, key__in=keys[start : start + 500]
-            ).values_list("key", "current_revision__state", "current_revision__detected_by")
-            for key, state, detected_by in rows:
-                known[(dataset_id, key)] = (state, detected_by)
+                dataset_id__in=dataset_ids[d : d + 500], key__in=keys[k : k + 500]
+            ).values_list(
+                "dataset_id", "key", "current_revision__state", "current_revision__detected_by"
+            )
+            for dataset_id, key, state, detected_by in rows:
+                if (dataset_id, key) in candidates:
+                    known[(dataset_id, key)] = (state, detected_by)
     return known
 
 

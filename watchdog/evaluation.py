@@ -41,6 +41,7 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
             Monitor.objects.select_for_update(skip_locked=True)
             .filter(check_at__lte=now)
             .exclude(state=Monitor.State.PAUSED)
+            .prefetch_related("channels")
             .order_by("check_at")[:limit]
         )
         for monitor in monitors:

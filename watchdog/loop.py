@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
@@ -22,6 +23,8 @@ from . import evaluation, heartbeat, paging
 from .models import LoopState
 
 logger = logging.getLogger(__name__)
+
+PAGING_BUDGET_SECONDS = 10.0  # per cycle; what is left goes out next cycle
 
 
 @dataclass
@@ -38,12 +41,19 @@ def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleR
     now = now or timezone.now()
     report = CycleReport()
     report.missed = evaluation.evaluate_due(now=now)
-    report.pages_attempted = paging.send_due(sender=sender, now=now)
+    # Drain the due pages within a budget, so a burst is not spread over many cycles.
+    budget_ends = time.monotonic() + PAGING_BUDGET_SECONDS
+    while True:
+        sent = paging.send_due(sender=sender, now=now)
+        report.pages_attempted += sent
+        if sent < settings.WATCHDOG_PAGING["batch_size"] or time.monotonic() > budget_ends:
+            break
     try:
         report.heartbeat = heartbeat.beat(sender=sender, now=now)
     except Exception:  # the heartbeat must never stop paging
         logger.exception("watchdog heartbeat failed")
-    LoopState.objects.update_or_create(pk=1, defaults={"last_cycle_at": now})
+    if not LoopState.objects.filter(pk=1).update(last_cycle_at=now):
+        LoopState.objects.get_or_create(pk=1, defaults={"last_cycle_at": now})
     report.duration_ms = (time.perf_counter() - started) * 1000
     return report
 

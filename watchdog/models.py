@@ -101,6 +101,8 @@ class Monitor(models.Model):
                 fields=["check_at"], name="monitor_due", condition=Q(check_at__isnull=False)
             ),
             models.Index(fields=["owner"], name="monitor_owner"),
+            # "Is Tidemark degraded?" is asked on every claim of pages.
+            models.Index(fields=["state"], name="monitor_system", condition=Q(system=True)),
         ]
         constraints = [
             models.UniqueConstraint(

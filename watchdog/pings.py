@@ -92,19 +92,38 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
             remote_addr=ping.remote_addr[:64],
             user_agent=ping.user_agent[:200],
             body=decode_body(ping.body),
-            duration_ms=_duration_ms(monitor, ping.run_id, kind, now=now),
+            duration_ms=_duration_ms(monitor, ping.run_id, kind, now=now)
+            if ping.run_id or monitor.last_ping_kind == Ping.Kind.START
+            else None,
         )
         monitor.last_ping_at = now
         monitor.last_ping_kind = kind
-        _track_run(monitor, ping.run_id[:64], kind, now=now)
+        if kind == Ping.Kind.START or monitor.last_start_at is not None:
+            _track_run(monitor, ping.run_id[:64], kind, now=now)
         if kind == Ping.Kind.START:
             monitor.last_start_at = now
         elif kind == Ping.Kind.SUCCESS:
             _apply_success(monitor, partition, now=now)
         else:
             _apply_failure(monitor, ping.exit_status, now=now)
-        monitor.save()
+        monitor.save(update_fields=_PING_FIELDS)
     return "ok"
+
+
+# What a ping may change on its monitor (a narrow UPDATE: pings are the hot path).
+_PING_FIELDS = [
+    "last_ping_at",
+    "last_ping_kind",
+    "last_start_at",
+    "last_success_at",
+    "last_partition",
+    "state",
+    "deadline_at",
+    "check_at",
+    "rate_window_start",
+    "rate_count",
+    "updated_at",
+]
 
 
 def _track_run(monitor: Monitor, run_id: str, kind: str, *, now: datetime) -> None:
@@ -189,6 +208,8 @@ def _apply_success(monitor: Monitor, partition: str, *, now: datetime) -> None:
     ):
         monitor.deadline_at = schedule.first_deadline(monitor, now=now)
         monitor.check_at = schedule.check_at(monitor, monitor.deadline_at)
+    if monitor.state != Monitor.State.DOWN:
+        return  # every open incident puts its monitor down: nothing to resolve
     open_incidents = list(monitor.incidents.filter(resolved_at__isnull=True))
     satisfied = [i for i in open_incidents if _satisfies(monitor, i, partition)]
     incidents.resolve(satisfied, now=now)
