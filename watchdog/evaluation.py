@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from . import db, incidents, schedule
-from .models import Incident, Monitor, Ping, Run
+from .models import Incident, Monitor, Page, Ping, Run
 
 MAX_DEADLINES_PER_MONITOR = 500  # a very long outage is caught up over several cycles
 
@@ -32,10 +32,24 @@ class Missed:
     partition: str
 
 
+@dataclass
+class _Opening:
+    """An incident to open for a missed deadline (opened in bulk per batch)."""
+
+    monitor: Monitor
+    deadline_at: datetime
+    partition: str
+    summary: str
+    page: bool = True
+
+
 def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
     """Judge every deadline whose grace has passed by ``now`` (aware UTC), for up to
-    ``limit`` monitors; returns the deadlines newly found missed."""
-    missed: list[Missed] = []
+    ``limit`` monitors; returns the deadlines newly found missed.
+
+    One transaction per batch: the due monitors are locked (SKIP LOCKED), judged in
+    memory, and their incidents, triggers and new deadlines written in a few statements.
+    """
     with transaction.atomic(using=db.alias()):
         monitors = list(
             Monitor.objects.select_for_update(skip_locked=True)
@@ -44,10 +58,68 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
             .prefetch_related("channels")
             .order_by("check_at")[:limit]
         )
+        system_down = set(
+            Monitor.objects.filter(system=True, state=Monitor.State.DOWN).values_list(
+                "pk", flat=True
+            )
+        )
+        openings: list[_Opening] = []
         for monitor in monitors:
-            missed += _judge(monitor, now=now)
+            openings += _judge(monitor, now=now, system_down=system_down)
+            monitor.updated_at = now
+        missed = _open_all(openings, now=now)
+        Monitor.objects.bulk_update(
+            monitors, ["deadline_at", "check_at", "state", "updated_at"], batch_size=500
+        )
         missed += _overdue_runs(now=now, limit=limit)
     return missed
+
+
+def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
+    """Open the incidents and queue their triggers in bulk. Should one already exist (a
+    unique conflict, e.g. a judgement repeated after a crash), fall back to opening them
+    one by one, where the existing ones are skipped."""
+    rows = [
+        Incident(
+            monitor=o.monitor,
+            reason=Incident.Reason.MISSED,
+            deadline_at=o.deadline_at,
+            partition=o.partition,
+            summary=o.summary[:1024],
+            opened_at=now,
+        )
+        for o in openings
+    ]
+    try:
+        with transaction.atomic(using=db.alias()):
+            Incident.objects.bulk_create(rows, batch_size=500)
+        opened = list(zip(openings, rows, strict=True))
+    except IntegrityError:
+        opened = []
+        for o in openings:
+            incident = incidents.open_incident(
+                o.monitor,
+                reason=Incident.Reason.MISSED,
+                deadline_at=o.deadline_at,
+                partition=o.partition,
+                summary=o.summary,
+                now=now,
+                page=False,
+            )
+            if incident is not None:
+                opened.append((o, incident))
+    Page.objects.bulk_create(
+        [
+            Page(
+                incident=incident, channel=channel, action=Page.Action.TRIGGER, next_attempt_at=now
+            )
+            for o, incident in opened
+            if o.page
+            for channel in o.monitor.channels.all()
+        ],
+        batch_size=500,
+    )
+    return [Missed(o.monitor.name, o.deadline_at, o.partition) for o, _ in opened]
 
 
 def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
@@ -80,8 +152,10 @@ def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
     return missed
 
 
-def _judge(monitor: Monitor, *, now: datetime) -> list[Missed]:
-    missed = []
+def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_Opening]:
+    """Walk the monitor's deadlines up to ``now``; returns the incidents to open and moves
+    its deadline on (in memory: the caller saves)."""
+    openings = []
     deadline = monitor.deadline_at
     for _ in range(MAX_DEADLINES_PER_MONITOR):
         if deadline is None or schedule.check_at(monitor, deadline) > now:
@@ -90,20 +164,13 @@ def _judge(monitor: Monitor, *, now: datetime) -> list[Missed]:
         if gap is not None:
             expected = f" partition {gap}" if gap else ""
             summary = f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC"
+            page = True
             if monitor.system:
                 summary = f"Tidemark is degraded: {summary}"
-            incident = incidents.open_incident(
-                monitor,
-                reason=Incident.Reason.MISSED,
-                deadline_at=deadline,
-                partition=gap,
-                summary=summary,
-                now=now,
                 # Operators are paged once for a degraded Tidemark, not once per part.
-                page=not (monitor.system and _other_system_monitor_down(monitor)),
-            )
-            if incident is not None:
-                missed.append(Missed(monitor.name, deadline, gap))
+                page = not (system_down - {monitor.pk})
+                system_down.add(monitor.pk)
+            openings.append(_Opening(monitor, deadline, gap, summary, page))
             monitor.state = Monitor.State.DOWN
             if monitor.kind == Monitor.Kind.PERIOD:
                 deadline = None  # wait for the next ping
@@ -111,8 +178,7 @@ def _judge(monitor: Monitor, *, now: datetime) -> list[Missed]:
         deadline = schedule.next_deadline(monitor, deadline)
     monitor.deadline_at = deadline
     monitor.check_at = schedule.check_at(monitor, deadline) if deadline else None
-    monitor.save(update_fields=["deadline_at", "check_at", "state", "updated_at"])
-    return missed
+    return openings
 
 
 def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
@@ -138,11 +204,3 @@ def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
         received_at__lte=schedule.check_at(monitor, deadline),
     ).exists()
     return None if met else ""
-
-
-def _other_system_monitor_down(monitor: Monitor) -> bool:
-    return (
-        Monitor.objects.filter(system=True, state=Monitor.State.DOWN)
-        .exclude(pk=monitor.pk)
-        .exists()
-    )
