@@ -36,7 +36,14 @@ from django.db.models import Min, Q
 from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
 
 from . import services, storage
-from .models import Dataset, Partition, PartitionRevision, StorageGroup, StorageSweep
+from .models import (
+    Dataset,
+    Partition,
+    PartitionRevision,
+    ReadinessEvent,
+    StorageGroup,
+    StorageSweep,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -300,12 +307,7 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
 
     known = _known_partitions(datasets, candidates)
     ready = {k for k, (state, _) in known.items() if state == PartitionRevision.State.READY}
-    by_event = {
-        k[0]
-        for k, (state, detected_by) in known.items()
-        if state == PartitionRevision.State.READY
-        and detected_by == PartitionRevision.DetectedBy.EVENT
-    }
+    by_event = _publishing(datasets, now=now)
 
     pending: dict[str, list[tuple[Dataset, str]]] = {}
     by_pk = {d.pk: d for d in datasets}
@@ -372,6 +374,26 @@ def _horizon(datasets, locations, *, now: datetime) -> str | None:
         period = period_containing(since, dataset.partitioning, dataset.partition_timezone)
         names.append(location.segment_prefix + period.key)
     return min(names)
+
+
+def _publishing(datasets, *, now: datetime) -> set[int]:
+    """Ids of the datasets that published a readiness event over the API within the
+    lookback window: their partitions found by the poll are missed events, and a group made
+    only of them gets the hourly safety net."""
+    since = now - timedelta(days=_config("lookback_days"))
+    ids = [d.pk for d in datasets]
+    found: set[int] = set()
+    for start in range(0, len(ids), 500):
+        found.update(
+            ReadinessEvent.objects.filter(
+                dataset_id__in=ids[start : start + 500],
+                source=ReadinessEvent.Source.API,
+                received_at__gte=since,
+            )
+            .values_list("dataset_id", flat=True)
+            .distinct()
+        )
+    return found
 
 
 def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, str]]:

@@ -310,3 +310,15 @@ def test_a_polled_signal_needs_a_source_and_a_template(db, producer, lake):
         )
     fields = {e.field for e in caught.value.errors}
     assert fields == {"storage_source", "location_template"}
+
+
+def test_a_lost_event_is_flagged_even_when_no_published_partition_is_in_storage(lake, producer):
+    dataset = register(producer)
+    publish(producer, dataset, "2026-11-27")  # its files live elsewhere, or were cleaned up
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+
+    report = sweep(dataset)
+
+    assert (report.partitions_found, report.missed_events) == (1, 1)
+    group = StorageGroup.objects.get(pk=dataset.poll_group_id)
+    assert group.mode == StorageGroup.Mode.SAFETY_NET
