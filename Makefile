@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-main test-embedded lint format lock bench clean
+.PHONY: run test test-main test-embedded lint format lock bench bench-poll clean
 
 $(STAMP): requirements/dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ lock:
 bench: $(STAMP)
 	bin/ensure-services
 	$(PY) bench/ingest.py
+
+bench-poll: $(STAMP)
+	bin/ensure-services
+	$(PY) bench/poll.py
 
 clean:
 	rm -rf var
