@@ -248,8 +248,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--history-days",
         type=int,
-        default=0,
-        help="also land N earlier days of every dataset, known ready (0: the day's only)",
+        default=1,
+        help="also land N earlier days of every dataset, known ready, published by event "
+        "for the event share (1: yesterday, as any running dataset has; 0: none)",
     )
     p.add_argument(
         "--layouts",
@@ -304,7 +305,7 @@ def seed_ready(rows: list[tuple[int, str, str, str, datetime]]) -> None:
     ready in bulk: partitions, revisions, then each partition's current revision."""
     from django.db import connection, transaction
 
-    from catalog.models import Partition, PartitionRevision
+    from catalog.models import Partition, PartitionRevision, ReadinessEvent
     from schedules.periods import parse_partition_key
 
     with transaction.atomic():
@@ -319,7 +320,7 @@ def seed_ready(rows: list[tuple[int, str, str, str, datetime]]) -> None:
                     )
                 )
             parts = Partition.objects.bulk_create(parts, batch_size=5000)
-            PartitionRevision.objects.bulk_create(
+            revisions = PartitionRevision.objects.bulk_create(
                 [
                     PartitionRevision(
                         partition_id=part.pk,
@@ -330,6 +331,24 @@ def seed_ready(rows: list[tuple[int, str, str, str, datetime]]) -> None:
                         metadata={},
                     )
                     for part, (_, _, _, detected_by, ready_at) in zip(parts, chunk, strict=True)
+                ],
+                batch_size=5000,
+            )
+            # What a producer that publishes events leaves behind: its readiness events
+            # (how the poll tells missed events and safety-net groups apart).
+            ReadinessEvent.objects.bulk_create(
+                [
+                    ReadinessEvent(
+                        dataset_id=dataset_id,
+                        partition_id=part.pk,
+                        revision_id=part.current_revision_id or revision.pk,
+                        state=PartitionRevision.State.READY,
+                        source=ReadinessEvent.Source.API,
+                    )
+                    for part, revision, (dataset_id, _, _, detected_by, _) in zip(
+                        parts, revisions, chunk, strict=True
+                    )
+                    if detected_by == "event"
                 ],
                 batch_size=5000,
             )
