@@ -7,12 +7,16 @@ contact endpoint), so a mail server or Slack outage delays a notice and never lo
 from __future__ import annotations
 
 import fnmatch
+import json
+import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
+
 from . import doorbell
-from .models import Dataset, Delivery, Endpoint, Notification, Subscription, Team
+from .models import Dataset, Delivery, Endpoint, Notification, Team
 
 
 def contact_endpoints(team: Team) -> list[Endpoint]:
@@ -52,6 +56,14 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
 
 
+def notification_payload(
+    notification_id: uuid.UUID, *, type: str, data: dict[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The exact document every endpoint receives: stable ``id``, ``type``, ``timestamp``
+    (UTC) and ``data``."""
+    return {"id": str(notification_id), "type": type, "timestamp": iso(now), "data": data}
+
+
 def notification_write(
     *,
     type: str,
@@ -60,15 +72,9 @@ def notification_write(
     now: datetime,
     dataset: Dataset | None = None,
 ) -> Notification:
-    """Save a notification with its payload: stable ``id``, ``type``, ``timestamp`` (UTC)
-    and ``data``, the exact document every endpoint receives."""
+    """Save a notification with its payload (``notification_payload``)."""
     notification = Notification(type=type, dataset=dataset, dedup_key=dedup_key)
-    notification.payload = {
-        "id": str(notification.id),
-        "type": type,
-        "timestamp": iso(now),
-        "data": data,
-    }
+    notification.payload = notification_payload(notification.id, type=type, data=data, now=now)
     notification.save()
     return notification
 
@@ -118,15 +124,47 @@ def fan_out(
 
     Must run inside the transaction that wrote the notification. Returns the count.
     """
-    endpoint_ids = {
-        endpoint_id
-        # Disabled endpoints get their deliveries too: they wait, unclaimed, until the
-        # endpoint is re-enabled, so nothing published meanwhile is lost.
-        for endpoint_id, event_types, pattern in Subscription.objects.filter(
-            dataset=dataset, endpoint__isnull=False
-        ).values_list("endpoint_id", "event_types", "partition_pattern")
-        if (not event_types or notification.type in event_types)
-        and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
-    }
+    endpoint_ids = subscriber_endpoints(
+        dataset_id=dataset.pk, type=notification.type, partition_key=partition_key
+    )
     endpoint_ids.update(e.pk for e in extra_endpoints)
     return queue(notification, endpoint_ids, now=now)
+
+
+# A subscription that has an endpoint: (endpoint id, event types, partition pattern).
+Subscriber = tuple[int, list[str], str]
+
+# Raw SQL: this runs on every publish, and compiling the ORM query cost more than running it.
+_SUBSCRIBERS_SQL = (
+    "SELECT endpoint_id, event_types, partition_pattern FROM catalog_subscription "
+    "WHERE dataset_id = %s AND endpoint_id IS NOT NULL"
+)
+
+
+def subscriber_endpoints(*, dataset_id: int, type: str, partition_key: str) -> set[int]:
+    """The endpoints of the dataset's subscribers whose filters let a ``type`` notification
+    about ``partition_key`` through (``matching_endpoints``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SUBSCRIBERS_SQL, [dataset_id])
+        rows = cursor.fetchall()
+    # jsonb and SQLite's JSON both read as text here.
+    subscribers = [
+        (endpoint_id, json.loads(types), pattern) for endpoint_id, types, pattern in rows
+    ]
+    return matching_endpoints(subscribers, type=type, partition_key=partition_key)
+
+
+def matching_endpoints(
+    subscribers: Iterable[Subscriber], *, type: str, partition_key: str
+) -> set[int]:
+    """The endpoints of ``subscribers`` whose event types (empty: all) and partition
+    pattern (fnmatch; empty: all) let a ``type`` notification about ``partition_key``
+    through."""
+    # Disabled endpoints get their deliveries too: they wait, unclaimed, until the
+    # endpoint is re-enabled, so nothing published meanwhile is lost.
+    return {
+        endpoint_id
+        for endpoint_id, event_types, pattern in subscribers
+        if (not event_types or type in event_types)
+        and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
+    }

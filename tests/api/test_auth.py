@@ -1,10 +1,13 @@
+import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
+from catalog import services
 from catalog.models import ApiKey
-from catalog.services import api_key_revoke
+from catalog.services import api_key_authenticate, api_key_revoke
 
 pytestmark = pytest.mark.django_db
 
@@ -89,3 +92,35 @@ def test_me_names_the_keys_team_and_scopes(client_for, team):
 def test_last_used_at_is_recorded(client_for, team):
     client_for(team).get("/api/v1/me")
     assert ApiKey.objects.get(team=team).last_used_at is not None
+
+
+def test_a_key_revoked_by_another_process_is_refused_within_the_cache_bound(
+    team, make_key, monkeypatch
+):
+    token = make_key(team)
+    now = timezone.now()
+    assert api_key_authenticate(token=token, now=now) is not None  # read and cached here
+    # Another process revokes it: this one's cache does not know yet...
+    ApiKey.objects.filter(team=team).update(revoked_at=now)
+    assert api_key_authenticate(token=token, now=now) is not None
+    # ...and reads the row again once the cache bound has passed.
+    later = time.monotonic() + services.API_KEY_CACHE_SECONDS
+    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=lambda: later))
+    assert api_key_authenticate(token=token, now=now) is None
+
+
+def test_a_cached_key_still_needs_its_secret_and_expires_on_time(team, make_key):
+    expires_at = timezone.now() + timedelta(minutes=5)
+    token = make_key(team, expires_at=expires_at)
+    assert api_key_authenticate(token=token, now=timezone.now()) is not None
+    assert api_key_authenticate(token=f"{token[:-2]}xx", now=timezone.now()) is None
+    assert api_key_authenticate(token=token, now=expires_at) is None
+
+
+def test_each_request_gets_its_own_copy_of_a_cached_key(team, make_key):
+    token = make_key(team, scopes=["read"])
+    first = api_key_authenticate(token=token, now=timezone.now())
+    first.scopes.append("manage")
+    first.team.name = "changed by a request"
+    second = api_key_authenticate(token=token, now=timezone.now())
+    assert (second.scopes, second.team.name) == (["read"], team.name)

@@ -27,8 +27,10 @@ PUBLISH_BUDGET = 5.0  # seconds a publish may take while the broker is down
 
 @pytest.fixture(autouse=True)
 def doorbell_not_quiet(monkeypatch):
-    """Each test starts with a doorbell that has not failed yet."""
+    """Each test starts with a doorbell that has not failed yet, and every publish rings
+    at once (these tests look at each ring, not at coalesced ones)."""
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
+    monkeypatch.setattr(doorbell, "RING_INTERVAL_SECONDS", 0.0)
 
 
 @pytest.fixture

@@ -1,0 +1,218 @@
+"""On PostgreSQL a publish writes a new revision and everything it owes in one statement
+(``_create_partition_with_revision``, ``_insert_revision_with_outbox``). The rows must be
+those of the statement-by-statement path SQLite takes, which these tests run on
+PostgreSQL too by turning ``_writes_in_one_statement`` off."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from catalog import services
+from catalog.models import (
+    ApiKey,
+    Delivery,
+    Notification,
+    Partition,
+    PartitionRevision,
+    ReadinessEvent,
+)
+from catalog.services import Actor, api_key_create, readiness_found, readiness_publish
+from tests.catalog.factories import DatasetFactory, SubscriptionFactory
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
+ONE_STATEMENT = "2026-11-27"  # partition published through the one-statement writes
+ONE_BY_ONE = "2026-11-28"  # the same publishes, statement by statement
+
+
+@pytest.fixture
+def dataset(team):
+    dataset = DatasetFactory(owner=team, namespace="s3://lake", name="raw/orders")
+    SubscriptionFactory(dataset=dataset)  # everything
+    SubscriptionFactory(dataset=dataset, event_types=["partition.ready"])
+    SubscriptionFactory(dataset=dataset, partition_pattern="2026-11-2*")
+    SubscriptionFactory(dataset=dataset, partition_pattern="2025-*")  # never these keys
+    SubscriptionFactory(dataset=dataset, endpoint=None)  # nowhere to deliver
+    return dataset
+
+
+@pytest.fixture
+def actor(team) -> Actor:
+    key, _ = api_key_create(team=team, name="publisher", scopes=[ApiKey.Scope.PUBLISH])
+    return Actor(team=team, api_key=key)
+
+
+def _scenario(actor: Actor, dataset, key: str) -> list[tuple[int, dict[str, Any]]]:
+    """Create, restate, fail a newer version, repeat: every kind of write a publish does."""
+    results = []
+    for step, (version, state) in enumerate(
+        [(None, "ready"), ("v2", "ready"), ("v3", "failed"), ("v2", "ready"), ("v3", "ready")]
+    ):
+        result = readiness_publish(
+            actor=actor,
+            namespace="s3://lake",
+            name="raw/orders",
+            partition=key,
+            version=version,
+            state=state,
+            manifest={"expected_files": step} if step % 2 else None,
+            metadata={"step": step},
+            code_version=f"c{step}",
+            now=NOW + timedelta(minutes=step),
+        )
+        body = {k: v for k, v in result.body.items() if k not in ("partition", "event_id")}
+        body["logical_start"] = body["logical_start"][10:]  # the time of day, not the date
+        body["logical_end"] = body["logical_end"][10:]
+        results.append((result.status_code, body))
+    return results
+
+
+def _rows(dataset, key: str) -> dict[str, Any]:
+    """The partition's rows, without what differs by key or by id."""
+    part = Partition.objects.get(dataset=dataset, key=key)
+    events = list(ReadinessEvent.objects.filter(partition=part).order_by("id"))
+    notifications = []
+    for event in events:
+        notification = Notification.objects.get(dedup_key=f"readiness-event:{event.pk}")
+        payload = dict(notification.payload)
+        assert payload.pop("id") == str(notification.id)
+        data = dict(payload.pop("data"))
+        assert (data.pop("partition"), data.pop("logical_start")[:10]) == (key, key)
+        data.pop("logical_end")
+        deliveries = sorted(
+            (d.endpoint_id, d.state, d.attempts, d.next_attempt_at, d.claim_token)
+            for d in Delivery.objects.filter(notification=notification)
+        )
+        notifications.append(
+            (notification.type, notification.dataset_id, payload, data, deliveries)
+        )
+    return {
+        "partition": (part.start_at.time(), part.end_at - part.start_at),
+        "current": (part.current_revision.version, part.current_revision.state),
+        "revisions": [
+            (
+                r.version,
+                r.state,
+                r.manifest,
+                r.metadata,
+                r.code_version,
+                r.detected_by,
+                r.ready_at,
+            )
+            for r in PartitionRevision.objects.filter(partition=part).order_by("id")
+        ],
+        "events": [
+            (
+                e.revision.version,
+                e.state,
+                e.source,
+                e.published_by_id,
+                e.api_key_id,
+                e.restated_version,
+                e.payload,
+                e.dataset_id,
+            )
+            for e in events
+        ],
+        "notifications": notifications,
+    }
+
+
+def test_one_statement_writes_the_rows_the_statement_by_statement_path_writes(
+    actor, dataset, monkeypatch
+):
+    fast = _scenario(actor, dataset, ONE_STATEMENT)
+    monkeypatch.setattr(services, "_writes_in_one_statement", lambda: False)
+    slow = _scenario(actor, dataset, ONE_BY_ONE)
+
+    assert [status for status, _ in fast] == [201, 201, 201, 200, 201]
+    assert fast == slow
+    assert _rows(dataset, ONE_STATEMENT) == _rows(dataset, ONE_BY_ONE)
+    # Each event was told to the subscribers whose filters let it through.
+    notifications = _rows(dataset, ONE_STATEMENT)["notifications"]
+    assert [n[0] for n in notifications] == [
+        "partition.ready",
+        "partition.restated",
+        "partition.failed",
+        "partition.restated",
+    ]
+    assert [len(n[4]) for n in notifications] == [3, 2, 2, 2]
+
+
+def test_a_poll_find_writes_the_same_rows_either_way(dataset, monkeypatch):
+    found = {"files": 3, "reason": "manifest complete"}
+    manifest = {"expected_files": 3}
+    assert readiness_found(
+        dataset=dataset,
+        partition=ONE_STATEMENT,
+        manifest=manifest,
+        found=found,
+        missed_event=True,
+        now=NOW,
+    )
+    monkeypatch.setattr(services, "_writes_in_one_statement", lambda: False)
+    assert readiness_found(
+        dataset=dataset,
+        partition=ONE_BY_ONE,
+        manifest=manifest,
+        found=found,
+        missed_event=True,
+        now=NOW,
+    )
+
+    rows = _rows(dataset, ONE_STATEMENT)
+    assert rows == _rows(dataset, ONE_BY_ONE)
+    assert rows["events"][0][2] == ReadinessEvent.Source.POLL
+    assert rows["notifications"][0][3]["missed_event"] is True
+
+
+def test_a_new_partition_takes_two_statements_and_a_repeat_four(
+    actor, dataset, django_assert_num_queries
+):
+    def publish():
+        return readiness_publish(
+            actor=actor, namespace="s3://lake", name="raw/orders", partition=ONE_STATEMENT, now=NOW
+        )
+
+    # SAVEPOINT (the test's transaction holds the publish's), dataset with subscribers,
+    # the one statement, RELEASE SAVEPOINT.
+    with django_assert_num_queries(4):
+        assert publish().status_code == 201
+    # Dataset, partition lock, current revision, its event's id.
+    with django_assert_num_queries(6):
+        assert publish().status_code == 200
+
+
+def test_a_partition_created_meanwhile_is_left_to_the_lock(actor, dataset, monkeypatch):
+    """The dataset's row said the partition was missing, but a concurrent publish created
+    it before the one statement ran: that statement writes nothing, the lock path goes on."""
+    readiness_publish(
+        actor=actor, namespace="s3://lake", name="raw/orders", partition=ONE_STATEMENT, now=NOW
+    )
+    read = services._publish_target
+    monkeypatch.setattr(
+        services,
+        "_publish_target",
+        lambda *args: services._PublishTarget(read(*args).dataset, False, read(*args).subscribers),
+    )
+
+    result = readiness_publish(
+        actor=actor,
+        namespace="s3://lake",
+        name="raw/orders",
+        partition=ONE_STATEMENT,
+        version="v2",
+        now=NOW,
+    )
+
+    assert (result.status_code, result.body["current_version"]) == (201, "v2")
+    assert Partition.objects.filter(dataset=dataset).count() == 1
+    assert list(
+        PartitionRevision.objects.filter(partition__dataset=dataset)
+        .order_by("id")
+        .values_list("version", flat=True)
+    ) == ["", "v2"]
