@@ -86,10 +86,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=10.0, help="seconds measured per run (10)")
     p.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds before each run")
     p.add_argument("--rounds", type=int, default=2, help="floor+tidemark rounds (2)")
-    p.add_argument("--workers", type=int, default=4, help="gunicorn workers (4)")
-    p.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (1)")
+    # Defaults: the Procfile's web process (2 workers x 4 threads), what production runs.
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
+    p.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker (4)")
     p.add_argument(
-        "--worker-class", default="sync", help="gunicorn worker class: sync or gthread (sync)"
+        "--worker-class",
+        default="gthread",
+        help="gunicorn worker class: sync or gthread (gthread)",
     )
     p.add_argument(
         "--loadgen",
