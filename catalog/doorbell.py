@@ -9,13 +9,14 @@ After a failed ring the process stays quiet for ``QUIET_SECONDS``: during an out
 request would otherwise wait out a connect timeout and log a traceback, for a ring the
 30 s sweep makes up for anyway.
 
-Delivery rings coalesce per process: within ``RING_INTERVAL_SECONDS`` of the last one, a
-commit's ring is left to a ringer thread, which sends one ring at the end of the interval
-for every commit made meanwhile. A ring costs about half a millisecond of CPU (a millisecond
-from a fresh thread: Celery sets up per thread), as much as a publish's own SQL, and a
-worker needs one wake-up per batch, not one per publish; so under a burst each process
-rings at most 1/interval times a second, and a commit's ring is late by at most the
-interval. A lone commit still rings at once, from the committing thread.
+Delivery rings coalesce per process: within ``settings.TIDEMARK_DOORBELL_INTERVAL``
+seconds (0.05; embedded: 0, no coalescing) of the last one, a commit's ring is left to a
+ringer thread, which sends one ring at the end of the interval for every commit made
+meanwhile. A ring costs about half a millisecond of CPU (a millisecond from a fresh
+thread: Celery sets up per thread), as much as a publish's own SQL, and a worker needs one
+wake-up per batch, not one per publish; so under a burst each process rings at most
+1/interval times a second, and a commit's ring is late by at most the interval. A lone
+commit still rings at once, from the committing thread.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ import os
 import threading
 import time
 
+from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
 DELIVER_DUE = "catalog.tasks.deliver_due"
 QUIET_SECONDS = 5.0
-RING_INTERVAL_SECONDS = 0.05
 
 _quiet_until = 0.0
 _lock = threading.Lock()
@@ -44,7 +45,8 @@ _ringer: threading.Thread | None = None
 
 def ring_deliveries() -> None:
     """Ring the delivery workers' doorbell once the current transaction commits: at once,
-    or at most ``RING_INTERVAL_SECONDS`` later when this process has just rung."""
+    or at most ``settings.TIDEMARK_DOORBELL_INTERVAL`` seconds later when this process has
+    just rung."""
     transaction.on_commit(_ring_deliveries_soon, robust=True)
 
 
@@ -53,7 +55,7 @@ def _ring_deliveries_soon() -> None:
     with _lock:
         if _pending:
             return  # the ringer's next ring goes out after this commit, so it covers it
-        if time.monotonic() - _last_rung < RING_INTERVAL_SECONDS:
+        if time.monotonic() - _last_rung < settings.TIDEMARK_DOORBELL_INTERVAL:
             _pending = True
             if _ringer is None:
                 _ringer = threading.Thread(target=_ring_pending, name="doorbell", daemon=True)
@@ -71,7 +73,7 @@ def _ring_pending() -> None:
         with _lock:
             while not _pending:
                 _ring_wanted.wait()
-            delay = _last_rung + RING_INTERVAL_SECONDS - time.monotonic()
+            delay = _last_rung + settings.TIDEMARK_DOORBELL_INTERVAL - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         with _lock:

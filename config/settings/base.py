@@ -253,6 +253,13 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", defaul
 CELERY_DIR = VAR_DIR / "celery"
 CELERY_DIR.mkdir(exist_ok=True)  # beat keeps its schedule file here with any broker
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+# Delivery doorbells a process rings within this many seconds of its last one coalesce
+# into one at the end of the interval (catalog/doorbell.py). Embedded: every commit rings,
+# a local file write there, and the pause it puts between a publisher's SQLite
+# transactions lets the other writers (the worker) in.
+TIDEMARK_DOORBELL_INTERVAL = env.float(
+    "TIDEMARK_DOORBELL_INTERVAL", default=0.0 if EMBEDDED else 0.05
+)
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_DIR / "in"),

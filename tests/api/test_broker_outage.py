@@ -26,11 +26,11 @@ PUBLISH_BUDGET = 5.0  # seconds a publish may take while the broker is down
 
 
 @pytest.fixture(autouse=True)
-def doorbell_not_quiet(monkeypatch):
+def doorbell_not_quiet(monkeypatch, settings):
     """Each test starts with a doorbell that has not failed yet, and every publish rings
     at once (these tests look at each ring, not at coalesced ones)."""
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
-    monkeypatch.setattr(doorbell, "RING_INTERVAL_SECONDS", 0.0)
+    settings.TIDEMARK_DOORBELL_INTERVAL = 0.0
 
 
 @pytest.fixture

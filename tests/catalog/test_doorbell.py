@@ -1,5 +1,6 @@
 """The delivery doorbell coalesces per process: a lone commit rings at once, commits
-within ``RING_INTERVAL_SECONDS`` of a ring share one ring at the end of the interval."""
+within ``settings.TIDEMARK_DOORBELL_INTERVAL`` seconds of a ring share one ring at the end
+of the interval."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ INTERVAL = 0.2  # seconds; long enough that a slow test machine stays inside it
 
 
 @pytest.fixture
-def rings(monkeypatch) -> list[tuple[float, str]]:
+def rings(monkeypatch, settings) -> list[tuple[float, str]]:
     """Every ring sent: (time.monotonic(), name of the thread that sent it)."""
     sent: list[tuple[float, str]] = []
     deadline = time.monotonic() + 5
     while doorbell._pending and time.monotonic() < deadline:  # an earlier test's ring
         time.sleep(0.01)
-    monkeypatch.setattr(doorbell, "RING_INTERVAL_SECONDS", INTERVAL)
+    settings.TIDEMARK_DOORBELL_INTERVAL = INTERVAL
     monkeypatch.setattr(doorbell, "_last_rung", float("-inf"))
     monkeypatch.setattr(
         doorbell,
