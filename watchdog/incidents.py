@@ -109,14 +109,10 @@ def _resolve_groups(incident: Incident, *, now: datetime) -> None:
             resolved_at=now
         ):
             continue
-        Page.objects.bulk_create(
-            [
-                Page(
-                    group=group,
-                    channel_id=group.channel_id,
-                    action=Page.Action.RESOLVE,
-                    next_attempt_at=now,
-                )
-            ],
-            ignore_conflicts=True,
+        # The compare-and-set above lets exactly one caller queue the group's resolve.
+        Page.objects.create(
+            group=group,
+            channel_id=group.channel_id,
+            action=Page.Action.RESOLVE,
+            next_attempt_at=now,
         )

@@ -20,13 +20,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
 import outbound
+from outbound import secretbox
+from outbound.secretbox import InvalidToken
 
 from . import db
 from .models import Channel, Monitor, Page, PageGroup
@@ -323,15 +324,11 @@ def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) ->
         )
 
 
-def _fernet() -> MultiFernet:
-    return MultiFernet([Fernet(key) for key in settings.TIDEMARK_ENCRYPTION_KEYS])
-
-
 def encrypt(secret: str) -> str:
-    """Encrypt a channel's signing secret at rest (Fernet, newest key first)."""
-    return _fernet().encrypt(secret.encode()).decode()
+    """Encrypt a channel's signing secret at rest (``TIDEMARK_ENCRYPTION_KEYS``)."""
+    return secretbox.encrypt(settings.TIDEMARK_ENCRYPTION_KEYS, secret)
 
 
 def decrypt(token: str) -> str:
-    """Decrypt a channel secret. Raises cryptography's InvalidToken with no matching key."""
-    return _fernet().decrypt(token.encode()).decode()
+    """Decrypt a channel secret. Raises InvalidToken when no configured key opens it."""
+    return secretbox.decrypt(settings.TIDEMARK_ENCRYPTION_KEYS, token)

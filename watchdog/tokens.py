@@ -1,12 +1,11 @@
-"""Watchdog API tokens: ``wd_<public id>_<secret>``, stored as the public id plus a
-SHA-256 digest of the secret (tokens are random, so no salt is needed)."""
+"""Watchdog API tokens: ``wd_<public id>_<secret>`` (``httpkit.tokens``), kept in the
+watchdog's own database as the public id plus a digest."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from datetime import datetime
+
+from httpkit import tokens
 
 from .models import ApiToken
 
@@ -15,27 +14,21 @@ PREFIX = "wd_"
 
 def create(name: str) -> tuple[ApiToken, str]:
     """Make a token; returns the row and the token, which is shown once."""
-    public_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(name=name, public_id=public_id, digest=_digest(secret))
-    return row, f"{PREFIX}{public_id}_{secret}"
+    generated = tokens.generate(PREFIX)
+    row = ApiToken.objects.create(name=name, public_id=generated.public_id, digest=generated.digest)
+    return row, generated.token
 
 
 def authenticate(token: str) -> ApiToken | None:
     """The live token row for a presented token, or None (malformed, unknown, revoked)."""
-    if not token.startswith(PREFIX):
+    parsed = tokens.parse(PREFIX, token)
+    if parsed is None:
         return None
-    public_id, sep, secret = token[len(PREFIX) :].partition("_")
-    if not sep or len(public_id) != 12 or not secret:
-        return None
-    row = ApiToken.objects.filter(public_id=public_id, revoked_at__isnull=True).first()
-    if row is None or not hmac.compare_digest(_digest(secret), row.digest):
+    row = ApiToken.objects.filter(public_id=parsed.public_id, revoked_at__isnull=True).first()
+    if row is None or not tokens.matches(parsed.secret, row.digest):
         return None
     return row
 
 
 def revoke(row: ApiToken, *, now: datetime) -> None:
     ApiToken.objects.filter(pk=row.pk).update(revoked_at=now)
-
-
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()

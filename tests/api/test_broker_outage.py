@@ -14,7 +14,7 @@ from django.db import connection
 from catalog import doorbell
 from catalog.models import Delivery, Partition, ReadinessEvent
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory
-from tests.catalog.worker_helpers import PrivateRedis, free_port, point_celery_at
+from tests.catalog.worker_helpers import PrivateRedis, point_celery_at
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # on_commit doorbells really run
@@ -35,12 +35,7 @@ def doorbell_not_quiet(monkeypatch, settings):
 
 @pytest.fixture
 def private_redis(tmp_path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(port=free_port(), workdir=tmp_path)
-    try:
-        server.start()
-    except RuntimeError:  # another process took the port between bind and start
-        server.port = free_port()
-        server.start()
+    server = PrivateRedis.spare(tmp_path)
     try:
         yield server
     finally:

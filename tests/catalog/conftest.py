@@ -1,4 +1,5 @@
-"""Fixtures for the catalog tests: moto's S3 server on loopback, for the fallback poll.
+"""Fixtures for the catalog tests: moto's S3 server on loopback and a temp-directory source
+for the fallback poll, a private Redis broker for worker tests.
 
 The server runs in this process (``ThreadedMotoServer``) on a spare port, once per session
 (its start costs about a second); ``s3`` and ``s3_bucket`` reset it for each test that asks.
@@ -134,3 +135,40 @@ def s3(s3_bucket, settings) -> S3Store:
     store = s3_bucket("tidemark-lake", "landing")
     settings.TIDEMARK_STORAGE_SOURCES = {"lake": store.source()}
     return store
+
+
+@pytest.fixture
+def broker(tmp_path, monkeypatch):
+    """A private redis-server, and this process's Celery app publishing to it."""
+    from tests.catalog.worker_helpers import PrivateRedis, point_celery_at
+
+    server = PrivateRedis.spare(tmp_path)
+    restore = point_celery_at(server.url, monkeypatch)
+    try:
+        yield server
+    finally:
+        restore()
+        server.kill()
+
+
+@pytest.fixture
+def lake(tmp_path, settings):
+    """Storage source ``lake``: a temp directory (``file://``)."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": f"file://{root}"}}
+    return root
+
+
+@pytest.fixture
+def producer(db):
+    from tests.catalog.factories import TeamFactory
+
+    return TeamFactory(slug="sales")
+
+
+@pytest.fixture
+def consumer_endpoint(db, producer):
+    from tests.catalog.factories import EndpointFactory, TeamFactory
+
+    return EndpointFactory(team=TeamFactory(slug="finance"))

@@ -27,11 +27,8 @@ from catalog.models import Delivery, DeliveryAttempt
 from catalog.services import Actor, readiness_publish, subscription_create
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.catalog.worker_helpers import (
-    PrivateRedis,
     Receiver,
     Worker,
-    free_port,
-    point_celery_at,
     wait_until,
     worker_environment,
 )
@@ -51,23 +48,6 @@ DELIVERED_WITHIN = 30.0  # seconds the workers get to finish what a test expects
 def doorbell_not_quiet(monkeypatch):
     """Each test starts with a doorbell that has not failed yet."""
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
-
-
-@pytest.fixture
-def broker(tmp_path, monkeypatch) -> Iterator[PrivateRedis]:
-    """A private redis-server, and this process's Celery app publishing to it."""
-    server = PrivateRedis(port=free_port(), workdir=tmp_path)
-    try:
-        server.start()
-    except RuntimeError:  # another process took the port between bind and start
-        server.port = free_port()
-        server.start()
-    restore = point_celery_at(server.url, monkeypatch)
-    try:
-        yield server
-    finally:
-        restore()
-        server.kill()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 import time_machine
@@ -19,9 +19,8 @@ from catalog.models import (
     StorageGroup,
     StorageSweep,
 )
-from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
-
-NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+from tests.catalog.factories import SubscriptionFactory
+from tests.catalog.polling_helpers import NOW, register, sweep
 
 
 @pytest.fixture(autouse=True)
@@ -30,27 +29,10 @@ def frozen_clock():
         yield
 
 
-@pytest.fixture
-def lake(tmp_path, settings):
-    root = tmp_path / "lake"
-    root.mkdir()
-    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": f"file://{root}"}}
-    return root
-
-
 def put(root, relative: str, body: bytes = b"x") -> None:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(body)
-
-
-def register(team, name="orders", **fields) -> Dataset:
-    fields.setdefault("completion_signal", Dataset.CompletionSignal.SUCCESS_MARKER)
-    fields.setdefault("storage_source", "lake")
-    fields.setdefault("location_template", f"sales/{name}/dt={{partition}}/")
-    return services.dataset_register(
-        actor=services.Actor(team=team), namespace="s3://lake", name=name, **fields
-    )
 
 
 def publish(team, dataset, key):
@@ -61,22 +43,6 @@ def publish(team, dataset, key):
         partition=key,
         now=NOW,
     )
-
-
-def sweep(dataset, *, now=NOW, full=False):
-    dataset.refresh_from_db()
-    return polling.sweep_group(dataset.poll_group, now=now, full=full)
-
-
-@pytest.fixture
-def producer(db):
-    return TeamFactory(slug="sales")
-
-
-@pytest.fixture
-def consumer_endpoint(db, producer):
-    consumer = TeamFactory(slug="finance")
-    return EndpointFactory(team=consumer)
 
 
 def test_a_lost_event_is_found_once_and_told_once(lake, producer, consumer_endpoint):

@@ -15,7 +15,7 @@ from time import monotonic
 import pytest
 import time_machine
 
-from catalog import polling, services
+from catalog import polling
 from catalog.models import (
     Dataset,
     Delivery,
@@ -25,9 +25,9 @@ from catalog.models import (
     StorageGroup,
     StorageSweep,
 )
-from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
+from tests.catalog.factories import SubscriptionFactory
+from tests.catalog.polling_helpers import NOW, register, sweep
 
-NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 TODAY = NOW.date()
 
 
@@ -35,30 +35,6 @@ TODAY = NOW.date()
 def frozen_clock():
     with time_machine.travel(NOW, tick=False):
         yield
-
-
-def register(team, name="orders", **fields) -> Dataset:
-    fields.setdefault("completion_signal", Dataset.CompletionSignal.SUCCESS_MARKER)
-    fields.setdefault("storage_source", "lake")
-    fields.setdefault("location_template", f"sales/{name}/dt={{partition}}/")
-    return services.dataset_register(
-        actor=services.Actor(team=team), namespace="s3://lake", name=name, **fields
-    )
-
-
-def sweep(dataset, *, now=NOW, full=False):
-    dataset.refresh_from_db()
-    return polling.sweep_group(dataset.poll_group, now=now, full=full)
-
-
-@pytest.fixture
-def producer(db):
-    return TeamFactory(slug="sales")
-
-
-@pytest.fixture
-def consumer_endpoint(db, producer):
-    return EndpointFactory(team=TeamFactory(slug="finance"))
 
 
 # --- a lost event, a manifest -------------------------------------------------------------

@@ -13,29 +13,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from catalog import polling, services
+from catalog import polling
 from catalog.models import (
-    Dataset,
     Partition,
     PartitionRevision,
     ReadinessEvent,
     StorageGroup,
     StorageSweep,
 )
-from tests.catalog.factories import TeamFactory
+from tests.catalog.polling_helpers import register
 from tests.catalog.worker_helpers import (
-    CELERY,
-    PrivateRedis,
     Worker,
-    free_port,
-    point_celery_at,
     wait_until,
     worker_environment,
 )
@@ -47,54 +40,6 @@ pytestmark = [
 ]
 
 FOUND_WITHIN = 60.0  # seconds from the worker's start to every partition found
-
-
-class PollWorker(Worker):
-    """A ``Worker`` consuming only the ``poll`` queue (``poll_storage`` is routed there)."""
-
-    def start(self) -> PollWorker:
-        from django.conf import settings
-
-        self._log_file = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [
-                *(str(CELERY), "-A", "config.celery", "worker", "-P", "solo"),
-                *("-Q", "poll", "--without-gossip", "--without-mingle"),
-                *("-l", "info", "-n", f"{self.name}@tidemark-test"),
-            ],
-            cwd=settings.BASE_DIR,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-
-@pytest.fixture
-def broker(tmp_path, monkeypatch) -> Iterator[PrivateRedis]:
-    """A private redis-server, and this process's Celery app publishing to it."""
-    server = PrivateRedis(port=free_port(), workdir=tmp_path)
-    try:
-        server.start()
-    except RuntimeError:  # another process took the port between bind and start
-        server.port = free_port()
-        server.start()
-    restore = point_celery_at(server.url, monkeypatch)
-    try:
-        yield server
-    finally:
-        restore()
-        server.kill()
-
-
-@pytest.fixture
-def lake(tmp_path, settings):
-    root = tmp_path / "lake"
-    root.mkdir()
-    settings.TIDEMARK_STORAGE_SOURCES = {"lake": {"url": f"file://{root}"}}
-    return root
 
 
 @pytest.fixture
@@ -110,7 +55,7 @@ def start_poll_worker(transactional_db, broker, lake, tmp_path, settings):
             lease_seconds=30,
             TIDEMARK_STORAGE_SOURCES=json.dumps(settings.TIDEMARK_STORAGE_SOURCES),
         )
-        worker = PollWorker(name=name, log_path=tmp_path / f"{name}.log", env=env)
+        worker = Worker(name=name, log_path=tmp_path / f"{name}.log", env=env, queues="poll")
         workers.append(worker)
         return worker.start()
 
@@ -129,17 +74,9 @@ def land(root, key: str) -> None:
 
 
 def test_partitions_that_landed_during_downtime_are_found_by_the_start_up_sweep(
-    start_poll_worker, lake
+    start_poll_worker, lake, producer
 ):
-    producer = TeamFactory(slug="sales")
-    dataset = services.dataset_register(
-        actor=services.Actor(team=producer),
-        namespace="s3://lake",
-        name="orders",
-        completion_signal=Dataset.CompletionSignal.SUCCESS_MARKER,
-        storage_source="lake",
-        location_template="sales/orders/dt={partition}/",
-    )
+    dataset = register(producer)
     today = timezone.now().date()
     keys = [(today - timedelta(days=n)).isoformat() for n in range(1, 8)]
     land(lake, keys[-1])  # before the downtime; Tidemark's last sweep finds it

@@ -108,6 +108,17 @@ class PrivateRedis:
         if self.process.poll() is not None:
             raise RuntimeError(f"redis-server exited with {self.process.returncode}")
 
+    @classmethod
+    def spare(cls, workdir: Path) -> PrivateRedis:
+        """Start one on a free port (trying another if the first is taken meanwhile)."""
+        server = cls(port=free_port(), workdir=workdir)
+        try:
+            server.start()
+        except RuntimeError:  # another process took the port between bind and start
+            server.port = free_port()
+            server.start()
+        return server
+
     def kill(self) -> None:
         """Crash it (SIGKILL): connections drop, the port refuses, queued messages are gone."""
         if self.process is not None and self.process.poll() is None:
@@ -266,8 +277,9 @@ _SUMMARY = re.compile(r"deliveries: claimed (\d+): .*; claims lost (\d+)")
 
 
 @dataclass
-class Worker:
-    """One ``celery worker -P solo`` subprocess in its own session, logging to a file."""
+class LoggedProcess:
+    """A subprocess in its own session (so a kill takes its children too), logging to a
+    file. Subclasses give ``argv``."""
 
     name: str
     log_path: Path
@@ -275,14 +287,13 @@ class Worker:
     process: subprocess.Popen | None = None
     _log_file: object = field(default=None, repr=False)
 
-    def start(self) -> Worker:
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self):
         self._log_file = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [
-                *(str(CELERY), "-A", "config.celery", "worker", "-P", "solo"),
-                *("-Q", "delivery,default", "--without-gossip", "--without-mingle"),
-                *("-l", "info", "-n", f"{self.name}@tidemark-test"),
-            ],
+            self.argv(),
             cwd=settings.BASE_DIR,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -299,6 +310,30 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group and reap it."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):  # the group: its children go too
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+
+@dataclass
+class Worker(LoggedProcess):
+    """One ``celery worker -P solo`` subprocess consuming ``queues``."""
+
+    queues: str = "delivery,default"
+
+    def argv(self) -> list[str]:
+        return [
+            *(str(CELERY), "-A", "config.celery", "worker", "-P", "solo"),
+            *("-Q", self.queues, "--without-gossip", "--without-mingle"),
+            *("-l", "info", "-n", f"{self.name}@tidemark-test"),
+        ]
+
     def wait_ready(self, timeout: float = 30) -> None:
         wait_until(
             lambda: not self.alive or f"{self.name}@tidemark-test ready." in self.log(),
@@ -311,13 +346,3 @@ class Worker:
         """(deliveries claimed, claims lost) summed over the passes this worker logged."""
         passes = [tuple(map(int, m)) for m in _SUMMARY.findall(self.log())]
         return sum(p[0] for p in passes), sum(p[1] for p in passes)
-
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process group and reap it."""
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):  # the group: its children go too
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None

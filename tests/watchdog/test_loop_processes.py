@@ -11,15 +11,12 @@ seconds; ``transaction=True`` because the loops only see committed rows.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
@@ -30,7 +27,7 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from tests.catalog.worker_helpers import Receiver
+from tests.catalog.worker_helpers import LoggedProcess, Receiver
 from tests.catalog.worker_helpers import wait_until as _wait_until
 from watchdog import monitors
 from watchdog.models import Channel, Incident, LoopState, Monitor, Page
@@ -64,38 +61,15 @@ def _watchdog_database_url(application_name: str) -> str:
 
 
 @dataclass
-class Loop:
+class Loop(LoggedProcess):
     """One ``manage.py run_watchdog`` process in its own session, logging to a file."""
 
-    name: str
-    env: dict[str, str]
-    log_path: Path
-    process: subprocess.Popen | None = None
-    _log_file: object = field(default=None, repr=False)
+    def argv(self) -> list[str]:
+        return [sys.executable, MANAGE, "run_watchdog", "--interval", INTERVAL]
 
     @property
     def application_name(self) -> str:
         return f"tidemark-wd-{self.name}"
-
-    def start(self) -> Loop:
-        self._log_file = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, MANAGE, "run_watchdog", "--interval", INTERVAL],
-            cwd=settings.BASE_DIR,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def connected(self) -> bool:
         with connections["watchdog"].cursor() as cursor:
@@ -112,17 +86,6 @@ class Loop:
             lambda: not self.alive or self.connected(), timeout, f"loop {self.name} to connect"
         )
         assert self.alive, f"loop {self.name} exited:\n{self.log()[-3000:]}"
-
-    def kill(self) -> None:
-        """SIGKILL the loop's process group and reap it."""
-        if self.process is not None and self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        if self.process is not None:
-            self.process.wait(10)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
 
 
 _running: list[Loop] = []  # the current test's loops, for failure messages
