@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from datetime import date, timedelta
@@ -79,6 +80,24 @@ def clear_doorbells(url: str, extra: tuple[str, ...] = ()) -> None:
         for pattern in ("_kombu.binding.*", "_kombu.binding_permanent.*"):
             names.extend(client.scan_iter(match=pattern))
         client.delete(*names)
+
+
+def bench_env(
+    pg: str, databases: list[str], broker_url: str, *, database_url: str | None = None, **extra
+) -> dict[str, str]:
+    """The environment of a catalog bench process: this process's environment plus the
+    bench databases (``databases`` = [catalog, watchdog] on server ``pg``), the broker and
+    ``config.settings.bench``; ``extra`` adds settings. ``database_url`` overrides the
+    catalog's URL (e.g. to tag it with an application_name)."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url or f"{pg}/{databases[0]}",
+        "WATCHDOG_DATABASE_URL": f"{pg}/{databases[1]}",
+        "CELERY_BROKER_URL": broker_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
+        "DJANGO_DEBUG": "false",
+        **extra,
+    }
 
 
 def migrate(env: dict[str, str]) -> None:
@@ -184,6 +203,161 @@ class Server:
 
     def log_summary(self) -> dict[str, Any]:
         return log_summary(self.log)
+
+
+class ReceiverProcess:
+    """A loopback HTTP receiver in its own process (multiprocessing ``spawn``: no Django
+    inside). ``target(port)`` serves it and must answer ``GET /_count`` (JSON ``count``),
+    ``GET /_dump`` (the records) and ``POST /_reset``."""
+
+    def __init__(self, target, name: str) -> None:
+        import multiprocessing
+
+        self.port = free_port()
+        self.proc = multiprocessing.get_context("spawn").Process(
+            target=target, args=(self.port,), name=name, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start it and wait (up to 15 s) until it answers."""
+        self.proc.start()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                self._call("/_count")
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the receiver did not start within 15 s")
+
+    def _call(self, path: str, method: str = "GET") -> bytes:
+        url = f"{self.base_url}{path}"  # always http://127.0.0.1
+        request = urllib.request.Request(url, method=method)  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as resp:  # noqa: S310 - loopback
+            return resp.read()
+
+    def count(self) -> int:
+        return json.loads(self._call("/_count"))["count"]
+
+    def dump(self) -> list[list]:
+        return json.loads(self._call("/_dump"))
+
+    def reset(self) -> None:
+        self._call("/_reset", "POST")
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(timeout=5)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(timeout=5)
+
+
+# wrk (https://github.com/wg/wrk) reporting shared by the benchmarks' Lua scripts: per
+# thread status counters, and one WRK_JSON summary line (plus the first error body).
+# A bench's own script adds ``init`` and ``request``; each thread gets an ``id``.
+WRK_REPORTING_LUA = r"""
+local threads = {}
+local next_id = 0
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+  table.insert(threads, thread)
+end
+
+c200, c201, cother, errbody = 0, 0, 0, ""
+
+function response(status, headers, body)
+  if status == 201 then c201 = c201 + 1
+  elseif status == 200 then c200 = c200 + 1
+  else
+    cother = cother + 1
+    if errbody == "" then errbody = tostring(status) .. " " .. string.sub(body, 1, 300) end
+  end
+end
+
+function done(summary, latency, requests)
+  local s200, s201, sother, err = 0, 0, 0, ""
+  for _, t in ipairs(threads) do
+    s200 = s200 + t:get("c200")
+    s201 = s201 + t:get("c201")
+    sother = sother + t:get("cother")
+    if err == "" then err = t:get("errbody") end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'WRK_JSON {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,'
+    .. '"status":%d,"timeout":%d},"latency_us":{"p50":%d,"p90":%d,"p99":%d,"max":%d,'
+    .. '"mean":%.1f},"status":{"200":%d,"201":%d,"other":%d}}\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
+    latency.mean, s200, s201, sother))
+  if err ~= "" then io.write("WRK_ERRBODY " .. err .. "\n") end
+end
+"""
+
+
+def write_temp(text: str, *, prefix: str, suffix: str) -> str:
+    """Write ``text`` to a new temporary file; returns its path (the caller removes it)."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def wrk_script(request_lua: str, *, prefix: str = "tidemark-bench-") -> str:
+    """A wrk script file: ``request_lua`` (``init``, ``request``) plus the reporting."""
+    return write_temp(WRK_REPORTING_LUA + request_lua, prefix=prefix, suffix=".lua")
+
+
+def wrk_version() -> str:
+    out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
+    return (out.stdout or out.stderr).splitlines()[0].strip()
+
+
+def run_wrk(
+    script: str, url: str, *, clients: int, threads: int, seconds: float, args: list[str]
+) -> dict[str, Any]:
+    """Run wrk with ``script`` against ``url`` (``args`` go to the script's ``init``).
+
+    Returns requests, seconds, rate (/s), latency percentiles (ms), status counts, socket
+    errors and the first error body.
+
+    Raises:
+        RuntimeError: wrk printed no summary.
+    """
+    argv = [
+        *("wrk", f"-t{threads}", f"-c{clients}", f"-d{max(1, round(seconds))}s"),
+        *("--timeout", "30s", "-s", script, url, "--", *args),
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    data, errbody = None, None
+    for line in out.stdout.splitlines():
+        if line.startswith("WRK_JSON "):
+            data = json.loads(line[len("WRK_JSON ") :])
+        elif line.startswith("WRK_ERRBODY "):
+            errbody = line[len("WRK_ERRBODY ") :]
+    if data is None:
+        raise RuntimeError(f"wrk printed no summary:\n{out.stdout}\n{out.stderr}")
+    secs = data["duration_us"] / 1e6
+    lat = data["latency_us"]
+    return {
+        "requests": data["requests"],
+        "seconds": round(secs, 3),
+        "rate": round(data["requests"] / secs, 1),
+        "p50_ms": round(lat["p50"] / 1000, 2),
+        "p90_ms": round(lat["p90"] / 1000, 2),
+        "p99_ms": round(lat["p99"] / 1000, 2),
+        "max_ms": round(lat["max"] / 1000, 2),
+        "mean_ms": round(lat["mean"] / 1000, 2),
+        "status": data["status"],
+        "socket_errors": data["errors"],
+        "first_error": errbody,
+    }
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 15) -> None:

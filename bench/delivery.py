@@ -50,7 +50,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,11 +64,12 @@ from bench.common import (
     ROOT,
     VENV_BIN,
     CpuMeter,
+    ReceiverProcess,
     Server,
+    bench_env,
     check_services,
     clear_doorbells,
     drop_databases,
-    free_port,
     log_summary,
     machine_info,
     migrate,
@@ -277,56 +277,14 @@ def receiver_main(port: int) -> None:
     asyncio.run(serve())
 
 
-class Receiver:
-    """The receiver in its own process (multiprocessing ``spawn``: no Django inside)."""
+class Receiver(ReceiverProcess):
+    """The webhook receiver in its own process."""
 
     def __init__(self) -> None:
-        import multiprocessing
-
-        self.port = free_port()
-        self.proc = multiprocessing.get_context("spawn").Process(
-            target=receiver_main, args=(self.port,), name="tidemark-bench-receiver", daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc.start()
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                self.count()
-                return
-            time.sleep(0.1)
-        raise RuntimeError("the receiver did not start within 15 s")
-
-    def _call(self, path: str, method: str = "GET") -> bytes:
-        url = f"{self.base_url}{path}"  # always http://127.0.0.1
-        request = urllib.request.Request(url, method=method)  # noqa: S310
-        with urllib.request.urlopen(request, timeout=30) as resp:  # noqa: S310 - loopback
-            return resp.read()
-
-    def count(self) -> int:
-        return json.loads(self._call("/_count"))["count"]
-
-    def dump(self) -> list[list]:
-        return json.loads(self._call("/_dump"))
-
-    def reset(self) -> None:
-        self._call("/_reset", "POST")
+        super().__init__(receiver_main, "tidemark-bench-receiver")
 
     def set_delay(self, ms: float) -> None:
         self._call(f"/_delay?ms={ms:g}", "POST")
-
-    def stop(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(timeout=5)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(timeout=5)
 
 
 # --- publisher (own process) ------------------------------------------------------------
@@ -1571,16 +1529,14 @@ def main(argv: list[str] | None = None) -> int:
     check_services(args.pg)
     databases = [args.db_name, f"{args.db_name}_watchdog"]
     database_url = f"{args.pg}/{databases[0]}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": app_url(database_url, "tidemark-bench-main"),
-        "WATCHDOG_DATABASE_URL": f"{args.pg}/{databases[1]}",
-        "CELERY_BROKER_URL": args.broker_url,
-        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
-        "DJANGO_DEBUG": "false",
-        "TIDEMARK_OUTBOUND_ALLOW_NETWORKS": "127.0.0.0/8",
-        "TIDEMARK_OUTBOUND_ALLOW_HTTP": "1",
-    }
+    env = bench_env(
+        args.pg,
+        databases,
+        args.broker_url,
+        database_url=app_url(database_url, "tidemark-bench-main"),
+        TIDEMARK_OUTBOUND_ALLOW_NETWORKS="127.0.0.0/8",
+        TIDEMARK_OUTBOUND_ALLOW_HTTP="1",
+    )
     os.environ.update(env)
     web_env = {**env, "DATABASE_URL": app_url(database_url, "tidemark-bench-web")}
     server = Server(web_env, workers=args.workers, log=RESULTS_DIR / "delivery-gunicorn.log")

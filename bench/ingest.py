@@ -32,9 +32,7 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -51,6 +49,7 @@ from bench.common import (
     ROOT,
     CpuMeter,
     Server,
+    bench_env,
     check_services,
     clear_doorbells,
     drop_databases,
@@ -58,7 +57,10 @@ from bench.common import (
     partition_key,
     publish_body,
     recreate_databases,
+    run_wrk,
     wait_quiet,
+    wrk_script,
+    wrk_version,
 )
 from bench.common import machine_info as _machine_info
 from bench.common import percentile as _percentile
@@ -349,17 +351,8 @@ def count_rows() -> dict[str, int]:
 # Hinnant's algorithm), or the floor/noop/hot variants. Args: mode path token first_day
 # span.
 WRK_LUA = r"""
-local threads = {}
-local next_id = 0
-function setup(thread)
-  thread:set("id", next_id)
-  next_id = next_id + 1
-  table.insert(threads, thread)
-end
-
 local mode, path, token, first_day, span, nthreads
 local counter = 0
-c200, c201, cother, errbody = 0, 0, 0, ""
 
 local function civil(z)
   z = z + 719468
@@ -395,34 +388,6 @@ function request()
     "NAMESPACE", "NAME", civil(first_day + offset), 'MANIFEST')
   return wrk.format(nil, path, nil, body)
 end
-
-function response(status, headers, body)
-  if status == 201 then c201 = c201 + 1
-  elseif status == 200 then c200 = c200 + 1
-  else
-    cother = cother + 1
-    if errbody == "" then errbody = tostring(status) .. " " .. string.sub(body, 1, 300) end
-  end
-end
-
-function done(summary, latency, requests)
-  local s200, s201, sother, err = 0, 0, 0, ""
-  for _, t in ipairs(threads) do
-    s200 = s200 + t:get("c200")
-    s201 = s201 + t:get("c201")
-    sother = sother + t:get("cother")
-    if err == "" then err = t:get("errbody") end
-  end
-  local e = summary.errors
-  io.write(string.format(
-    'WRK_JSON {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,'
-    .. '"status":%d,"timeout":%d},"latency_us":{"p50":%d,"p90":%d,"p99":%d,"max":%d,'
-    .. '"mean":%.1f},"status":{"200":%d,"201":%d,"other":%d}}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
-    latency.mean, s200, s201, sother))
-  if err ~= "" then io.write("WRK_ERRBODY " .. err .. "\n") end
-end
 """
 
 
@@ -432,64 +397,27 @@ class WrkLoad:
     def __init__(self, clients: int) -> None:
         self.clients = clients
         self.threads = 1  # one event loop drives 16 connections; leaves CPU to the server
-        lua = (
+        self.script = wrk_script(
             WRK_LUA.replace('"NAMESPACE"', json.dumps(NAMESPACE))
             .replace('"NAME"', json.dumps(NAME))
             .replace("'MANIFEST'", json.dumps(json.dumps(MANIFEST, separators=(",", ":"))))
         )
-        fd, self.script = tempfile.mkstemp(prefix="tidemark-bench-", suffix=".lua")
-        with os.fdopen(fd, "w") as f:
-            f.write(lua)
 
     def version(self) -> str:
-        out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
-        return (out.stdout or out.stderr).splitlines()[0].strip()
+        return wrk_version()
 
     def run(
         self, url: str, mode: str, path: str, token: str, first: int, span: int, seconds: float
     ) -> dict[str, Any]:
-        argv = [
-            "wrk",
-            f"-t{self.threads}",
-            f"-c{self.clients}",
-            f"-d{max(1, round(seconds))}s",
-            "--timeout",
-            "30s",
-            "-s",
+        first_day = (FIRST_DAY.toordinal() - _EPOCH_ORDINAL) + first
+        return run_wrk(
             self.script,
             url,
-            "--",
-            mode,
-            path,
-            token or "-",
-            str((FIRST_DAY.toordinal() - _EPOCH_ORDINAL) + first),
-            str(span),
-            str(self.threads),
-        ]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True)
-        data, errbody = None, None
-        for line in out.stdout.splitlines():
-            if line.startswith("WRK_JSON "):
-                data = json.loads(line[len("WRK_JSON ") :])
-            elif line.startswith("WRK_ERRBODY "):
-                errbody = line[len("WRK_ERRBODY ") :]
-        if data is None:
-            raise RuntimeError(f"wrk printed no summary:\n{out.stdout}\n{out.stderr}")
-        seconds_run = data["duration_us"] / 1e6
-        lat = data["latency_us"]
-        return {
-            "requests": data["requests"],
-            "seconds": round(seconds_run, 3),
-            "rate": round(data["requests"] / seconds_run, 1),
-            "p50_ms": round(lat["p50"] / 1000, 2),
-            "p90_ms": round(lat["p90"] / 1000, 2),
-            "p99_ms": round(lat["p99"] / 1000, 2),
-            "max_ms": round(lat["max"] / 1000, 2),
-            "mean_ms": round(lat["mean"] / 1000, 2),
-            "status": data["status"],
-            "socket_errors": data["errors"],
-            "first_error": errbody,
-        }
+            clients=self.clients,
+            threads=self.threads,
+            seconds=seconds,
+            args=[mode, path, token or "-", str(first_day), str(span), str(self.threads)],
+        )
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -825,14 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     check_services(args.pg)
     databases = [args.db_name, f"{args.db_name}_watchdog"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{args.pg}/{databases[0]}",
-        "WATCHDOG_DATABASE_URL": f"{args.pg}/{databases[1]}",
-        "CELERY_BROKER_URL": args.broker_url,
-        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
-        "DJANGO_DEBUG": "false",
-    }
+    env = bench_env(args.pg, databases, args.broker_url)
     os.environ.update(env)
     loadgen = make_loadgen(args.loadgen, args.clients)
     server = Server(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads)

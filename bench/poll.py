@@ -57,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     RESULTS_DIR,
     ROOT,
+    bench_env,
     check_services,
     clear_doorbells,
     drop_databases,
@@ -862,15 +863,12 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     check_services(args.pg)
     databases = [args.db_name, f"{args.db_name}_wd"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{args.pg}/{databases[0]}",
-        "WATCHDOG_DATABASE_URL": f"{args.pg}/{databases[1]}",
-        "CELERY_BROKER_URL": args.broker_url,
-        "DJANGO_SETTINGS_MODULE": "config.settings.bench",
-        "DJANGO_DEBUG": "false",
-        "TIDEMARK_STORAGE_SOURCES": json.dumps({SOURCE: {"url": f"s3://{BUCKET}"}}),
-    }
+    env = bench_env(
+        args.pg,
+        databases,
+        args.broker_url,
+        TIDEMARK_STORAGE_SOURCES=json.dumps({SOURCE: {"url": f"s3://{BUCKET}"}}),
+    )
     os.environ.update(env)
     started_at = datetime.now(UTC)
     try:

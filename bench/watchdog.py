@@ -46,10 +46,8 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,14 +59,18 @@ from bench.common import (
     RESULTS_DIR,
     ROOT,
     CpuMeter,
+    ReceiverProcess,
     Server,
     drop_databases,
-    free_port,
     machine_info,
     percentile,
     recreate_databases,
+    run_wrk,
     stop_process,
     wait_quiet,
+    write_temp,
+    wrk_script,
+    wrk_version,
 )
 
 TARGETS = {
@@ -195,44 +197,16 @@ def receiver_main(port: int) -> None:
     asyncio.run(serve())
 
 
-class Receiver:
+class Receiver(ReceiverProcess):
+    """The PagerDuty Events API and heartbeat receiver in its own process."""
+
     def __init__(self) -> None:
-        import multiprocessing
-
-        self.port = free_port()
-        self.proc = multiprocessing.get_context("spawn").Process(
-            target=receiver_main, args=(self.port,), name="tidemark-bench-pd", daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.proc.start()
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                self.count()
-                return
-            time.sleep(0.1)
-        raise RuntimeError("the receiver did not start within 15 s")
-
-    def _call(self, path: str, method: str = "GET") -> bytes:
-        request = urllib.request.Request(f"{self.base_url}{path}", method=method)  # noqa: S310
-        with urllib.request.urlopen(request, timeout=30) as resp:  # noqa: S310 - loopback
-            return resp.read()
+        super().__init__(receiver_main, "tidemark-bench-pd")
 
     def count(self, path_prefix: str = "") -> int:
         if not path_prefix:
-            return json.loads(self._call("/_count"))["count"]
+            return super().count()
         return sum(1 for r in self.dump() if r[1].startswith(path_prefix))
-
-    def dump(self) -> list[list]:
-        return json.loads(self._call("/_dump"))
-
-    def reset(self) -> None:
-        self._call("/_reset", "POST")
 
     def wait_for(self, n: int, path_prefix: str, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -250,14 +224,6 @@ class Receiver:
             if covered >= len(names) or time.monotonic() >= deadline:
                 return covered
             time.sleep(0.25)
-
-    def stop(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(timeout=5)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(timeout=5)
 
 
 def paged_monitors(records: list[list]) -> list[tuple[str, float]]:
@@ -1116,9 +1082,6 @@ WRK_LUA = r"""
 local keys = {}
 local counter = 0
 local mode, offset
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-c200, cother, errbody = 0, 0, ""
 
 function init(args)
   mode, offset = args[1], tonumber(args[3])
@@ -1132,93 +1095,31 @@ function request()
   counter = counter + 1
   return wrk.format("GET", "/ping/" .. keys[((offset + counter) % #keys) + 1])
 end
-
-function response(status, headers, body)
-  if status == 200 then c200 = c200 + 1
-  else
-    cother = cother + 1
-    if errbody == "" then errbody = tostring(status) .. " " .. string.sub(body, 1, 200) end
-  end
-end
-
-function done(summary, latency, requests)
-  local s200, sother, err = 0, 0, ""
-  for _, t in ipairs(threads) do
-    s200 = s200 + t:get("c200")
-    sother = sother + t:get("cother")
-    if err == "" then err = t:get("errbody") end
-  end
-  local e = summary.errors
-  io.write(string.format(
-    'WRK_JSON {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,'
-    .. '"status":%d,"timeout":%d},"latency_us":{"p50":%d,"p90":%d,"p99":%d,"max":%d,'
-    .. '"mean":%.1f},"status":{"200":%d,"other":%d}}\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
-    latency.mean, s200, sother))
-  if err ~= "" then io.write("WRK_ERRBODY " .. err .. "\n") end
-end
 """
 
 
 class Wrk:
     def __init__(self, keys: list[str]) -> None:
-        fd, self.script = tempfile.mkstemp(prefix="tidemark-bench-wd-", suffix=".lua")
-        with os.fdopen(fd, "w") as f:
-            f.write(WRK_LUA)
-        fd, self.keys = tempfile.mkstemp(prefix="tidemark-bench-wd-", suffix=".keys")
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(keys) + "\n")
+        self.script = wrk_script(WRK_LUA, prefix="tidemark-bench-wd-")
+        self.keys = write_temp("\n".join(keys) + "\n", prefix="tidemark-bench-wd-", suffix=".keys")
         self.n_keys = len(keys)
         self.offset = 0
 
-    @staticmethod
-    def version() -> str:
-        out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
-        return (out.stdout or out.stderr).splitlines()[0].strip()
+    version = staticmethod(wrk_version)
 
     def run(self, url: str, mode: str, clients: int, seconds: float) -> dict[str, Any]:
-        argv = [
-            "wrk",
-            "-t1",
-            f"-c{clients}",
-            f"-d{max(1, round(seconds))}s",
-            "--timeout",
-            "30s",
-            "-s",
+        result = run_wrk(
             self.script,
             url,
-            "--",
-            mode,
-            self.keys,
-            str(self.offset),
-        ]
-        out = subprocess.run(argv, capture_output=True, text=True, check=True)
-        data, errbody = None, None
-        for line in out.stdout.splitlines():
-            if line.startswith("WRK_JSON "):
-                data = json.loads(line[len("WRK_JSON ") :])
-            elif line.startswith("WRK_ERRBODY "):
-                errbody = line[len("WRK_ERRBODY ") :]
-        if data is None:
-            raise RuntimeError(f"wrk printed no summary:\n{out.stdout}\n{out.stderr}")
+            clients=clients,
+            threads=1,
+            seconds=seconds,
+            args=[mode, self.keys, str(self.offset)],
+        )
         if mode == "ping":
-            self.offset = (self.offset + data["requests"] + 1) % self.n_keys
-        secs = data["duration_us"] / 1e6
-        lat = data["latency_us"]
-        return {
-            "requests": data["requests"],
-            "seconds": round(secs, 3),
-            "rate": round(data["requests"] / secs, 1),
-            "rate_200": round(data["status"]["200"] / secs, 1),
-            "p50_ms": round(lat["p50"] / 1000, 2),
-            "p90_ms": round(lat["p90"] / 1000, 2),
-            "p99_ms": round(lat["p99"] / 1000, 2),
-            "max_ms": round(lat["max"] / 1000, 2),
-            "status": data["status"],
-            "socket_errors": data["errors"],
-            "first_error": errbody,
-        }
+            self.offset = (self.offset + result["requests"] + 1) % self.n_keys
+        result["rate_200"] = round(result["status"]["200"] / result["seconds"], 1)
+        return result
 
     def close(self) -> None:
         for path in (self.script, self.keys):
