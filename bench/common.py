@@ -205,6 +205,63 @@ class Server:
         return log_summary(self.log)
 
 
+def http_answer(status: str, payload: bytes, content_type: str = "application/json") -> bytes:
+    """A whole HTTP/1.1 response with a body."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+    return head.encode() + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+
+
+def serve_http(port: int, respond) -> None:
+    """A minimal asyncio HTTP/1.1 server with keep-alive on 127.0.0.1:``port``, for the
+    benchmarks' receivers, which must cost as little as a receiver can.
+
+    ``await respond(conn, method, target, headers, body, arrived)`` returns the response
+    bytes; ``conn`` numbers connections, ``headers`` has lower-cased names, ``arrived`` is
+    ``time.time()`` once the body is read. Chunked bodies are answered 501. Runs forever.
+    """
+    import asyncio
+
+    connections = iter(range(1 << 62))
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = next(connections)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head[:-4].split(b"\r\n")
+                method, target, _ = lines[0].split(b" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(b":")
+                    headers[name.strip().lower()] = value.strip()
+                if b"transfer-encoding" in headers:
+                    writer.write(http_answer("501 Not Implemented", b"{}"))
+                    await writer.drain()
+                    return
+                length = int(headers.get(b"content-length") or 0)
+                body = await reader.readexactly(length) if length else b""
+                writer.write(await respond(conn, method, target, headers, body, time.time()))
+                if headers.get(b"connection", b"").lower() == b"close":
+                    await writer.drain()
+                    return
+                if writer.transport.get_write_buffer_size() > 65536:
+                    await writer.drain()
+        except ConnectionError:
+            return
+        finally:
+            writer.close()
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(serve())
+
+
 class ReceiverProcess:
     """A loopback HTTP receiver in its own process (multiprocessing ``spawn``: no Django
     inside). ``target(port)`` serves it and must answer ``GET /_count`` (JSON ``count``),

@@ -70,6 +70,7 @@ from bench.common import (
     check_services,
     clear_doorbells,
     drop_databases,
+    http_answer,
     log_summary,
     machine_info,
     migrate,
@@ -77,6 +78,7 @@ from bench.common import (
     percentile,
     publish_body,
     recreate_databases,
+    serve_http,
     stop_process,
     wait_quiet,
 )
@@ -204,77 +206,37 @@ def receiver_main(port: int) -> None:
     import asyncio
 
     records: list[tuple] = []
-    connections = iter(range(1 << 62))
     delay = [0.0]  # seconds before answering a webhook (POST /_delay?ms=N)
 
-    def answer(status: str, payload: bytes, content_type: str = "application/json") -> bytes:
-        head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
-        return head.encode() + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+    async def respond(conn, method, target, headers, body, arrived) -> bytes:
+        if method == b"POST" and target.startswith(b"/hooks/"):
+            records.append(
+                (
+                    arrived,
+                    conn,
+                    target.decode(),
+                    headers.get(b"webhook-id", b"").decode(),
+                    headers.get(b"webhook-timestamp", b"").decode(),
+                    headers.get(b"webhook-signature", b"").decode(),
+                    body.decode("utf-8", "replace"),
+                )
+            )
+            if delay[0]:
+                await asyncio.sleep(delay[0])
+            return _NO_CONTENT
+        if target.startswith(b"/_delay?ms=") and method == b"POST":
+            delay[0] = float(target.split(b"=", 1)[1]) / 1000
+            return _NO_CONTENT
+        if target == b"/_count":
+            return http_answer("200 OK", json.dumps({"count": len(records)}).encode())
+        if target == b"/_dump":
+            return http_answer("200 OK", json.dumps(records).encode())
+        if target == b"/_reset" and method == b"POST":
+            records.clear()
+            return _NO_CONTENT
+        return http_answer("404 Not Found", b"{}")
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = next(connections)
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                lines = head[:-4].split(b"\r\n")
-                method, target, _ = lines[0].split(b" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(b":")
-                    headers[name.strip().lower()] = value.strip()
-                if b"transfer-encoding" in headers:
-                    writer.write(answer("501 Not Implemented", b"{}"))
-                    await writer.drain()
-                    return
-                length = int(headers.get(b"content-length") or 0)
-                body = await reader.readexactly(length) if length else b""
-                arrived = time.time()
-                if method == b"POST" and target.startswith(b"/hooks/"):
-                    records.append(
-                        (
-                            arrived,
-                            conn,
-                            target.decode(),
-                            headers.get(b"webhook-id", b"").decode(),
-                            headers.get(b"webhook-timestamp", b"").decode(),
-                            headers.get(b"webhook-signature", b"").decode(),
-                            body.decode("utf-8", "replace"),
-                        )
-                    )
-                    if delay[0]:
-                        await asyncio.sleep(delay[0])
-                    writer.write(_NO_CONTENT)
-                elif target.startswith(b"/_delay?ms=") and method == b"POST":
-                    delay[0] = float(target.split(b"=", 1)[1]) / 1000
-                    writer.write(_NO_CONTENT)
-                elif target == b"/_count":
-                    writer.write(answer("200 OK", json.dumps({"count": len(records)}).encode()))
-                elif target == b"/_dump":
-                    writer.write(answer("200 OK", json.dumps(records).encode()))
-                elif target == b"/_reset" and method == b"POST":
-                    records.clear()
-                    writer.write(_NO_CONTENT)
-                else:
-                    writer.write(answer("404 Not Found", b"{}"))
-                if headers.get(b"connection", b"").lower() == b"close":
-                    await writer.drain()
-                    return
-                if writer.transport.get_write_buffer_size() > 65536:
-                    await writer.drain()
-        except ConnectionError:
-            return
-        finally:
-            writer.close()
-
-    async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-        async with server:
-            await server.serve_forever()
-
-    asyncio.run(serve())
+    serve_http(port, respond)
 
 
 class Receiver(ReceiverProcess):

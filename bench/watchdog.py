@@ -62,10 +62,12 @@ from bench.common import (
     ReceiverProcess,
     Server,
     drop_databases,
+    http_answer,
     machine_info,
     percentile,
     recreate_databases,
     run_wrk,
+    serve_http,
     stop_process,
     wait_quiet,
     write_temp,
@@ -143,58 +145,24 @@ _ACCEPTED = (
 
 
 def receiver_main(port: int) -> None:
-    """asyncio HTTP/1.1 with keep-alive: records (arrival ``time.time()``, path, body) of
-    every POST and answers 202 at once. Control: GET /_count, GET /_dump, POST /_reset."""
-    import asyncio
-
+    """Records (arrival ``time.time()``, path, body) of every POST and answers 202 at once.
+    Control: GET /_count, GET /_dump, POST /_reset."""
     records: list[tuple[float, str, str]] = []
 
-    def answer(status: str, payload: bytes) -> bytes:
-        head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-        return head.encode() + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+    async def respond(conn, method, target, headers, body, arrived) -> bytes:
+        if target == b"/_count":
+            return http_answer("200 OK", json.dumps({"count": len(records)}).encode())
+        if target == b"/_dump":
+            return http_answer("200 OK", json.dumps(records).encode())
+        if target == b"/_reset" and method == b"POST":
+            records.clear()
+            return http_answer("200 OK", b"{}")
+        if method == b"POST":
+            records.append((arrived, target.decode(), body.decode("utf-8", "replace")))
+            return _ACCEPTED
+        return http_answer("404 Not Found", b"{}")
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                lines = head[:-4].split(b"\r\n")
-                method, target, _ = lines[0].split(b" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(b":")
-                    headers[name.strip().lower()] = value.strip()
-                length = int(headers.get(b"content-length") or 0)
-                body = await reader.readexactly(length) if length else b""
-                arrived = time.time()
-                if target == b"/_count":
-                    writer.write(answer("200 OK", json.dumps({"count": len(records)}).encode()))
-                elif target == b"/_dump":
-                    writer.write(answer("200 OK", json.dumps(records).encode()))
-                elif target == b"/_reset" and method == b"POST":
-                    records.clear()
-                    writer.write(answer("200 OK", b"{}"))
-                elif method == b"POST":
-                    records.append((arrived, target.decode(), body.decode("utf-8", "replace")))
-                    writer.write(_ACCEPTED)
-                else:
-                    writer.write(answer("404 Not Found", b"{}"))
-                if headers.get(b"connection", b"").lower() == b"close":
-                    await writer.drain()
-                    return
-        except ConnectionError:
-            return
-        finally:
-            writer.close()
-
-    async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-        async with server:
-            await server.serve_forever()
-
-    asyncio.run(serve())
+    serve_http(port, respond)
 
 
 class Receiver(ReceiverProcess):
