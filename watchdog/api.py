@@ -55,6 +55,24 @@ class ChannelSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
+# What a monitor's managers set; the rest is the watchdog's own state.
+DEFINITION_FIELDS = [
+    "name",
+    "owner",
+    "external_id",
+    "kind",
+    "period_seconds",
+    "cron",
+    "timezone",
+    "partitioning",
+    "partition_timezone",
+    "grace_seconds",
+    "max_runtime_seconds",
+    "post_only",
+    "system",
+]
+
+
 class MonitorInputSerializer(serializers.ModelSerializer):
     channel_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, max_length=50
@@ -66,22 +84,7 @@ class MonitorInputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Monitor
-        fields = [
-            "name",
-            "owner",
-            "external_id",
-            "kind",
-            "period_seconds",
-            "cron",
-            "timezone",
-            "partitioning",
-            "partition_timezone",
-            "grace_seconds",
-            "max_runtime_seconds",
-            "post_only",
-            "system",
-            "channel_ids",
-        ]
+        fields = [*DEFINITION_FIELDS, "channel_ids"]
 
     def validate_channel_ids(self, ids):
         found = {c.pk: c for c in Channel.objects.filter(pk__in=ids)}
@@ -102,21 +105,9 @@ class MonitorOutputSerializer(serializers.ModelSerializer):
         model = Monitor
         fields = [
             "id",
-            "name",
-            "owner",
-            "external_id",
+            *DEFINITION_FIELDS,
             "ping_url",
-            "kind",
             "schedule",
-            "period_seconds",
-            "cron",
-            "timezone",
-            "partitioning",
-            "partition_timezone",
-            "grace_seconds",
-            "max_runtime_seconds",
-            "post_only",
-            "system",
             "state",
             "deadline_at",
             "check_at",
@@ -264,8 +255,10 @@ class ExternalMonitorInputSerializer(MonitorInputSerializer):
     )
 
     class Meta(MonitorInputSerializer.Meta):
-        fields = [f for f in MonitorInputSerializer.Meta.fields if f not in ("external_id",)]
-        fields += ["version", "channels", "active", "ping_key"]
+        fields = [
+            *(f for f in DEFINITION_FIELDS if f != "external_id"),
+            *("version", "channels", "active", "ping_key"),
+        ]
 
 
 class ExternalMonitorApi(WatchdogApiView):
@@ -276,7 +269,6 @@ class ExternalMonitorApi(WatchdogApiView):
         data = ExternalMonitorInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        fields.pop("channel_ids", None)
         version = fields.pop("version", "")
         active = fields.pop("active")
         if fields.get("ping_key") is None:
