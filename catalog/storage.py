@@ -5,61 +5,48 @@ Sources come only from settings (``TIDEMARK_STORAGE_SOURCES``), and a dataset na
 a template relative to its root, so no API caller can make the server list an arbitrary URL
 or local path. Every filesystem is opened with its listings cache off: each sweep sees the
 store as it is.
+
+The settings-free parts live in the pure ``objectstore`` package (shared with the watchdog's
+storage check); this module reads the catalog's settings and keeps the names the poll uses.
 """
 
 from __future__ import annotations
 
-import json
-import posixpath
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-
-import fsspec
 from django.conf import settings
 
-PLACEHOLDER = "{partition}"
-# One List page: S3's ListObjectsV2 maximum, and what the poll's cost model counts in.
-PAGE_SIZE = 1000
-MANIFEST_MAX_BYTES = 1024 * 1024
-# How long an S3 call may take. s3fs retries a timed-out call 5 times on top of botocore's
-# own 5 attempts, 15 s each: a store that accepts connections and never answers would hold
-# a sweep (and the solo worker, which also delivers) for over 6 minutes per List call. One
-# s3fs attempt and botocore's standard retries (throttling included) stay under a minute.
-# A source's ``options["config_kwargs"]`` overrides any of these keys.
-S3_CLIENT_CONFIG = {
-    "connect_timeout": 5,
-    "read_timeout": 15,
-    "retries": {"mode": "standard", "total_max_attempts": 3},
-}
-S3FS_RETRIES = 1
-_FORBIDDEN = re.compile(r"[*?\[\]\\\x00-\x1f]")
+from objectstore import (
+    MANIFEST_MAX_BYTES,
+    PAGE_SIZE,
+    PLACEHOLDER,
+    S3_CLIENT_CONFIG,
+    S3FS_RETRIES,
+    Lister,
+    ListingCounts,
+    Location,
+    Source,
+    StorageError,
+    StoredObject,
+    TemplateError,
+    parse_source,
+    parse_template,
+)
 
-
-class StorageError(Exception):
-    """The store could not be listed or read (credentials, network, a missing bucket)."""
-
-
-class TemplateError(ValueError):
-    """A location template breaks a rule; the message names it."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """An operator-defined storage source.
-
-    Attributes:
-        name: the key datasets refer to.
-        protocol: fsspec protocol (``s3``, ``file``...), from the allow-list in settings.
-        root: path inside the store, without protocol and without a trailing slash
-            (``bucket/landing`` for ``s3://bucket/landing``).
-        options: fsspec storage options (credentials, ``endpoint_url``...); never shown.
-    """
-
-    name: str
-    protocol: str
-    root: str
-    options: dict = field(default_factory=dict, compare=False, repr=False)
+__all__ = [
+    "MANIFEST_MAX_BYTES",
+    "PAGE_SIZE",
+    "PLACEHOLDER",
+    "S3FS_RETRIES",
+    "S3_CLIENT_CONFIG",
+    "Lister",
+    "ListingCounts",
+    "Location",
+    "Source",
+    "StorageError",
+    "StoredObject",
+    "TemplateError",
+    "parse_template",
+    "sources",
+]
 
 
 def sources() -> dict[str, Source]:
@@ -68,275 +55,7 @@ def sources() -> dict[str, Source]:
     Raises:
         StorageError: a source's URL is malformed or its protocol is not allowed.
     """
-    allowed = set(settings.TIDEMARK_STORAGE_PROTOCOLS)
-    result = {}
-    for name, spec in settings.TIDEMARK_STORAGE_SOURCES.items():
-        url = spec["url"] if isinstance(spec, dict) else spec
-        options = dict(spec.get("options", {})) if isinstance(spec, dict) else {}
-        protocol, sep, rest = url.partition("://")
-        if not sep or not rest.strip("/"):
-            raise StorageError(f"storage source {name!r}: {url!r} is not a PROTOCOL://ROOT URL")
-        if protocol not in allowed:
-            raise StorageError(
-                f"storage source {name!r}: protocol {protocol!r} is not in "
-                f"TIDEMARK_STORAGE_PROTOCOLS ({', '.join(sorted(allowed))})"
-            )
-        root = ("/" + rest.strip("/")) if protocol == "file" else rest.strip("/")
-        result[name] = Source(name=name, protocol=protocol, root=root, options=options)
-    return result
-
-
-@dataclass(frozen=True)
-class Location:
-    """A parsed location template: ``parent`` + ``segment`` (holding the partition key) +
-    ``inner``. The poll groups datasets by ``parent`` and lists it with a delimiter.
-
-    For ``sales/orders/dt={partition}/``: parent ``sales/orders/``, segment prefix ``dt=``,
-    suffix ``""``, inner ``""``. For ``exports/dt={partition}/orders/`` the inner path is
-    ``orders/``. An unpartitioned template (no placeholder) is its own segment.
-    """
-
-    parent: str
-    segment_prefix: str
-    segment_suffix: str
-    inner: str
-    partitioned: bool
-
-    def key_of(self, segment: str) -> str | None:
-        """The partition key a listed segment holds, or None when it is not this dataset's."""
-        if not self.partitioned:
-            return "" if segment == self.segment_prefix else None
-        if (
-            len(segment) > len(self.segment_prefix) + len(self.segment_suffix)
-            and segment.startswith(self.segment_prefix)
-            and segment.endswith(self.segment_suffix)
-        ):
-            return segment[len(self.segment_prefix) : len(segment) - len(self.segment_suffix)]
-        return None
-
-    def segment_for(self, key: str) -> str:
-        return f"{self.segment_prefix}{key}{self.segment_suffix}" if self.partitioned else key
-
-
-def parse_template(template: str, *, partitioned: bool) -> Location:
-    """Parse a location template relative to its source's root.
-
-    Rules: a relative POSIX path; no ``.`` or ``..`` segments, empty segments or glob
-    characters; ``{partition}`` exactly once when the dataset is partitioned (and never
-    otherwise), inside one path segment. A trailing slash is implied.
-
-    Raises:
-        TemplateError: naming the rule broken.
-    """
-    if not template or template.startswith("/") or "://" in template:
-        raise TemplateError("must be a path relative to the storage source's root")
-    if _FORBIDDEN.search(template):
-        raise TemplateError("must not contain glob characters, backslashes or control characters")
-    segments = template.rstrip("/").split("/")
-    if any(s in ("", ".", "..") for s in segments):
-        raise TemplateError("must not contain empty, '.' or '..' path segments")
-    holders = [i for i, s in enumerate(segments) if PLACEHOLDER in s]
-    stray = template.replace(PLACEHOLDER, "")
-    if "{" in stray or "}" in stray:
-        raise TemplateError("the only placeholder is {partition}")
-    if not partitioned:
-        if holders:
-            raise TemplateError("an unpartitioned dataset's template has no {partition}")
-        parent = "/".join(segments[:-1])
-        return Location(
-            parent=parent + "/" if parent else "",
-            segment_prefix=segments[-1],
-            segment_suffix="",
-            inner="",
-            partitioned=False,
-        )
-    if len(holders) != 1 or segments[holders[0]].count(PLACEHOLDER) != 1:
-        raise TemplateError("must contain {partition} exactly once")
-    index = holders[0]
-    prefix, _, suffix = segments[index].partition(PLACEHOLDER)
-    parent = "/".join(segments[:index])
-    inner = "/".join(segments[index + 1 :])
-    return Location(
-        parent=parent + "/" if parent else "",
-        segment_prefix=prefix,
-        segment_suffix=suffix,
-        inner=inner + "/" if inner else "",
-        partitioned=True,
-    )
-
-
-@dataclass
-class ListingCounts:
-    """What a sweep cost: List calls, pages returned and objects (or prefixes) seen."""
-
-    list_calls: int = 0
-    pages: int = 0
-    objects: int = 0
-
-
-@dataclass(frozen=True, order=True)
-class StoredObject:
-    """An object under a partition prefix: ``name`` relative to that prefix, size in bytes."""
-
-    name: str
-    size: int
-
-
-class Lister:
-    """Lists one source, counting every call.
-
-    S3 is listed with ``ListObjectsV2`` directly (delimiter, ``StartAfter`` and 1,000-key
-    pages, so the cost is exact and a listing can skip old partitions); any other fsspec
-    store with ``ls``/``find``, one call each.
-    """
-
-    def __init__(self, source: Source, *, fs=None):
-        self.source = source
-        self.counts = ListingCounts()
-        self._fs = fs
-
-    @property
-    def fs(self):
-        if self._fs is None:
-            options = dict(self.source.options)
-            if self.source.protocol == "s3":
-                options["config_kwargs"] = {
-                    **S3_CLIENT_CONFIG,
-                    **(options.get("config_kwargs") or {}),
-                }
-            try:
-                fs = fsspec.filesystem(
-                    self.source.protocol,
-                    # Instances are cached per process (fsspec drops them after a fork),
-                    # so a sweep reuses the S3 client; listings are never cached.
-                    use_listings_cache=False,
-                    **options,
-                )
-            except Exception as exc:  # any backend's set-up failure is the operator's to fix
-                raise StorageError(f"cannot open {self.source.name!r}: {exc}") from exc
-            if self.source.protocol == "s3":
-                fs.retries = S3FS_RETRIES  # not a constructor option of s3fs
-            self._fs = fs
-        return self._fs
-
-    def _path(self, relative: str) -> str:
-        return f"{self.source.root}/{relative}" if relative else f"{self.source.root}/"
-
-    def child_prefixes(self, parent: str, *, start_after: str | None = None) -> list[str]:
-        """Names of the "directories" directly under ``parent`` (relative to the root).
-
-        Args:
-            parent: ``""`` or a relative path ending in ``/``.
-            start_after: skip names that sort before this one (S3 starts the listing there;
-                elsewhere the whole directory is read in one call and filtered).
-
-        Raises:
-            StorageError
-        """
-        if self.source.protocol == "s3":
-            names = [
-                p[: -1 if p.endswith("/") else None]
-                for p in self._s3_pages(parent, delimiter=True, start_after=start_after)
-            ]
-        else:
-            names = [
-                posixpath.basename(entry["name"].rstrip("/"))
-                for entry in self._call(
-                    self.fs.ls, self._path(parent).rstrip("/"), detail=True, missing=[]
-                )
-                if entry.get("type") == "directory"
-            ]
-            self.counts.objects += len(names)
-            if start_after is not None:
-                names = [n for n in names if n >= start_after]
-        return sorted(names)
-
-    def objects(self, prefix: str) -> list[StoredObject]:
-        """Every object under ``prefix`` (relative, ending in ``/``), recursively.
-
-        Raises:
-            StorageError
-        """
-        if self.source.protocol == "s3":
-            # A key ending in "/" (the prefix's own, named "" here, or a deeper one) is a
-            # folder placeholder (the S3 console's "Create folder", Hadoop's "dir/"
-            # marker), not a file: it must not count as a data file.
-            return [
-                StoredObject(k, s)
-                for k, s in self._s3_pages(prefix, delimiter=False)
-                if k and not k.endswith("/")
-            ]
-        base = self._path(prefix).rstrip("/")
-        found = self._call(self.fs.find, base, detail=True, missing={})
-        self.counts.objects += len(found)
-        cut = len(base.rstrip("/")) + 1
-        return sorted(
-            StoredObject(name[cut:] if name.startswith(base) else name, int(info.get("size") or 0))
-            for name, info in found.items()
-        )
-
-    def read_json(self, relative: str, *, size: int) -> object:
-        """Read a small JSON document (a manifest).
-
-        Raises:
-            StorageError: unreadable, larger than ``MANIFEST_MAX_BYTES``, or not JSON.
-        """
-        if size > MANIFEST_MAX_BYTES:
-            raise StorageError(f"{relative} is {size} bytes, over {MANIFEST_MAX_BYTES}")
-        raw = self._call(self.fs.cat_file, self._path(relative), counted=False)
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise StorageError(f"{relative} is not JSON: {exc}") from exc
-
-    def _call(self, fn, *args, counted: bool = True, missing=None, **kwargs):
-        """Call the store; a missing path answers ``missing`` (an empty listing)."""
-        if counted:
-            self.counts.list_calls += 1
-            self.counts.pages += 1
-        try:
-            return fn(*args, **kwargs)
-        except FileNotFoundError as exc:
-            if missing is None:
-                raise StorageError(f"{self.source.name}: {args[0]} does not exist") from exc
-            return missing
-        except Exception as exc:
-            raise StorageError(f"{self.source.name}: {type(exc).__name__}: {exc}") from exc
-
-    def _s3_pages(
-        self, relative: str, *, delimiter: bool, start_after: str | None = None
-    ) -> Iterator:
-        bucket, _, key_root = self._path(relative).partition("/")
-        params = {"Bucket": bucket, "Prefix": key_root, "MaxKeys": PAGE_SIZE}
-        if delimiter:
-            params["Delimiter"] = "/"
-        if start_after is not None:
-            params["StartAfter"] = key_root + start_after
-        self.counts.list_calls += 1
-        while True:
-            try:
-                page = self.fs.call_s3("list_objects_v2", **params)
-            except FileNotFoundError as exc:
-                # A missing prefix is an empty listing, never an error: only a missing bucket
-                # (NoSuchBucket, which s3fs raises as FileNotFoundError) gets here, and that
-                # is the operator's to fix, not "nothing landed".
-                raise StorageError(
-                    f"{self.source.name}: bucket {bucket!r} does not exist ({exc})"
-                ) from exc
-            except Exception as exc:
-                raise StorageError(f"{self.source.name}: {type(exc).__name__}: {exc}") from exc
-            self.counts.pages += 1
-            if delimiter:
-                prefixes = page.get("CommonPrefixes", [])
-                self.counts.objects += len(prefixes)
-                for entry in prefixes:
-                    yield entry["Prefix"][len(key_root) :]
-            else:
-                contents = page.get("Contents", [])
-                self.counts.objects += len(contents)
-                for entry in contents:
-                    yield entry["Key"][len(key_root) :], int(entry.get("Size", 0))
-            if not page.get("IsTruncated"):
-                return
-            params["ContinuationToken"] = page["NextContinuationToken"]
-            params.pop("StartAfter", None)
+    return {
+        name: parse_source(name, spec, allowed=settings.TIDEMARK_STORAGE_PROTOCOLS)
+        for name, spec in settings.TIDEMARK_STORAGE_SOURCES.items()
+    }

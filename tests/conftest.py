@@ -1,12 +1,22 @@
 """Shared fixtures. The main suite runs on real PostgreSQL and Redis; ``tests/embedded``
-runs on SQLite and the filesystem broker (``--ds=config.settings.test_embedded``)."""
+runs on SQLite and the filesystem broker (``--ds=config.settings.test_embedded``).
+
+Object storage for the catalog's poll and the watchdog's storage check: moto's S3 server
+runs in this process (``ThreadedMotoServer``) on a spare port, once per session (its start
+costs about a second); ``s3_bucket`` resets it for each test that asks. moto is imported
+only when a test asks for S3, so the rest of the suite never pays for it.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 
 import pytest
 from rest_framework.test import APIClient
+
+from tests.storage_helpers import reset_moto, s3_store
 
 _EMBEDDED = os.environ.get("DJANGO_SETTINGS_MODULE", "").endswith("test_embedded")
 collect_ignore_glob = [] if _EMBEDDED else ["embedded/*"]
@@ -52,3 +62,27 @@ def client_for(make_key):
         return client
 
     return make
+
+
+# --- object storage ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """The endpoint URL of an in-process moto server on 127.0.0.1 (session-wide)."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_endpoint):
+    """``s3_bucket(bucket, root) -> S3Store``, on a moto server reset for this test."""
+    reset_moto(moto_endpoint)
+    return lambda bucket, root: s3_store(moto_endpoint, bucket, root)

@@ -1,7 +1,7 @@
 """The fallback poll against moto's S3 server on loopback: real ``ListObjectsV2`` calls over
 HTTP, with delimiters, 1,000-key pages, ``StartAfter`` and continuation tokens.
 
-The server is session-wide (``tests/catalog/conftest.py``) and reset before each test.
+The server is session-wide (``tests/conftest.py``) and reset before each test.
 """
 
 from __future__ import annotations
