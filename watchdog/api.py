@@ -68,6 +68,11 @@ DEFINITION_FIELDS = [
     "partition_timezone",
     "grace_seconds",
     "max_runtime_seconds",
+    "start_cron",
+    "start_grace_seconds",
+    "storage_source",
+    "storage_template",
+    "storage_marker",
     "post_only",
     "system",
 ]
@@ -81,6 +86,9 @@ class MonitorInputSerializer(serializers.ModelSerializer):
         min_value=1, max_value=366 * 86400, required=False, allow_null=True
     )
     grace_seconds = serializers.IntegerField(min_value=0, max_value=31 * 86400, required=False)
+    start_grace_seconds = serializers.IntegerField(
+        min_value=0, max_value=31 * 86400, required=False, allow_null=True
+    )
 
     class Meta:
         model = Monitor
@@ -111,6 +119,8 @@ class MonitorOutputSerializer(serializers.ModelSerializer):
             "state",
             "deadline_at",
             "check_at",
+            "start_expected_at",
+            "start_check_at",
             "last_ping_at",
             "last_ping_kind",
             "last_success_at",

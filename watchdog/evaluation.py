@@ -19,7 +19,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
-from . import db, incidents, schedule
+from . import datacheck, db, incidents, schedule
 from .models import Incident, Monitor, Page, Ping, Run
 
 MAX_DEADLINES_PER_MONITOR = 500  # a very long outage is caught up over several cycles
@@ -69,9 +69,12 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
             monitor.updated_at = now
         missed = _open_all(openings, now=now)
         Monitor.objects.bulk_update(
-            monitors, ["deadline_at", "check_at", "state", "updated_at"], batch_size=500
+            monitors,
+            ["deadline_at", "check_at", "state", "last_success_at", "last_partition", "updated_at"],
+            batch_size=500,
         )
         missed += _overdue_runs(now=now, limit=limit)
+        missed += _late_starts(now=now, limit=limit)
     return missed
 
 
@@ -152,6 +155,43 @@ def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
     return missed
 
 
+def _late_starts(*, now: datetime, limit: int) -> list[Missed]:
+    """Page every scheduled start whose start grace passed without a ``/start``: one
+    incident per missed start of a deadline monitor (each firing of ``start_cron``); a
+    period monitor pages once and waits for its next start."""
+    missed = []
+    monitors = list(
+        Monitor.objects.select_for_update(skip_locked=True)
+        .filter(start_check_at__lte=now)
+        .exclude(state=Monitor.State.PAUSED)
+        .prefetch_related("channels")
+        .order_by("start_check_at")[:limit]
+    )
+    for monitor in monitors:
+        expected = monitor.start_expected_at
+        for _ in range(MAX_DEADLINES_PER_MONITOR):
+            if expected is None or schedule.start_check_at(monitor, expected) > now:
+                break
+            incident = incidents.open_incident(
+                monitor,
+                reason=Incident.Reason.START_LATE,
+                deadline_at=expected,
+                summary=(
+                    f"{monitor.name}: no start by {expected:%Y-%m-%d %H:%M} UTC "
+                    f"(+{monitor.start_grace_seconds} s grace)"
+                ),
+                now=now,
+            )
+            if incident is not None:
+                monitor.state = Monitor.State.DOWN
+                missed.append(Missed(monitor.name, expected, ""))
+            expected = schedule.next_expected_start(monitor, expected)
+        monitor.start_expected_at = expected
+        monitor.start_check_at = schedule.start_check_at(monitor, expected)
+        monitor.save(update_fields=["start_expected_at", "start_check_at", "state"])
+    return missed
+
+
 def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_Opening]:
     """Walk the monitor's deadlines up to ``now``; returns the incidents to open and moves
     its deadline on (in memory: the caller saves)."""
@@ -161,6 +201,10 @@ def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_O
         if deadline is None or schedule.check_at(monitor, deadline) > now:
             break
         gap = _missing_partition(monitor, deadline)
+        while gap and datacheck.partition_landed(monitor, gap):
+            # The data landed without its ping: the storage check records the success.
+            datacheck.record_landed(monitor, gap, now=now)
+            gap = _missing_partition(monitor, deadline)
         if gap is not None:
             expected = f" partition {gap}" if gap else ""
             summary = f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC"

@@ -109,7 +109,16 @@ def _resolve_groups(incident: Incident, *, now: datetime) -> None:
             resolved_at=now
         ):
             continue
-        # The compare-and-set above lets exactly one caller queue the group's resolve.
+        # The compare-and-set above lets exactly one caller queue the group's resolve, or
+        # cancel its trigger if that was never sent (held while Tidemark was degraded).
+        if Page.objects.filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+            group=group,
+            incident__isnull=True,
+            action=Page.Action.TRIGGER,
+            state=Page.State.PENDING,
+        ).update(state=Page.State.CANCELLED, last_error="resolved before it was sent"):
+            continue
         Page.objects.create(
             group=group,
             channel_id=group.channel_id,

@@ -75,6 +75,16 @@ class Monitor(models.Model):
     partition_timezone = models.CharField(max_length=64, default="UTC")
     grace_seconds = models.PositiveIntegerField(default=0)
     max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # Start lateness: a ``/start`` is expected at each scheduled start (``start_cron`` in
+    # ``timezone`` for deadline monitors; one period after the previous start for period
+    # monitors) and is late ``start_grace_seconds`` after it.
+    start_cron = models.CharField(max_length=128, blank=True)
+    start_grace_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # Checking the data itself at the deadline: the expected partition's marker, under an
+    # operator-defined source (``WATCHDOG_STORAGE_SOURCES``) and a relative template.
+    storage_source = models.CharField(max_length=64, blank=True)
+    storage_template = models.CharField(max_length=512, blank=True)
+    storage_marker = models.CharField(max_length=128, blank=True, default="_SUCCESS")
     post_only = models.BooleanField(default=False, help_text="Ignore GET pings (link unfurlers).")
     # Watches Tidemark itself (beat, workers, poll, deliveries). While one is down, pages of
     # the other monitors are held: the outage is Tidemark's, and operators are paged for it.
@@ -89,6 +99,9 @@ class Monitor(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_partition = models.CharField(max_length=32, blank=True)
     last_start_at = models.DateTimeField(null=True, blank=True)
+    # The earliest scheduled start not yet judged, and when it is judged (+ start grace).
+    start_expected_at = models.DateTimeField(null=True, blank=True)
+    start_check_at = models.DateTimeField(null=True, blank=True)
     # Per-monitor ping rate limit, kept in this row (the watchdog uses no cache server).
     rate_window_start = models.DateTimeField(null=True, blank=True)
     rate_count = models.PositiveIntegerField(default=0)
@@ -99,6 +112,11 @@ class Monitor(models.Model):
         indexes = [
             models.Index(
                 fields=["check_at"], name="monitor_due", condition=Q(check_at__isnull=False)
+            ),
+            models.Index(
+                fields=["start_check_at"],
+                name="monitor_start_due",
+                condition=Q(start_check_at__isnull=False),
             ),
             models.Index(fields=["owner"], name="monitor_owner"),
             # "Is Tidemark degraded?" is asked on every claim of pages.
@@ -186,6 +204,7 @@ class Incident(models.Model):
         MISSED = "missed", "no ping by the deadline"
         FAILED = "failed", "the job reported failure"
         RUNTIME = "runtime", "the run exceeded its maximum run time"
+        START_LATE = "start_late", "the run did not start in time"
 
     monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="incidents")
     reason = models.CharField(max_length=16, choices=Reason.choices, default=Reason.MISSED)

@@ -12,7 +12,7 @@ from problems import FieldError, ValidationProblem
 from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
 from schedules.periods import validate_timezone
 
-from . import db, incidents, paging, schedule
+from . import datacheck, db, incidents, paging, schedule
 from .models import Channel, Monitor
 
 # Changing one of these re-plans the next deadline.
@@ -24,6 +24,8 @@ SCHEDULE_FIELDS = {
     "partitioning",
     "partition_timezone",
     "grace_seconds",
+    "start_cron",
+    "start_grace_seconds",
 }
 
 
@@ -58,14 +60,48 @@ def _validate(monitor: Monitor) -> None:
         problems.append(
             FieldError("partitioning", "only deadline monitors expect partitions", "deadline_only")
         )
+    problems += _start_problems(monitor)
+    problems += datacheck.definition_problems(monitor)
     if problems:
         raise ValidationProblem("Some monitor fields are not valid.", errors=problems)
+
+
+def _start_problems(monitor: Monitor) -> list[FieldError]:
+    """Start lateness: a period monitor needs only ``start_grace_seconds``; a deadline
+    monitor also needs ``start_cron`` (when its job is scheduled to start)."""
+    problems = []
+    if monitor.start_cron:
+        if monitor.kind != Monitor.Kind.DEADLINE:
+            problems.append(
+                FieldError(
+                    "start_cron",
+                    "only deadline monitors take a start schedule; a period monitor expects "
+                    "each start one period after the previous one",
+                    "deadline_only",
+                )
+            )
+        try:
+            validate_cron(monitor.start_cron)
+        except CronError as exc:
+            problems.append(
+                FieldError("start_cron", f"not a valid cron expression: {exc}", "cron_expression")
+            )
+        if monitor.start_grace_seconds is None:
+            problems.append(
+                FieldError("start_grace_seconds", "required with start_cron", "required")
+            )
+    elif monitor.start_grace_seconds is not None and monitor.kind == Monitor.Kind.DEADLINE:
+        problems.append(FieldError("start_cron", "required with start_grace_seconds", "required"))
+    return problems
 
 
 def _reschedule(monitor: Monitor, *, now: datetime) -> None:
     if monitor.state == Monitor.State.PAUSED:
         monitor.deadline_at = monitor.check_at = None
+        monitor.start_expected_at = monitor.start_check_at = None
         return
+    monitor.start_expected_at = schedule.first_expected_start(monitor, now=now)
+    monitor.start_check_at = schedule.start_check_at(monitor, monitor.start_expected_at)
     monitor.deadline_at = schedule.first_deadline(monitor, now=now)
     monitor.check_at = (
         schedule.check_at(monitor, monitor.deadline_at) if monitor.deadline_at else None
@@ -115,7 +151,7 @@ def monitor_pause(monitor: Monitor, *, now: datetime) -> Monitor:
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
         monitor.state = Monitor.State.PAUSED
-        monitor.deadline_at = monitor.check_at = None
+        _reschedule(monitor, now=now)
         monitor.save()
         incidents.resolve(list(monitor.incidents.filter(resolved_at__isnull=True)), now=now)
     return monitor
@@ -126,9 +162,12 @@ def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
         monitor.state = Monitor.State.UP if monitor.last_success_at else Monitor.State.NEW
-        if monitor.kind == Monitor.Kind.PERIOD and monitor.last_success_at:
+        if monitor.kind == Monitor.Kind.PERIOD:
             # A resumed period monitor gets a full period before it can be late.
-            monitor.last_success_at = max(monitor.last_success_at, now)
+            if monitor.last_success_at:
+                monitor.last_success_at = max(monitor.last_success_at, now)
+            if monitor.last_start_at:
+                monitor.last_start_at = max(monitor.last_start_at, now)
         _reschedule(monitor, now=now)
         monitor.save()
     return monitor

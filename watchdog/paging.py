@@ -30,7 +30,7 @@ from outbound import secretbox
 from outbound.secretbox import InvalidToken
 
 from . import db
-from .models import Channel, Monitor, Page, PageGroup
+from .models import Channel, Incident, Monitor, Page, PageGroup
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +61,12 @@ def sender_from_settings() -> outbound.Sender:
 def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None) -> int:
     """Group floods, then claim and send up to ``limit`` due pages; returns how many were
     attempted."""
-    group_floods(now=now)
-    claimed = _claim(now=now, limit=limit or _config("batch_size"))
+    hold = degraded(now=now)
+    if not hold:
+        # Held triggers are grouped when they are released: by then those whose data
+        # landed meanwhile are cancelled, and the group names only what is still missing.
+        group_floods(now=now)
+    claimed = _claim(now=now, limit=limit or _config("batch_size"), hold=hold)
     for page, token in claimed:
         outcome = _send(page, sender=sender, now=now)
         _record(page, token, outcome, now=now)
@@ -127,12 +131,23 @@ def group_floods(*, now: datetime) -> list[PageGroup]:
     return groups
 
 
-def degraded() -> bool:
-    """Whether a system monitor (Tidemark watching itself) is down."""
-    return Monitor.objects.filter(system=True, state=Monitor.State.DOWN).exists()
+def degraded(*, now: datetime) -> bool:
+    """Whether Tidemark is degraded: a system monitor (Tidemark watching itself) is down,
+    or one recovered less than ``hold_after_recovery_seconds`` ago. The catalog's workers
+    are then still catching up on what queued during the outage; data that landed
+    meanwhile must resolve its incidents before their held triggers go out."""
+    if Monitor.objects.filter(system=True, state=Monitor.State.DOWN).exists():
+        return True
+    settle = _config("hold_after_recovery_seconds")
+    return (
+        settle > 0
+        and Incident.objects.filter(
+            monitor__system=True, resolved_at__gt=now - timedelta(seconds=settle)
+        ).exists()
+    )
 
 
-def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
+def _claim(*, now: datetime, limit: int, hold: bool) -> list[tuple[Page, uuid.UUID]]:
     incident_trigger_pending = Page.objects.filter(
         incident_id=OuterRef("incident_id"),
         channel_id=OuterRef("channel_id"),
@@ -146,7 +161,7 @@ def _claim(*, now: datetime, limit: int) -> list[tuple[Page, uuid.UUID]]:
         state=Page.State.PENDING,
     )
     held = Q()
-    if degraded():
+    if hold:
         # Tidemark is degraded: its operators were paged; the triggers its outage causes
         # wait, and those whose data still lands resolve without waking anyone.
         held = Q(action=Page.Action.TRIGGER) & ~Q(incident__monitor__system=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 
 from schedules import PartitionKeyError, parse_partition_key
 
@@ -70,6 +70,8 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
     Raises:
         PingRejected: 404 unknown key, 429 over the per-monitor rate, 400 bad partition.
     """
+    if _record_plain_success(ping_key, ping, now=now):
+        return "ok"
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().filter(ping_key=ping_key).first()
         if monitor is None:
@@ -101,7 +103,7 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
         if kind == Ping.Kind.START or monitor.last_start_at is not None:
             _track_run(monitor, ping.run_id[:64], kind, now=now)
         if kind == Ping.Kind.START:
-            monitor.last_start_at = now
+            _apply_start(monitor, now=now)
         elif kind == Ping.Kind.SUCCESS:
             _apply_success(monitor, partition, now=now)
         else:
@@ -110,11 +112,88 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
     return "ok"
 
 
+# The common ping in one statement: a success, without a run id or partition rule, to a
+# monitor that is up (or new), under its rate limit and with no run to track. The UPDATE
+# does exactly what ``record`` would (deadline of a period monitor moved on, rate counted)
+# and matches nothing otherwise, leaving the ping to the general path.
+_PLAIN_SUCCESS_SQL = """
+WITH m AS (
+    UPDATE watchdog_monitor SET
+        last_ping_at = %(now)s,
+        last_ping_kind = 'success',
+        last_success_at = %(now)s,
+        last_partition = CASE WHEN %(partition)s COLLATE "C" > last_partition COLLATE "C"
+            THEN %(partition)s ELSE last_partition END,
+        state = 'up',
+        deadline_at = CASE WHEN kind = 'period'
+            THEN %(now)s + period_seconds * interval '1 second' ELSE deadline_at END,
+        check_at = CASE WHEN kind = 'period'
+            THEN %(now)s + (period_seconds + grace_seconds) * interval '1 second'
+            ELSE check_at END,
+        rate_count = CASE WHEN rate_window_start IS NULL OR rate_window_start <= %(window)s
+            THEN 1 ELSE rate_count + 1 END,
+        rate_window_start = CASE WHEN rate_window_start IS NULL OR rate_window_start <= %(window)s
+            THEN %(now)s ELSE rate_window_start END,
+        updated_at = %(now)s
+    WHERE ping_key = %(key)s
+        AND state IN ('new', 'up')
+        AND last_start_at IS NULL
+        AND last_ping_kind <> 'start'
+        AND (kind = 'period' OR deadline_at IS NOT NULL)
+        AND (%(partition)s = '' OR partitioning = '')
+        AND (NOT post_only OR %(posted)s)
+        AND (rate_window_start IS NULL OR rate_window_start <= %(window)s
+             OR rate_count < %(limit)s)
+    RETURNING id
+)
+INSERT INTO watchdog_ping (monitor_id, kind, exit_status, partition, run_id, received_at,
+                           method, remote_addr, user_agent, body)
+SELECT id, 'success', %(exit_status)s, %(partition)s, '', %(now)s,
+       %(method)s, %(remote_addr)s, %(user_agent)s, %(body)s
+FROM m
+RETURNING id
+"""
+
+
+def _record_plain_success(ping_key: uuid.UUID, ping: PingInput, *, now: datetime) -> bool:
+    """Record the common ping in one statement (PostgreSQL); False when it is not one, or
+    when the monitor's state asks for more than that (then ``record`` does it all)."""
+    alias = db.alias()
+    connection = connections[alias]
+    if (
+        connection.vendor != "postgresql"
+        or ping.run_id
+        or ping.kind != Ping.Kind.SUCCESS
+        or ping.exit_status not in (None, 0)
+    ):
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _PLAIN_SUCCESS_SQL,
+            {
+                "now": now,
+                "window": now - RATE_WINDOW,
+                "key": ping_key,
+                "partition": ping.partition[:32],
+                "posted": ping.method not in ("GET", "HEAD"),
+                "limit": settings.WATCHDOG_PING_RATE_PER_MINUTE,
+                "exit_status": ping.exit_status,
+                "method": ping.method[:8],
+                "remote_addr": ping.remote_addr[:64],
+                "user_agent": ping.user_agent[:200],
+                "body": decode_body(ping.body),
+            },
+        )
+        return cursor.fetchone() is not None
+
+
 # What a ping may change on its monitor (a narrow UPDATE: pings are the hot path).
 _PING_FIELDS = [
     "last_ping_at",
     "last_ping_kind",
     "last_start_at",
+    "start_expected_at",
+    "start_check_at",
     "last_success_at",
     "last_partition",
     "state",
@@ -156,6 +235,26 @@ def _track_run(monitor: Monitor, run_id: str, kind: str, *, now: datetime) -> No
         ),
         now=now,
     )
+
+
+def _apply_start(monitor: Monitor, *, now: datetime) -> None:
+    """A ``/start``: resolve the start-late incidents it ends (the job did start, late), or
+    else count it for the scheduled start it is in the window of, and plan the next one."""
+    monitor.last_start_at = now
+    if monitor.state == Monitor.State.PAUSED or not schedule.watches_start(monitor):
+        return
+    late = list(
+        monitor.incidents.filter(reason=Incident.Reason.START_LATE, resolved_at__isnull=True)
+    )
+    if late:
+        incidents.resolve(late, now=now)
+        if not monitor.incidents.filter(resolved_at__isnull=True).exists():
+            monitor.state = Monitor.State.UP
+    if monitor.kind == Monitor.Kind.PERIOD or monitor.start_expected_at is None:
+        monitor.start_expected_at = schedule.first_expected_start(monitor, now=now)
+    elif not late and now >= schedule.start_window_opens(monitor, monitor.start_expected_at):
+        monitor.start_expected_at = schedule.next_expected_start(monitor, monitor.start_expected_at)
+    monitor.start_check_at = schedule.start_check_at(monitor, monitor.start_expected_at)
 
 
 def _count_against_rate(monitor: Monitor, *, now: datetime) -> None:

@@ -74,3 +74,48 @@ def describe(monitor: Monitor) -> str:
         else (f"{deadlines.describe(monitor.cron)}, {monitor.timezone}")
     )
     return f"{words}, {monitor.grace_seconds} s grace"
+
+
+def watches_start(monitor: Monitor) -> bool:
+    """Whether the monitor has a start-lateness limit (``start_grace_seconds``)."""
+    return monitor.start_grace_seconds is not None and (
+        monitor.kind == Monitor.Kind.PERIOD or bool(monitor.start_cron)
+    )
+
+
+def first_expected_start(monitor: Monitor, *, now: datetime) -> datetime | None:
+    """The first scheduled start to watch from ``now`` (UTC): the next ``start_cron``
+    firing, or for a period monitor one period after its last ``/start`` (None before its
+    first start, and None without a start-lateness limit)."""
+    if not watches_start(monitor):
+        return None
+    if monitor.kind == Monitor.Kind.DEADLINE:
+        return deadlines.next_deadline(monitor.start_cron, monitor.timezone, now)
+    if monitor.last_start_at is None:
+        return None
+    return monitor.last_start_at + timedelta(seconds=monitor.period_seconds)
+
+
+def next_expected_start(monitor: Monitor, expected: datetime) -> datetime | None:
+    """The scheduled start after ``expected``; None for a period monitor, whose next start
+    is planned from its next ``/start``."""
+    if monitor.kind == Monitor.Kind.DEADLINE:
+        return deadlines.next_deadline(monitor.start_cron, monitor.timezone, expected)
+    return None
+
+
+def start_window_opens(monitor: Monitor, expected: datetime) -> datetime:
+    """A ``/start`` after this instant counts for the scheduled start ``expected``: halfway
+    from the previous firing, so an early start counts and a retry of the previous run does
+    not."""
+    previous = deadlines.previous_deadline(
+        monitor.start_cron, monitor.timezone, expected - timedelta(seconds=1)
+    )
+    return expected - (expected - previous) / 2
+
+
+def start_check_at(monitor: Monitor, expected: datetime | None) -> datetime | None:
+    """When the scheduled start ``expected`` is judged: plus the start grace."""
+    if expected is None:
+        return None
+    return expected + timedelta(seconds=monitor.start_grace_seconds or 0)

@@ -21,7 +21,9 @@ MIDDLEWARE = [
 ]
 ROOT_URLCONF = "config.urls_watchdog"
 WSGI_APPLICATION = "config.wsgi_watchdog.application"
-DATABASES = {"default": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3")}
+DATABASES = {
+    "default": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3", server_side_binding=True)
+}
 DATABASE_ROUTERS = []
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["watchdog.auth.TokenAuthentication"],

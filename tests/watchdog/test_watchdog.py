@@ -3,7 +3,6 @@ PagerDuty-compatible receiver (pytest-httpserver on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,7 +10,7 @@ import time_machine
 from django.test import Client
 
 from watchdog import evaluation, loop, monitors, paging
-from watchdog.models import Channel, Incident, Monitor, Page, Ping
+from watchdog.models import Incident, Monitor, Page, PageGroup, Ping
 
 pytestmark = [
     pytest.mark.django_db(databases=["default", "watchdog"]),
@@ -19,32 +18,6 @@ pytestmark = [
 ]
 
 T0 = datetime(2026, 11, 29, 5, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def pagerduty(httpserver, settings):
-    """A PagerDuty Events API v2 stand-in that records every event."""
-    events = []
-
-    def handler(request):
-        from werkzeug import Response
-
-        events.append(json.loads(request.data))
-        return Response(json.dumps({"status": "success"}), status=202)
-
-    httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(handler)
-    settings.WATCHDOG_PAGING = {
-        **settings.WATCHDOG_PAGING,
-        "pagerduty_url": httpserver.url_for("/v2/enqueue"),
-    }
-    return events
-
-
-@pytest.fixture
-def channel(db):
-    return Channel.objects.create(
-        name="orders on-call", kind=Channel.Kind.PAGERDUTY, target="R" * 32
-    )
 
 
 def cycle(at):
@@ -295,9 +268,53 @@ def test_after_tidemark_recovers_a_still_missing_partition_pages_its_owner(
     cycle(datetime(2026, 11, 29, 5, 45, tzinfo=UTC))
     assert pagerduty == []  # held while degraded
     ping(system, at=datetime(2026, 11, 29, 5, 50, tzinfo=UTC))
+    # Still held while the catalog catches up on what queued during its outage.
     cycle(datetime(2026, 11, 29, 5, 51, tzinfo=UTC))
+    assert pagerduty == []
+    cycle(datetime(2026, 11, 29, 5, 52, 1, tzinfo=UTC))
     assert [e["event_action"] for e in pagerduty] == ["trigger"]
     assert pagerduty[0]["dedup_key"] == Incident.objects.get(monitor=dataset_monitor).dedup_key
+
+
+def test_held_pages_are_grouped_on_release_and_those_whose_data_landed_never_go_out(
+    pagerduty, channel, settings
+):
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "group_threshold": 3}
+    with time_machine.travel(T0, tick=False):
+        system = monitors.monitor_create(
+            now=T0, name="Tidemark deliveries", period_seconds=60, grace_seconds=120, system=True
+        )
+    datasets = [daily_monitor(channel, name=f"ds{i}") for i in range(6)]
+    ping(system, at=datetime(2026, 11, 29, 5, 0, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 45, tzinfo=UTC))
+    assert pagerduty == [] and Incident.objects.filter(monitor__system=False).count() == 6
+    assert not PageGroup.objects.exists()  # held pages are not grouped while held
+
+    # Two datasets' data lands during the outage; Tidemark recovers and catches up.
+    for monitor in datasets[:2]:
+        ping(monitor, partition="2026-11-28", at=datetime(2026, 11, 29, 5, 46, tzinfo=UTC))
+    ping(system, at=datetime(2026, 11, 29, 5, 50, tzinfo=UTC))
+    cycle(datetime(2026, 11, 29, 5, 52, 30, tzinfo=UTC))
+
+    assert [e["event_action"] for e in pagerduty] == ["trigger"]
+    group = PageGroup.objects.get()
+    assert pagerduty[0]["dedup_key"] == group.dedup_key
+    assert group.monitors == ["ds2", "ds3", "ds4", "ds5"]
+
+
+def test_a_group_resolved_before_its_trigger_went_out_is_never_sent(pagerduty, channel, settings):
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "group_threshold": 3}
+    datasets = [daily_monitor(channel, name=f"ds{i}") for i in range(4)]
+    at = datetime(2026, 11, 29, 5, 45, tzinfo=UTC)
+    paging.group_floods(now=at)  # nothing due yet
+    with time_machine.travel(at, tick=False):
+        evaluation.evaluate_due(now=at)
+        (group,) = paging.group_floods(now=at)
+    for monitor in datasets:
+        ping(monitor, partition="2026-11-28", at=at + timedelta(seconds=1))
+    cycle(at + timedelta(seconds=2))
+    assert pagerduty == []
+    assert Page.objects.get(group=group, incident__isnull=True).state == Page.State.CANCELLED
 
 
 def test_a_hung_run_pages_even_when_a_later_run_finished(pagerduty, channel):
