@@ -227,12 +227,22 @@ def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_O
 
 def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
     """None when ``deadline`` was met; else the first partition it expected that has no
-    success ping ("" for monitors without a partition rule)."""
+    success ping ("" for monitors without a partition rule).
+
+    The monitor's newest success (``last_success_at``, ``last_partition``) settles most
+    judgements without reading its pings: nothing since the window opened means missed,
+    and the expected partition being the newest one pinged means met. Only what those
+    cannot tell (a later ping after downtime, several partitions due at once) is read.
+    """
     if monitor.kind == Monitor.Kind.PERIOD:
         # A success ping would have moved the deadline: judged means missed.
         return ""
     expected = schedule.expected_partitions(monitor, deadline)
     if expected:
+        if monitor.last_partition < expected[0]:  # keys sort as their periods do
+            return expected[0]
+        if expected == [monitor.last_partition]:
+            return None
         pinged = set(
             Ping.objects.filter(
                 monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=expected
@@ -241,10 +251,16 @@ def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
         return next((key for key in expected if key not in pinged), None)
     # Bounded on both sides: a ping after this deadline's grace belongs to a later one, so
     # one late ping after downtime does not excuse every deadline missed meanwhile.
+    opens, closes = schedule.window_start(monitor, deadline), schedule.check_at(monitor, deadline)
+    last = monitor.last_success_at
+    if last is None or last <= opens:
+        return ""
+    if last <= closes:
+        return None
     met = Ping.objects.filter(
         monitor=monitor,
         kind=Ping.Kind.SUCCESS,
-        received_at__gt=schedule.window_start(monitor, deadline),
-        received_at__lte=schedule.check_at(monitor, deadline),
+        received_at__gt=opens,
+        received_at__lte=closes,
     ).exists()
     return None if met else ""

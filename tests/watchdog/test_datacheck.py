@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from watchdog import datacheck, monitors, schedule, tokens
 from watchdog.models import Incident, Monitor, Ping
 
-from .test_watchdog import cycle
+from .test_watchdog import cycle, ping
 
 pytestmark = [
     pytest.mark.django_db(databases=["default", "watchdog"]),
@@ -201,9 +201,7 @@ def test_after_downtime_each_deadline_is_checked_on_its_own(pagerduty, channel, 
 def test_a_ping_that_came_needs_no_check(pagerduty, channel, closed_port_source, caplog):
     """A met deadline never reads the store (the unreachable source is never asked)."""
     monitor = daily_monitor(channel, **CHECK)
-    Ping.objects.create(
-        monitor=monitor, kind="success", partition="2026-11-28", received_at=DEADLINE, method="GET"
-    )
+    ping(monitor, partition="2026-11-28", at=DEADLINE)
     with caplog.at_level(logging.WARNING, logger="watchdog.datacheck"):
         assert cycle(JUDGED).missed == []
     assert caplog.records == []

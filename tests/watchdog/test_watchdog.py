@@ -380,3 +380,22 @@ def test_deadlines_across_dst_changes_open_one_incident_each(
         )
     report = cycle(deadlines[-1] + timedelta(minutes=1))
     assert [m.deadline_at for m in report.missed] == deadlines
+
+
+def test_judging_many_due_deadlines_costs_a_few_statements(channel, django_assert_max_num_queries):
+    """Each monitor's newest success settles its judgement: no statement per monitor."""
+    for i in range(15):
+        daily_monitor(channel, name=f"daily {i}")
+        with time_machine.travel(T0, tick=False):
+            monitors.monitor_create(
+                channels=[channel],
+                now=T0,
+                name=f"plain {i}",
+                kind=Monitor.Kind.DEADLINE,
+                cron="30 5 * * *",
+                grace_seconds=600,
+            )
+    at = datetime(2026, 11, 29, 5, 45, tzinfo=UTC)
+    with time_machine.travel(at, tick=False), django_assert_max_num_queries(12):
+        missed = evaluation.evaluate_due(now=at)
+    assert len(missed) == 30
