@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 
 from . import datacheck, db, incidents, schedule
 from .models import Incident, Monitor, Page, Ping, Run
@@ -63,16 +63,13 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
                 "pk", flat=True
             )
         )
+        pings = _PingFacts(monitors, now=now)
         openings: list[_Opening] = []
         for monitor in monitors:
-            openings += _judge(monitor, now=now, system_down=system_down)
+            openings += _judge(monitor, now=now, system_down=system_down, pings=pings)
             monitor.updated_at = now
         missed = _open_all(openings, now=now)
-        Monitor.objects.bulk_update(
-            monitors,
-            ["deadline_at", "check_at", "state", "last_success_at", "last_partition", "updated_at"],
-            batch_size=500,
-        )
+        _save_judged(monitors)
         missed += _overdue_runs(now=now, limit=limit)
         missed += _late_starts(now=now, limit=limit)
     return missed
@@ -192,7 +189,9 @@ def _late_starts(*, now: datetime, limit: int) -> list[Missed]:
     return missed
 
 
-def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_Opening]:
+def _judge(
+    monitor: Monitor, *, now: datetime, system_down: set[int], pings: _PingFacts
+) -> list[_Opening]:
     """Walk the monitor's deadlines up to ``now``; returns the incidents to open and moves
     its deadline on (in memory: the caller saves)."""
     openings = []
@@ -200,11 +199,12 @@ def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_O
     for _ in range(MAX_DEADLINES_PER_MONITOR):
         if deadline is None or schedule.check_at(monitor, deadline) > now:
             break
-        gap = _missing_partition(monitor, deadline)
+        gap = _missing_partition(monitor, deadline, pings)
         while gap and datacheck.partition_landed(monitor, gap):
             # The data landed without its ping: the storage check records the success.
             datacheck.record_landed(monitor, gap, now=now)
-            gap = _missing_partition(monitor, deadline)
+            pings.partition_pinged(monitor, gap)
+            gap = _missing_partition(monitor, deadline, pings)
         if gap is not None:
             expected = f" partition {gap}" if gap else ""
             summary = f"{monitor.name}: no ping{expected} by {deadline:%Y-%m-%d %H:%M} UTC"
@@ -225,42 +225,163 @@ def _judge(monitor: Monitor, *, now: datetime, system_down: set[int]) -> list[_O
     return openings
 
 
-def _missing_partition(monitor: Monitor, deadline: datetime) -> str | None:
-    """None when ``deadline`` was met; else the first partition it expected that has no
-    success ping ("" for monitors without a partition rule).
+def _question(monitor: Monitor, deadline: datetime) -> tuple:
+    """What judging ``deadline`` of a deadline monitor needs to know.
 
     The monitor's newest success (``last_success_at``, ``last_partition``) settles most
     judgements without reading its pings: nothing since the window opened means missed,
-    and the expected partition being the newest one pinged means met. Only what those
-    cannot tell (a later ping after downtime, several partitions due at once) is read.
+    and the expected partition being the newest one pinged means met. Returns
+    ``("settled", gap)`` then, or what must be read: ``("partitions", expected keys)``
+    or ``("window", opens, closes)``.
     """
-    if monitor.kind == Monitor.Kind.PERIOD:
-        # A success ping would have moved the deadline: judged means missed.
-        return ""
     expected = schedule.expected_partitions(monitor, deadline)
     if expected:
         if monitor.last_partition < expected[0]:  # keys sort as their periods do
-            return expected[0]
+            return ("settled", expected[0])
         if expected == [monitor.last_partition]:
-            return None
-        pinged = set(
-            Ping.objects.filter(
-                monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=expected
-            ).values_list("partition", flat=True)
-        )
-        return next((key for key in expected if key not in pinged), None)
+            return ("settled", None)
+        return ("partitions", expected)
     # Bounded on both sides: a ping after this deadline's grace belongs to a later one, so
     # one late ping after downtime does not excuse every deadline missed meanwhile.
     opens, closes = schedule.window_start(monitor, deadline), schedule.check_at(monitor, deadline)
     last = monitor.last_success_at
     if last is None or last <= opens:
-        return ""
+        return ("settled", "")
     if last <= closes:
-        return None
-    met = Ping.objects.filter(
-        monitor=monitor,
+        return ("settled", None)
+    return ("window", opens, closes)
+
+
+def _missing_partition(monitor: Monitor, deadline: datetime, pings: _PingFacts) -> str | None:
+    """None when ``deadline`` was met; else the first partition it expected that has no
+    success ping ("" for monitors without a partition rule)."""
+    if monitor.kind == Monitor.Kind.PERIOD:
+        # A success ping would have moved the deadline: judged means missed.
+        return ""
+    question = _question(monitor, deadline)
+    if question[0] == "settled":
+        return question[1]
+    if question[0] == "partitions":
+        pinged = pings.partitions(monitor, question[1])
+        return next((key for key in question[1] if key not in pinged), None)
+    return None if pings.window_met(monitor, question[1], question[2]) else ""
+
+
+class _PingFacts:
+    """The pings a batch's judgements must read, read up front in two statements (the
+    partitions pinged, the success windows holding a ping) rather than one per deadline;
+    anything not asked up front is read when asked."""
+
+    def __init__(self, monitors: list[Monitor], *, now: datetime):
+        keys: set[tuple[int, str]] = set()
+        windows: list[tuple[int, datetime, datetime]] = []
+        for monitor in monitors:
+            if monitor.kind != Monitor.Kind.DEADLINE:
+                continue
+            deadline = monitor.deadline_at
+            for _ in range(MAX_DEADLINES_PER_MONITOR):
+                if deadline is None or schedule.check_at(monitor, deadline) > now:
+                    break
+                question = _question(monitor, deadline)
+                if question[0] == "partitions":
+                    keys.update((monitor.pk, key) for key in question[1])
+                elif question[0] == "window":
+                    windows.append((monitor.pk, question[1], question[2]))
+                deadline = schedule.next_deadline(monitor, deadline)
+        self._asked_keys = keys
+        self._pinged = _pinged_partitions(keys)
+        self._windows = dict.fromkeys(windows, False) | dict.fromkeys(_windows_met(windows), True)
+
+    def partitions(self, monitor: Monitor, keys: list[str]) -> set[str]:
+        """Which of ``keys`` have a success ping of ``monitor``."""
+        unasked = [key for key in keys if (monitor.pk, key) not in self._asked_keys]
+        if unasked:
+            pairs = {(monitor.pk, key) for key in unasked}
+            self._pinged |= _pinged_partitions(pairs)
+            self._asked_keys |= pairs
+        return {key for key in keys if (monitor.pk, key) in self._pinged}
+
+    def partition_pinged(self, monitor: Monitor, key: str) -> None:
+        """Note a success for ``key`` recorded during the judgement (the storage check)."""
+        self._asked_keys.add((monitor.pk, key))
+        self._pinged.add((monitor.pk, key))
+
+    def window_met(self, monitor: Monitor, opens: datetime, closes: datetime) -> bool:
+        """Whether a success ping of ``monitor`` fell in (``opens``, ``closes``]."""
+        window = (monitor.pk, opens, closes)
+        if window not in self._windows:
+            self._windows[window] = bool(_windows_met([window]))
+        return self._windows[window]
+
+
+def _pinged_partitions(pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    """The (monitor id, partition) pairs among ``pairs`` with a success ping."""
+    if not pairs:
+        return set()
+    found = Ping.objects.filter(
         kind=Ping.Kind.SUCCESS,
-        received_at__gt=opens,
-        received_at__lte=closes,
-    ).exists()
-    return None if met else ""
+        monitor_id__in={pk for pk, _ in pairs},
+        partition__in={key for _, key in pairs},
+    ).values_list("monitor_id", "partition")
+    return set(found.distinct()) & pairs
+
+
+_WINDOWS_MET_SQL = """
+SELECT v.monitor_id, v.opens, v.closes
+FROM UNNEST(%s::bigint[], %s::timestamptz[], %s::timestamptz[]) AS v(monitor_id, opens, closes)
+WHERE EXISTS (
+    SELECT 1 FROM watchdog_ping p
+    WHERE p.monitor_id = v.monitor_id AND p.kind = 'success'
+      AND p.received_at > v.opens AND p.received_at <= v.closes
+)
+"""
+
+
+def _windows_met(windows: list[tuple[int, datetime, datetime]]) -> list[tuple]:
+    """The (monitor id, opens, closes) windows among ``windows`` holding a success ping:
+    one statement on PostgreSQL, one per window elsewhere."""
+    if not windows:
+        return []
+    connection = connections[db.alias()]
+    if connection.vendor != "postgresql":
+        return [
+            (pk, opens, closes)
+            for pk, opens, closes in windows
+            if Ping.objects.filter(
+                monitor_id=pk,
+                kind=Ping.Kind.SUCCESS,
+                received_at__gt=opens,
+                received_at__lte=closes,
+            ).exists()
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(_WINDOWS_MET_SQL, [list(column) for column in zip(*windows, strict=True)])
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+_JUDGED_FIELDS = ["deadline_at", "check_at", "state", "last_success_at", "last_partition"]
+_SAVE_JUDGED_SQL = """
+UPDATE watchdog_monitor AS m SET
+    deadline_at = v.deadline_at, check_at = v.check_at, state = v.state,
+    last_success_at = v.last_success_at, last_partition = v.last_partition,
+    updated_at = v.updated_at
+FROM UNNEST(%s::bigint[], %s::timestamptz[], %s::timestamptz[], %s::varchar[],
+            %s::timestamptz[], %s::varchar[], %s::timestamptz[])
+    AS v(id, deadline_at, check_at, state, last_success_at, last_partition, updated_at)
+WHERE m.id = v.id
+"""
+
+
+def _save_judged(monitors: list[Monitor]) -> None:
+    """Write what judging changed on ``monitors``: one statement on PostgreSQL (Django's
+    ``bulk_update`` builds a CASE per row and field, most of a 1,000-monitor batch's cost)."""
+    if not monitors:
+        return
+    connection = connections[db.alias()]
+    if connection.vendor != "postgresql":
+        Monitor.objects.bulk_update(monitors, [*_JUDGED_FIELDS, "updated_at"], batch_size=500)
+        return
+    columns = [[m.pk for m in monitors]]
+    columns += [[getattr(m, name) for m in monitors] for name in [*_JUDGED_FIELDS, "updated_at"]]
+    with connection.cursor() as cursor:
+        cursor.execute(_SAVE_JUDGED_SQL, columns)

@@ -136,15 +136,17 @@ def degraded(*, now: datetime) -> bool:
     or one recovered less than ``hold_after_recovery_seconds`` ago. The catalog's workers
     are then still catching up on what queued during the outage; data that landed
     meanwhile must resolve its incidents before their held triggers go out."""
-    if Monitor.objects.filter(system=True, state=Monitor.State.DOWN).exists():
-        return True
     settle = _config("hold_after_recovery_seconds")
-    return (
-        settle > 0
-        and Incident.objects.filter(
-            monitor__system=True, resolved_at__gt=now - timedelta(seconds=settle)
-        ).exists()
-    )
+    degraded_now = Q(state=Monitor.State.DOWN)
+    if settle > 0:
+        degraded_now |= Exists(
+            Incident.objects.filter(
+                monitor=OuterRef("pk"), resolved_at__gt=now - timedelta(seconds=settle)
+            )
+        )
+    # One statement over the few system monitors (partial index), each incident lookup
+    # by monitor: the history of every other monitor is never read.
+    return Monitor.objects.filter(degraded_now, system=True).exists()
 
 
 def _claim(*, now: datetime, limit: int, hold: bool) -> list[tuple[Page, uuid.UUID]]:

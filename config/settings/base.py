@@ -110,7 +110,11 @@ DATABASES = {
         "catalog.sqlite3",
         server_side_binding=env.bool("DATABASE_SERVER_SIDE_BINDING", default=False),
     ),
-    "watchdog": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3", server_side_binding=True),
+    "watchdog": _database(
+        "WATCHDOG_DATABASE_URL",
+        "watchdog.sqlite3",
+        server_side_binding=env.bool("WATCHDOG_DATABASE_SERVER_SIDE_BINDING", default=True),
+    ),
 }
 DATABASE_ROUTERS = ["config.routers.WatchdogRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -7,7 +7,7 @@ run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
 """
 
 from .base import *  # noqa: F403
-from .base import _database
+from .base import _database, env
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -22,7 +22,11 @@ MIDDLEWARE = [
 ROOT_URLCONF = "config.urls_watchdog"
 WSGI_APPLICATION = "config.wsgi_watchdog.application"
 DATABASES = {
-    "default": _database("WATCHDOG_DATABASE_URL", "watchdog.sqlite3", server_side_binding=True)
+    "default": _database(
+        "WATCHDOG_DATABASE_URL",
+        "watchdog.sqlite3",
+        server_side_binding=env.bool("WATCHDOG_DATABASE_SERVER_SIDE_BINDING", default=True),
+    )
 }
 DATABASE_ROUTERS = []
 REST_FRAMEWORK = {
