@@ -1,17 +1,60 @@
-"""Admin pages for the watchdog's monitors, channels, incidents and pages."""
+"""Admin pages for the watchdog's monitors, channels, incidents and pages.
 
+A monitor edited here goes through the same rules as the REST API: its fields are checked
+by ``monitors.validate`` (errors shown on the form) and a changed schedule re-plans its next
+deadline and start from now.
+"""
+
+from django import forms
 from django.contrib import admin
+from django.utils import timezone
 
+from problems import ValidationProblem
+
+from . import monitors
 from .models import Channel, Incident, Monitor, Page
+
+
+class MonitorForm(forms.ModelForm):
+    """The admin's monitor form (its fields come from ``MonitorAdmin``)."""
+
+    def _post_clean(self):
+        super()._post_clean()
+        try:
+            monitors.validate(self.instance)
+        except ValidationProblem as problem:
+            for error in problem.errors:
+                field = error.field if error.field in self.fields else None
+                self.add_error(field, error.detail)
 
 
 @admin.register(Monitor)
 class MonitorAdmin(admin.ModelAdmin):
+    form = MonitorForm
     list_display = ("name", "owner", "kind", "state", "deadline_at", "last_ping_at")
     list_filter = ("state", "kind", "owner")
     search_fields = ("name", "owner", "external_id")
-    readonly_fields = ("ping_key", "deadline_at", "check_at", "last_ping_at", "last_success_at")
+    readonly_fields = (
+        "ping_key",
+        "state",
+        "deadline_at",
+        "check_at",
+        "start_expected_at",
+        "start_check_at",
+        "last_ping_at",
+        "last_ping_kind",
+        "last_success_at",
+        "last_partition",
+        "last_start_at",
+        "rate_window_start",
+        "rate_count",
+    )
     filter_horizontal = ("channels",)
+
+    def save_model(self, request, obj, form, change):
+        if not change or monitors.SCHEDULE_FIELDS & set(form.changed_data):
+            monitors.reschedule(obj, now=timezone.now())
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Channel)

@@ -29,8 +29,12 @@ SCHEDULE_FIELDS = {
 }
 
 
-def _validate(monitor: Monitor) -> None:
-    """Schedule rules a type cannot say. Raises ValidationProblem naming the field."""
+def validate(monitor: Monitor) -> None:
+    """Check the rules a field's type cannot say (schedule, start lateness, storage check).
+
+    Raises:
+        ValidationProblem: one ``FieldError`` per broken rule, naming the field.
+    """
     problems: list[FieldError] = []
     if monitor.kind == Monitor.Kind.PERIOD:
         if not monitor.period_seconds:
@@ -95,7 +99,9 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
     return problems
 
 
-def _reschedule(monitor: Monitor, *, now: datetime) -> None:
+def reschedule(monitor: Monitor, *, now: datetime) -> None:
+    """Plan the monitor's next deadline and next expected start from ``now`` (aware UTC),
+    in memory (the caller saves); a paused monitor keeps neither."""
     if monitor.state == Monitor.State.PAUSED:
         monitor.deadline_at = monitor.check_at = None
         monitor.start_expected_at = monitor.start_check_at = None
@@ -118,8 +124,8 @@ def monitor_create(
         ValidationProblem: a schedule field breaks a rule (400, naming it).
     """
     monitor = Monitor(**fields)
-    _validate(monitor)
-    _reschedule(monitor, now=now)
+    validate(monitor)
+    reschedule(monitor, now=now)
     with transaction.atomic(using=db.alias()):
         monitor.save()
         if channels is not None:
@@ -137,9 +143,9 @@ def monitor_update(
         changed = {name for name, value in changes.items() if getattr(monitor, name) != value}
         for name, value in changes.items():
             setattr(monitor, name, value)
-        _validate(monitor)
+        validate(monitor)
         if SCHEDULE_FIELDS & changed:
-            _reschedule(monitor, now=now)
+            reschedule(monitor, now=now)
         monitor.save()
         if channels is not None:
             monitor.channels.set(channels)
@@ -151,7 +157,7 @@ def monitor_pause(monitor: Monitor, *, now: datetime) -> Monitor:
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
         monitor.state = Monitor.State.PAUSED
-        _reschedule(monitor, now=now)
+        reschedule(monitor, now=now)
         monitor.save()
         incidents.resolve(list(monitor.incidents.filter(resolved_at__isnull=True)), now=now)
     return monitor
@@ -168,7 +174,7 @@ def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
                 monitor.last_success_at = max(monitor.last_success_at, now)
             if monitor.last_start_at:
                 monitor.last_start_at = max(monitor.last_start_at, now)
-        _reschedule(monitor, now=now)
+        reschedule(monitor, now=now)
         monitor.save()
     return monitor
 
