@@ -328,9 +328,12 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
+    # A heartbeat queued while the workers were down says nothing when they return: it
+    # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {
         "task": "catalog.tasks.heartbeat",
         "schedule": float(TIDEMARK_SELF_MONITORING["period_seconds"]),
+        "options": {"expires": float(TIDEMARK_SELF_MONITORING["period_seconds"])},
     },
 }
 

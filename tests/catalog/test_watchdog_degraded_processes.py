@@ -1,0 +1,638 @@
+"""Tidemark degraded, as real processes: the catalog's Celery worker (one, on every queue,
+as the Procfile runs it) and beat on a private redis-server, the watchdog's web server
+(gunicorn, ``config.settings.watchdog``) that the catalog reaches over HTTP, the watchdog
+loop (``manage.py run_watchdog``) and a PagerDuty-compatible receiver on loopback.
+
+One story on the wall clock. Publishing a critical dataset's partition pings its data
+monitor. The worker stops: the system monitors go quiet, the operators' channel
+(``WATCHDOG_OPERATORS_CHANNELS``) is paged once with "Tidemark is degraded", and the
+dataset triggers the outage causes are held, each on its own: nothing is grouped while
+Tidemark is degraded. The worker comes back: the operators' incident resolves at once, but
+the held triggers wait ``WATCHDOG_HOLD_AFTER_RECOVERY`` seconds more while the worker
+catches up. A dataset whose data landed during the outage (its ping waited in the outbox)
+resolves in that time and never pages its owner. Then the rest go out: a channel with more
+than ``WATCHDOG_PAGE_GROUP_THRESHOLD`` of them gets one group naming only what is still
+missing, another its few triggers one by one. A producer late while the worker runs pages
+its owner at once.
+
+Timing: the system monitors' period and grace are seconds (``TIDEMARK_HEARTBEAT_PERIOD``,
+``TIDEMARK_HEARTBEAT_GRACE``). Beat's heartbeat follows that period, but its delivery
+sweep is a fixed 30 s, so beat is started with a schedule of seconds (the sweep every 2 s,
+the heartbeat every second). A data monitor's deadline is a cron minute: each dataset's
+SLA is the next minute boundary that leaves room for the setup, daily partitions, and a
+grace that places its judgement after the outage began (or after the hold that follows the
+recovery); at that deadline yesterday's partition is due.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from catalog import services, watchdog_feed
+from catalog.models import Dataset, Delivery, Notification
+from schedules import FreshnessSla
+from tests.catalog.factories import TeamFactory
+from tests.catalog.worker_helpers import (
+    LoggedProcess,
+    Receiver,
+    Worker,
+    free_port,
+    worker_environment,
+)
+from tests.catalog.worker_helpers import wait_until as _wait_until
+from watchdog import tokens
+from watchdog.models import Incident, LoopState, Monitor, Page, PageGroup, Ping
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server"),
+    pytest.mark.timeout(180),
+]
+
+MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+PD_PATH = "/v2/enqueue"
+OPERATORS = "O" * 32  # the operators' PagerDuty routing key (a watchdog setting)
+ORDERS = "R" * 32  # team orders' routing key
+SHIPPING = "S" * 32  # team shipping's routing key
+HEARTBEAT_PERIOD = 3  # seconds: a system monitor is down 6 s after its last ping
+HEARTBEAT_GRACE = 3
+GROUP_THRESHOLD = 3  # more due triggers than this for one channel go out as one group
+HOLD_AFTER_RECOVERY = timedelta(seconds=5)  # held triggers wait this long after recovery
+# From registration: the first SLA minute is at least this far away (the monitors must
+# exist before it), and the held deadlines are judged no sooner than this (the outage must
+# have been noticed by then).
+FIRST_DEADLINE_LEAD = timedelta(seconds=12)
+HELD_JUDGED_AFTER = timedelta(seconds=26)
+# From the held judgement to the judgement of the deadline missed with the worker running:
+# room for the worker's start, the recovery and the hold after it.
+RECOVERED_WITHIN = timedelta(seconds=20)
+# The worker's queues, as the Procfile runs it.
+WORKER_QUEUES = re.search(
+    r"^worker:.*\s-Q\s+(\S+)", (Path(settings.BASE_DIR) / "Procfile").read_text(), re.MULTILINE
+).group(1)
+# Beat as configured, on a schedule of seconds; it runs on while the worker is stopped.
+BEAT_SCHEDULE = {
+    "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 2.0},
+    "heartbeat": {"task": "catalog.tasks.heartbeat", "schedule": 1.0},
+}
+BEAT = (
+    "import json, sys; from config.celery import app; "
+    "app.conf.beat_schedule = json.loads(sys.argv[1]); "
+    "app.start(['beat', '-l', 'info', '-s', sys.argv[2]])"
+)
+
+
+# --- processes --------------------------------------------------------------------------
+
+
+def _watchdog_database_url() -> str:
+    """pytest-django's test watchdog database (read inside a test)."""
+    config = connections["watchdog"].settings_dict
+    user = quote(config["USER"] or "", safe="")
+    password = config.get("PASSWORD") or ""
+    auth = f"{user}:{quote(password, safe='')}" if password else user
+    return (
+        f"postgres://{auth}@{config['HOST'] or '127.0.0.1'}:{config['PORT'] or 5432}/"
+        f"{config['NAME']}"
+    )
+
+
+@dataclass
+class WatchdogServer(LoggedProcess):
+    """The watchdog's web server alone (gunicorn, ``config.wsgi_watchdog``)."""
+
+    port: int = 0
+
+    def argv(self) -> list[str]:
+        return [
+            *(str(GUNICORN), "config.wsgi_watchdog:application"),
+            *("--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4"),
+            "--no-control-socket",
+        ]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        _wait_until(lambda: not self.alive or self.answers(), timeout, "the watchdog server")
+        assert self.alive, f"the watchdog server exited:\n{self.log()[-3000:]}"
+
+
+@dataclass
+class WatchdogLoop(LoggedProcess):
+    """``manage.py run_watchdog`` with cycles 0.2 s apart."""
+
+    def argv(self) -> list[str]:
+        return [sys.executable, MANAGE, "run_watchdog", "--interval", "0.2"]
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        started = timezone.now()
+        _wait_until(
+            lambda: (
+                not self.alive or LoopState.objects.filter(pk=1, last_cycle_at__gt=started).exists()
+            ),
+            timeout,
+            "the watchdog loop to cycle",
+        )
+        assert self.alive, f"the watchdog loop exited:\n{self.log()[-3000:]}"
+
+
+@dataclass
+class Beat(LoggedProcess):
+    """``celery beat`` of the catalog's app, with ``BEAT_SCHEDULE``."""
+
+    schedule_file: Path | None = None
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-c", BEAT, json.dumps(BEAT_SCHEDULE), str(self.schedule_file)]
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        _wait_until(
+            lambda: not self.alive or "beat: Starting..." in self.log(), timeout, "beat to start"
+        )
+        assert self.alive, f"beat exited:\n{self.log()[-3000:]}"
+
+
+def stop(process: LoggedProcess) -> None:
+    """Stop a process as an operator would (SIGTERM to its group: a Celery worker's warm
+    shutdown), then reap it."""
+    if process.alive:
+        os.killpg(process.process.pid, signal.SIGTERM)
+        process.process.wait(20)
+    process.kill()
+
+
+@dataclass
+class Tidemark:
+    """The running processes and what the test needs to reach them."""
+
+    receiver: Receiver
+    server: WatchdogServer
+    loop: WatchdogLoop
+    beat: Beat
+    worker_env: dict[str, str]
+    tmp_path: Path
+    processes: list[LoggedProcess]
+
+    def start_worker(self, name: str) -> Worker:
+        """A worker on every queue (``WORKER_QUEUES``), as the Procfile runs it."""
+        worker = Worker(
+            name=name,
+            log_path=self.tmp_path / f"{name}.log",
+            env=self.worker_env,
+            queues=WORKER_QUEUES,
+        )
+        self.processes.append(worker)
+        worker.start().wait_ready()
+        return worker
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.log()[-2500:]}" for p in self.processes)
+
+
+_running: list[Tidemark] = []  # the current test's processes, for failure messages
+
+
+@pytest.fixture
+def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]:
+    """Redis, the receiver, the watchdog's server and loop, and the catalog's beat, all
+    started (no worker yet); every process is killed at teardown, before the test
+    databases are flushed and Redis goes away."""
+    receiver = Receiver()
+    receiver.respond = lambda hit: 202  # PagerDuty accepts events with 202
+    var = tmp_path / "var"
+    watchdog_env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
+    }
+    watchdog_env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
+        TIDEMARK_IGNORE_DOTENV="1",
+        TIDEMARK_VAR_DIR=str(var),
+        WATCHDOG_DATABASE_URL=_watchdog_database_url(),
+        WATCHDOG_OPERATORS_CHANNELS=json.dumps(
+            [{"kind": "pagerduty", "target": OPERATORS, "name": "operators on-call"}]
+        ),
+        WATCHDOG_PAGERDUTY_URL=receiver.url_for(PD_PATH),
+        WATCHDOG_PAGE_DEADLINE="3",
+        WATCHDOG_PAGE_GROUP_THRESHOLD=str(GROUP_THRESHOLD),
+        WATCHDOG_HOLD_AFTER_RECOVERY=str(int(HOLD_AFTER_RECOVERY.total_seconds())),
+        TIDEMARK_OUTBOUND_ALLOW_NETWORKS="127.0.0.0/8",
+        TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
+        PYTHONUNBUFFERED="1",
+    )
+    server = WatchdogServer(
+        name="watchdog-web", log_path=tmp_path / "watchdog-web.log", env=watchdog_env
+    )
+    server.port = free_port()
+    loop = WatchdogLoop(
+        name="watchdog-loop", log_path=tmp_path / "watchdog-loop.log", env=watchdog_env
+    )
+
+    _, token = tokens.create("catalog")
+    settings.TIDEMARK_WATCHDOG_URL = server.url
+    settings.TIDEMARK_WATCHDOG_TOKEN = token
+    settings.WATCHDOG_PUBLIC_URL = server.url
+    worker_env = worker_environment(
+        broker_url=broker.url,
+        lease_seconds=30,
+        TIDEMARK_VAR_DIR=str(var),
+        TIDEMARK_WATCHDOG_URL=server.url,
+        TIDEMARK_WATCHDOG_TOKEN=token,
+        TIDEMARK_HEARTBEAT_PERIOD=str(HEARTBEAT_PERIOD),
+        TIDEMARK_HEARTBEAT_GRACE=str(HEARTBEAT_GRACE),
+    )
+    beat = Beat(
+        name="beat",
+        log_path=tmp_path / "beat.log",
+        env=worker_env,
+        schedule_file=tmp_path / "beat-schedule",
+    )
+    running = Tidemark(
+        receiver=receiver,
+        server=server,
+        loop=loop,
+        beat=beat,
+        worker_env=worker_env,
+        tmp_path=tmp_path,
+        processes=[server, loop, beat],
+    )
+    _running[:] = [running]
+    try:
+        for process in (server, loop, beat):
+            process.start()
+        for process in (server, loop, beat):
+            process.wait_ready()
+        yield running
+    finally:
+        for process in running.processes:
+            process.kill()
+        receiver.close()
+        _running.clear()
+
+
+# --- reads and steps -------------------------------------------------------------------
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` until true; on timeout fail with every process's log."""
+    try:
+        _wait_until(condition, timeout, what)
+    except AssertionError as exc:
+        logs = _running[0].logs() if _running else ""
+        raise AssertionError(f"{exc}\n{logs}") from None
+
+
+def let_cycles_run(seconds: float) -> None:
+    """Wait until the loop has been cycling for ``seconds`` more."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    wait_until(
+        lambda: LoopState.objects.filter(pk=1, last_cycle_at__gte=until).exists(),
+        seconds + 10,
+        "the watchdog loop to keep cycling",
+    )
+
+
+def events(receiver: Receiver, routing_key: str, action: str | None = None) -> list[dict]:
+    found = [json.loads(hit.body) for hit in receiver.snapshot() if hit.path == PD_PATH]
+    return [
+        e
+        for e in found
+        if e["routing_key"] == routing_key and (action is None or e["event_action"] == action)
+    ]
+
+
+def system_monitors() -> list[Monitor]:
+    return list(Monitor.objects.filter(system=True).order_by("external_id"))
+
+
+def data_monitor(dataset: Dataset) -> Monitor:
+    return Monitor.objects.get(external_id=watchdog_feed.external_id(dataset))
+
+
+def pipeline_monitor(dataset: Dataset) -> Monitor:
+    return Monitor.objects.get(external_id=watchdog_feed.pipeline_external_id(dataset))
+
+
+def register(team, name: str, *, deadline: datetime, grace_seconds: int) -> Dataset:
+    """A critical dataset with daily partitions and a daily SLA at ``deadline`` (UTC)."""
+    return services.dataset_register(
+        actor=services.Actor(team=team),
+        namespace="s3://lake",
+        name=name,
+        criticality=Dataset.Criticality.CRITICAL,
+        partitioning=Dataset.Partitioning.DAILY,
+        partition_timezone="UTC",
+        sla_cron=f"{deadline.minute} {deadline.hour} * * *",
+        sla_timezone="UTC",
+        sla_grace_seconds=grace_seconds,
+    )
+
+
+def publish(dataset: Dataset, partition: str) -> None:
+    """The producer's publish through the catalog, then its last task's pipeline ping."""
+    services.readiness_publish(
+        actor=services.Actor(team=dataset.owner),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition=partition,
+        now=timezone.now(),
+    )
+    response = httpx.post(watchdog_feed.pipeline_ping_url(dataset), timeout=5)
+    assert response.status_code == 200, response.text
+
+
+def open_incident(monitor: Monitor) -> Incident:
+    return Incident.objects.get(monitor=monitor, resolved_at__isnull=True)
+
+
+# --- the story --------------------------------------------------------------------------
+
+
+def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_wait(
+    tidemark,
+):
+    receiver = tidemark.receiver
+    worker = tidemark.start_worker("worker")
+
+    # Healthy: beat's heartbeat, run by the worker, provisions and pings the system
+    # monitors; the watchdog gives them the operators' channel.
+    wait_until(
+        lambda: (
+            len(system_monitors()) == 3
+            and all(m.state == Monitor.State.UP for m in system_monitors())
+        ),
+        20,
+        "the system monitors to be provisioned and up",
+    )
+    for monitor in system_monitors():
+        [channel] = monitor.channels.all()
+        assert (channel.kind, channel.target, channel.owner) == (
+            "pagerduty",
+            OPERATORS,
+            "operators",
+        )
+        assert (monitor.period_seconds, monitor.grace_seconds) == (
+            HEARTBEAT_PERIOD,
+            HEARTBEAT_GRACE,
+        )
+
+    # Six critical datasets, all with a deadline at the same minute boundary.
+    registered_at = timezone.now()
+    deadline = (registered_at + FIRST_DEADLINE_LEAD).replace(second=0, microsecond=0)
+    deadline += timedelta(minutes=1)
+    held_grace = math.ceil(
+        max(timedelta(seconds=1), registered_at + HELD_JUDGED_AFTER - deadline).total_seconds()
+    )
+    late_grace = held_grace + int(RECOVERED_WITHIN.total_seconds())
+    orders = TeamFactory(slug="orders", paging_routing_key=ORDERS)
+    shipping = TeamFactory(slug="shipping", paging_routing_key=SHIPPING)
+    on_time = register(orders, "orders", deadline=deadline, grace_seconds=held_grace)
+    lands_meanwhile = register(orders, "parcels", deadline=deadline, grace_seconds=held_grace)
+    late = [
+        register(orders, name, deadline=deadline, grace_seconds=held_grace)
+        for name in ("invoices", "refunds")
+    ]
+    late_elsewhere = register(shipping, "manifests", deadline=deadline, grace_seconds=held_grace)
+    late_while_running = register(orders, "payouts", deadline=deadline, grace_seconds=late_grace)
+    datasets = [on_time, lands_meanwhile, *late, late_elsewhere, late_while_running]
+    [due] = [
+        period.key
+        for period in FreshnessSla(
+            cron=on_time.sla_cron, time_zone="UTC", grace_seconds=0, partitioning="daily"
+        ).due_at(deadline)
+    ]
+    assert due == (deadline - timedelta(days=1)).date().isoformat()
+
+    wait_until(
+        lambda: (
+            Monitor.objects.filter(external_id__startswith="tidemark:dataset:").count()
+            == 2 * len(datasets)
+        ),
+        15,
+        "the data and pipeline monitors to be created",
+    )
+    monitor = data_monitor(on_time)
+    assert (monitor.kind, monitor.partitioning, monitor.owner) == ("deadline", "daily", "orders")
+    assert monitor.deadline_at == deadline
+    assert [c.target for c in monitor.channels.all()] == [ORDERS]
+    assert [c.target for c in data_monitor(late_elsewhere).channels.all()] == [SHIPPING]
+
+    # Publishing a critical dataset's partition pings its data monitor.
+    publish(on_time, due)
+    wait_until(
+        lambda: Ping.objects.filter(monitor=data_monitor(on_time), partition=due).exists(),
+        15,
+        "the data monitor's ping",
+    )
+    ping = Ping.objects.get(monitor=data_monitor(on_time))
+    assert (ping.kind, ping.partition) == (Ping.Kind.SUCCESS, due)
+
+    # The worker stops; beat runs on. Parcels' producer publishes meanwhile: the catalog
+    # records it, but its ping waits in the outbox.
+    stop(worker)
+    stopped_at = timezone.now()
+    publish(lands_meanwhile, due)
+    wait_until(
+        lambda: events(receiver, OPERATORS, "trigger"),
+        2 * (HEARTBEAT_PERIOD + HEARTBEAT_GRACE) + 5,
+        "the operators' page",
+    )
+    degraded_at = timezone.now()
+    assert degraded_at < deadline + timedelta(seconds=held_grace), (
+        "the outage was noticed after the held deadlines were judged"
+    )
+    [trigger] = events(receiver, OPERATORS, "trigger")
+    assert trigger["payload"]["summary"].startswith("Tidemark is degraded"), trigger
+    assert not Ping.objects.filter(monitor=data_monitor(lands_meanwhile)).exists()
+    assert Delivery.objects.filter(
+        notification__type=Notification.Type.WATCHDOG_PING,
+        notification__dataset=lands_meanwhile,
+        state=Delivery.State.PENDING,
+    ).exists()
+
+    # The deadline passes while Tidemark is degraded: the triggers it causes are held, one
+    # by one. Five to team orders' channel, more than the threshold, are not grouped yet.
+    parcels = data_monitor(lands_meanwhile)
+    still_missing = [m for d in late for m in (data_monitor(d), pipeline_monitor(d))]
+    elsewhere = [data_monitor(late_elsewhere), pipeline_monitor(late_elsewhere)]
+    held_monitors = [parcels, *still_missing, *elsewhere]
+    wait_until(
+        lambda: Incident.objects.filter(monitor__in=held_monitors).count() == len(held_monitors),
+        (deadline + timedelta(seconds=held_grace) - timezone.now()).total_seconds() + 15,
+        "the held deadlines to be judged",
+    )
+    let_cycles_run(1.5)
+
+    assert all(m.state == Monitor.State.DOWN for m in system_monitors())
+    system_incidents = Incident.objects.filter(monitor__system=True)
+    held_incidents = Incident.objects.filter(monitor__in=held_monitors)
+    assert max(i.opened_at for i in system_incidents) < min(i.opened_at for i in held_incidents)
+    assert system_incidents.count() == 3  # every part went quiet...
+    assert all(i.summary.startswith("Tidemark is degraded") for i in system_incidents)
+    operators_pages = Page.objects.filter(channel__target=OPERATORS)
+    assert operators_pages.count() == 1  # ...and the operators were paged once
+    assert len(events(receiver, OPERATORS)) == 1
+    assert events(receiver, ORDERS) == [] and events(receiver, SHIPPING) == []
+    assert not Incident.objects.filter(
+        monitor__in=[
+            data_monitor(on_time),
+            pipeline_monitor(on_time),
+            pipeline_monitor(lands_meanwhile),
+        ]
+    ).exists()
+    assert not Incident.objects.filter(monitor__in=[data_monitor(late_while_running)]).exists()
+    assert not PageGroup.objects.exists()
+    held_pages = Page.objects.filter(incident__monitor__in=held_monitors)
+    assert (
+        sorted(held_pages.values_list("channel__target", "action", "state", "attempts", "group_id"))
+        == [(ORDERS, Page.Action.TRIGGER, Page.State.PENDING, 0, None)] * 5
+        + [(SHIPPING, Page.Action.TRIGGER, Page.State.PENDING, 0, None)] * 2
+    )
+    parcels_incident = open_incident(parcels)
+    assert parcels_incident.partition == due
+
+    # The worker comes back and catches up: the system monitors are pinged again and the
+    # operators' incident resolves at once, while parcels' ping leaves the outbox.
+    tidemark.start_worker("worker-back")
+    wait_until(
+        lambda: (
+            events(receiver, OPERATORS, "resolve")
+            and not system_incidents.filter(resolved_at__isnull=True).exists()
+        ),
+        20,
+        "the system incidents to resolve and the operators' resolve",
+    )
+    recovered_at = max(i.resolved_at for i in Incident.objects.filter(monitor__system=True))
+    released_at = recovered_at + HOLD_AFTER_RECOVERY
+    assert recovered_at > stopped_at
+    [operators_resolve] = events(receiver, OPERATORS, "resolve")
+    assert operators_resolve["dedup_key"] == trigger["dedup_key"]
+
+    # The held triggers wait out the hold, then go out: grouped for team orders, one by one
+    # for team shipping (under the threshold).
+    wait_until(
+        lambda: (
+            len(events(receiver, ORDERS, "trigger")) == 1
+            and len(events(receiver, SHIPPING, "trigger")) == 2
+        ),
+        (released_at - timezone.now()).total_seconds() + 15,
+        "the held pages to go out after the hold",
+    )
+    let_cycles_run(1.0)
+    assert all(m.state == Monitor.State.UP for m in system_monitors())
+
+    # Parcels' data landed in the meantime: its incident resolved before the release, its
+    # trigger was dropped unsent, and its owner was never paged about it.
+    assert Ping.objects.filter(monitor=parcels, partition=due).exists()
+    parcels_incident.refresh_from_db()
+    assert parcels_incident.resolved_at is not None
+    assert parcels_incident.resolved_at < released_at, (
+        "parcels' ping landed after the hold: raise HOLD_AFTER_RECOVERY?"
+    )
+    assert sorted(
+        Page.objects.filter(incident=parcels_incident).values_list("action", "state", "attempts")
+    ) == [(Page.Action.TRIGGER, Page.State.CANCELLED, 0)]
+    everything_paged = [json.loads(hit.body) for hit in receiver.snapshot()]
+    assert parcels_incident.dedup_key not in {e["dedup_key"] for e in everything_paged}
+
+    # Team orders: one group, made at the release, of the four still missing.
+    group = PageGroup.objects.get()
+    assert group.channel.target == ORDERS and group.resolved_at is None
+    assert group.opened_at >= released_at
+    assert sorted(group.monitors) == sorted(m.name for m in still_missing)
+    assert parcels.name not in group.summary
+    members = Page.objects.filter(group=group, incident__isnull=False)
+    assert sorted(members.values_list("incident__monitor__name", flat=True)) == sorted(
+        m.name for m in still_missing
+    )
+    assert set(members.values_list("action", "state", "attempts")) == {
+        (Page.Action.TRIGGER, Page.State.GROUPED, 0)
+    }
+    group_trigger = Page.objects.get(group=group, incident__isnull=True)
+    assert (group_trigger.action, group_trigger.state, group_trigger.attempts) == (
+        Page.Action.TRIGGER,
+        Page.State.SENT,
+        1,
+    )
+    assert group_trigger.sent_at >= released_at
+    [group_page] = events(receiver, ORDERS, "trigger")
+    assert group_page["dedup_key"] == group.dedup_key
+    assert group_page["payload"]["summary"].startswith("4 deadlines missed at once")
+    assert group_page["payload"]["custom_details"] == {
+        "monitors": group.monitors,
+        "count": 4,
+    }
+    # Team shipping: its two triggers, each on its own, after the hold too.
+    shipping_pages = Page.objects.filter(channel__target=SHIPPING)
+    assert (
+        sorted(shipping_pages.values_list("action", "state", "attempts", "group_id"))
+        == [(Page.Action.TRIGGER, Page.State.SENT, 1, None)] * 2
+    )
+    assert all(p.sent_at >= released_at for p in shipping_pages)
+    assert {e["dedup_key"] for e in events(receiver, SHIPPING, "trigger")} == {
+        open_incident(m).dedup_key for m in elsewhere
+    }
+    # The operators' resolve was never held.
+    operators_resolve_page = Page.objects.get(channel__target=OPERATORS, action=Page.Action.RESOLVE)
+    assert operators_resolve_page.sent_at < released_at
+
+    # The worker runs and payouts' producer is late: its owner is paged at once.
+    payouts = data_monitor(late_while_running)
+    wait_until(
+        lambda: len(events(receiver, ORDERS, "trigger")) == 3,
+        (deadline + timedelta(seconds=late_grace) - timezone.now()).total_seconds() + 15,
+        "payouts' pages",
+    )
+    let_cycles_run(1.0)
+    payouts_incident = open_incident(payouts)
+    assert payouts_incident.opened_at > released_at, (
+        "payouts' deadline was judged during the hold: raise RECOVERED_WITHIN?"
+    )
+    assert payouts_incident.partition == due
+    pipeline_incident = open_incident(pipeline_monitor(late_while_running))
+    triggers = events(receiver, ORDERS, "trigger")
+    assert {e["dedup_key"] for e in triggers[1:]} == {
+        payouts_incident.dedup_key,
+        pipeline_incident.dedup_key,
+    }
+    [payouts_page] = [e for e in triggers if e["dedup_key"] == payouts_incident.dedup_key]
+    assert payouts_page["payload"]["summary"] == payouts_incident.summary
+    assert f"no ping partition {due}" in payouts_page["payload"]["summary"]
+    for incident in (payouts_incident, pipeline_incident):
+        page = Page.objects.get(incident=incident)
+        assert (page.state, page.attempts, page.group_id) == (Page.State.SENT, 1, None)
+        assert page.sent_at - incident.opened_at < timedelta(seconds=1)
+    assert PageGroup.objects.count() == 1
+    # Nothing else: one page and its resolve for the operators, the group and payouts'
+    # two for team orders, manifests' two for team shipping.
+    assert len(events(receiver, OPERATORS)) == 2
+    assert len(events(receiver, ORDERS)) == 3
+    assert len(events(receiver, SHIPPING)) == 2
+    assert not Page.objects.filter(state=Page.State.PENDING).exists()
