@@ -1343,17 +1343,25 @@ def subscription_create(
 MAX_SINCE_DAYS = 30
 
 
+# Notifications about a dataset that are not for its subscribers: the watchdog's monitor
+# definitions (they hold the pipeline's ping key, a secret) and pings.
+NOT_FOR_SUBSCRIBERS = (Notification.Type.WATCHDOG_MONITOR, Notification.Type.WATCHDOG_PING)
+
+
 def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
     """Deliver the dataset's notifications since ``since`` that match the subscription's
-    filters to its endpoint (each at most once: the outbox's unique key)."""
+    filters to its endpoint (each at most once: the outbox's unique key); never those
+    ``NOT_FOR_SUBSCRIBERS``."""
     if since < now - timedelta(days=MAX_SINCE_DAYS):
         raise ValidationProblem(
             f"since may be at most {MAX_SINCE_DAYS} days back",
             errors=[FieldError("since", f"more than {MAX_SINCE_DAYS} days back", "max_age")],
         )
-    history = Notification.objects.filter(
-        dataset=subscription.dataset, created_at__gte=since
-    ).order_by("created_at")
+    history = (
+        Notification.objects.filter(dataset=subscription.dataset, created_at__gte=since)
+        .exclude(type__in=NOT_FOR_SUBSCRIBERS)
+        .order_by("created_at")
+    )
     rows = [
         Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
         for n in history

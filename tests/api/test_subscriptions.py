@@ -133,6 +133,30 @@ def test_since_delivers_recent_history_once(client_for, team, dataset):
     assert client.post(URL, too_old, format="json").json()["errors"][0]["field"] == "since"
 
 
+def test_since_never_delivers_the_watchdogs_notifications(client_for, team, dataset):
+    from django.utils import timezone
+
+    from catalog import notices
+    from catalog.models import Delivery, Notification
+
+    now = timezone.now()
+    for kind in (Notification.Type.WATCHDOG_MONITOR, Notification.Type.WATCHDOG_PING):
+        notices.notification_write(
+            type=kind,
+            dataset=dataset,
+            dedup_key=f"{kind}:1",
+            data={"external_id": "x", "monitor": {"ping_key": "secret"}},
+            now=now,
+        )
+    body = {
+        "dataset_id": dataset.id,
+        "endpoint_url": "https://h.example.com/catch-up",
+        "since": now.isoformat(),
+    }
+    assert client_for(team).post(URL, body, format="json").status_code == 201
+    assert not Delivery.objects.exists()
+
+
 def test_without_since_a_subscription_gets_no_history(client_for, team, dataset):
     from django.utils import timezone
 
