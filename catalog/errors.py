@@ -99,3 +99,34 @@ class DeliveryNotFound(NotFound):
 class EndpointNotFound(NotFound):
     code = "endpoint_not_found"
     title = "Endpoint not found"
+
+
+class ChangeNoticeNotFound(NotFound):
+    code = "change_notice_not_found"
+    title = "Change notice not found"
+
+
+class NoticePeriodTooShort(Problem):
+    code = "notice_period_too_short"
+    title = "The change takes effect sooner than the dataset's notice period allows"
+    status = 422
+
+
+class NotAConsumer(PermissionDenied):
+    code = "not_a_consumer"
+    title = "Only a consumer team of the dataset may do this"
+
+
+class ChangeNoticeInEffect(Conflict):
+    code = "change_notice_in_effect"
+    title = "The change notice has already taken effect"
+
+
+class AcknowledgementsNotRequired(Conflict):
+    code = "acknowledgements_not_required"
+    title = "Only a notice that requires acknowledgements may take effect early"
+
+
+class AcknowledgementsPending(Conflict):
+    code = "acknowledgements_pending"
+    title = "Not every consumer team has acknowledged the change notice"

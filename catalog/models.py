@@ -1,5 +1,6 @@
 """What Tidemark knows: teams, keys, datasets, partitions and their revisions, readiness
-events, subscriptions, endpoints, notifications and their deliveries (the outbox)."""
+events, subscriptions, endpoints, notifications and their deliveries (the outbox), change
+notices and their acknowledgements."""
 
 from __future__ import annotations
 
@@ -406,6 +407,9 @@ class Notification(models.Model):
         DATASET_RECOVERED = "dataset.recovered"
         WATCHDOG_MONITOR = "watchdog.monitor"
         WATCHDOG_PING = "watchdog.ping"
+        CHANGE_NOTICE_ANNOUNCED = "change_notice.announced"
+        CHANGE_NOTICE_REMINDER = "change_notice.reminder"
+        CHANGE_NOTICE_EFFECTIVE = "change_notice.effective"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)
@@ -530,6 +534,112 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor}"
+
+
+class ChangeNotice(models.Model):
+    """A change its owner team announces on a dataset, effective at ``effective_at``.
+
+    ``effective_at`` is at least the dataset's ``change_notice_days`` after
+    ``announced_at`` unless ``emergency`` (then ``override_reason`` says why). Consumer
+    teams are told on announcement, reminded before ``effective_at`` until they
+    acknowledge, and told again when it takes effect; ``next_step_at`` (indexed) is when
+    the scheduler next has something to send for it.
+    """
+
+    class Kind(models.TextChoices):
+        BREAKING_SCHEMA_CHANGE = "breaking_schema_change", "breaking schema change"
+        SEMANTIC_CHANGE = "semantic_change", "semantic change"
+        DEPRECATION = "deprecation", "deprecation"
+        LOCATION_MOVE = "location_move", "location move"
+        RETIREMENT = "retirement", "retirement"
+
+    class State(models.TextChoices):
+        ANNOUNCED = "announced"
+        EFFECTIVE = "effective"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="change_notices")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    description = models.TextField()
+    schema_diff = models.JSONField(null=True, blank=True)
+    link = models.URLField(max_length=2048, blank=True)
+    announced_by = models.CharField(
+        max_length=200, help_text="Who: 'key:<public id>' or 'user:<name>'."
+    )
+    announced_at = models.DateTimeField(help_text="Server time of the announcement.")
+    effective_at = models.DateTimeField()
+    emergency = models.BooleanField(
+        default=False, help_text="Announced with less than the dataset's notice period."
+    )
+    override_reason = models.TextField(blank=True)
+    require_acknowledgements = models.BooleanField(
+        default=False,
+        help_text="May take effect early (apply-early) once every consumer team acknowledged.",
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ANNOUNCED)
+    took_effect_at = models.DateTimeField(null=True, blank=True)
+    # The next reminder or the effective time not yet handled; None once in effect.
+    next_step_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(emergency=False) | ~Q(override_reason=""),
+                name="change_notice_emergency_has_reason",
+            ),
+            models.CheckConstraint(
+                condition=Q(effective_at__gte=models.F("announced_at")),
+                name="change_notice_effective_after_announced",
+            ),
+            models.CheckConstraint(
+                condition=Q(state="announced") | Q(took_effect_at__isnull=False),
+                name="change_notice_effective_has_took_effect_at",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dataset", "-announced_at"], name="change_notice_recent"),
+            models.Index(
+                fields=["next_step_at"],
+                name="change_notice_next_step",
+                condition=Q(next_step_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.dataset_id} effective {self.effective_at}"
+
+    @property
+    def applied_early(self) -> bool:
+        """True when it took effect before ``effective_at`` (apply-early)."""
+        return self.took_effect_at is not None and self.took_effect_at < self.effective_at
+
+    def in_effect(self, now: datetime) -> bool:
+        """True once it took effect, or its ``effective_at`` has passed at ``now`` (aware
+        UTC) even if the scheduler has not run since."""
+        return self.state == self.State.EFFECTIVE or self.effective_at <= now
+
+
+class ChangeNoticeAcknowledgement(models.Model):
+    """A consumer team's acknowledgement of a change notice: who and when, once per team."""
+
+    notice = models.ForeignKey(
+        ChangeNotice, on_delete=models.CASCADE, related_name="acknowledgements"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    acknowledged_by = models.CharField(
+        max_length=200, help_text="Who: 'key:<public id>' or 'user:<name>'."
+    )
+    acknowledged_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["notice", "team"], name="uniq_change_notice_acknowledgement"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team_id} acknowledged {self.notice_id}"
 
 
 class StorageGroup(models.Model):

@@ -107,20 +107,49 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
         )
         return subject, text
     dataset = data.get("dataset") or {}
+    if kind.startswith("change_notice."):
+        return _change_notice_text(kind, data)
     subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
     return subject, f"{subject} partition {data.get('partition')}"
+
+
+def _change_notice_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+    """A change notice for people; an emergency one says so first, with its reason."""
+    dataset = data.get("dataset") or {}
+    name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    what = str(data.get("kind", "change")).replace("_", " ")
+    urgent = "EMERGENCY " if data.get("emergency") else ""
+    if kind == Notification.Type.CHANGE_NOTICE_EFFECTIVE:
+        subject = f"Tidemark: {urgent}{what} of {name} is now in effect"
+    elif kind == Notification.Type.CHANGE_NOTICE_REMINDER:
+        subject = f"Tidemark: reminder: {urgent}{what} of {name} on {data.get('effective_at')}"
+    else:
+        subject = f"Tidemark: {urgent}{what} of {name} on {data.get('effective_at')}"
+    lines = [
+        f"Team {data.get('owner')} announced a {what} of {name}, effective "
+        f"{data.get('effective_at')} (announced {data.get('announced_at')}).",
+        str(data.get("description", "")),
+    ]
+    if data.get("emergency"):
+        lines.append(f"Announced with less than the notice period: {data.get('override_reason')}")
+    if data.get("link"):
+        lines.append(f"Details: {data['link']}")
+    if kind != Notification.Type.CHANGE_NOTICE_EFFECTIVE:
+        lines.append(f"Acknowledge it: POST {data.get('acknowledge_path')}")
+    return subject, "\n".join(lines)
 
 
 def fan_out(
     *,
     notification: Notification,
     dataset: Dataset,
-    partition_key: str,
+    partition_key: str | None,
     now: datetime,
     extra_endpoints: Iterable[Endpoint] = (),
 ) -> int:
     """One delivery of ``notification`` per subscriber endpoint whose filters match (event
-    types, partition pattern), plus ``extra_endpoints`` (e.g. the owner's contacts).
+    types, partition pattern; ``partition_key`` None: a notice about the whole dataset),
+    plus ``extra_endpoints`` (e.g. the owner's contacts).
 
     Must run inside the transaction that wrote the notification. Returns the count.
     """
@@ -141,9 +170,9 @@ _SUBSCRIBERS_SQL = (
 )
 
 
-def subscriber_endpoints(*, dataset_id: int, type: str, partition_key: str) -> set[int]:
+def subscriber_endpoints(*, dataset_id: int, type: str, partition_key: str | None) -> set[int]:
     """The endpoints of the dataset's subscribers whose filters let a ``type`` notification
-    about ``partition_key`` through (``matching_endpoints``)."""
+    about ``partition_key`` (None: the whole dataset) through (``matching_endpoints``)."""
     with connection.cursor() as cursor:
         cursor.execute(_SUBSCRIBERS_SQL, [dataset_id])
         rows = cursor.fetchall()
@@ -155,16 +184,17 @@ def subscriber_endpoints(*, dataset_id: int, type: str, partition_key: str) -> s
 
 
 def matching_endpoints(
-    subscribers: Iterable[Subscriber], *, type: str, partition_key: str
+    subscribers: Iterable[Subscriber], *, type: str, partition_key: str | None
 ) -> set[int]:
     """The endpoints of ``subscribers`` whose event types (empty: all) and partition
     pattern (fnmatch; empty: all) let a ``type`` notification about ``partition_key``
-    through."""
+    through. A notification about the whole dataset (``partition_key`` None, e.g. a
+    change notice) passes every partition pattern."""
     # Disabled endpoints get their deliveries too: they wait, unclaimed, until the
     # endpoint is re-enabled, so nothing published meanwhile is lost.
     return {
         endpoint_id
         for endpoint_id, event_types, pattern in subscribers
         if (not event_types or type in event_types)
-        and (not pattern or fnmatch.fnmatchcase(partition_key, pattern))
+        and (not pattern or partition_key is None or fnmatch.fnmatchcase(partition_key, pattern))
     }

@@ -11,6 +11,8 @@ from . import errors
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
     ApiKey,
+    ChangeNotice,
+    ChangeNoticeAcknowledgement,
     Dataset,
     Delivery,
     Endpoint,
@@ -254,3 +256,58 @@ def dataset_poll(*, dataset: Dataset, sweeps: int = 20) -> dict:
         "last_found_at": group.last_found_at if group else None,
         "recent_sweeps": list(group.sweeps.order_by("-started_at")[:sweeps]) if group else [],
     }
+
+
+# --- change notices -------------------------------------------------------------------------
+
+
+def dataset_consumer_teams(*, dataset: Dataset) -> QuerySet[Team]:
+    """The consumer teams of ``dataset``: whom its change notices are for, who may
+    acknowledge them, and whom reminders chase. Ordered by slug.
+
+    Today: every team with a declared subscription to the dataset, but its owner team
+    (which announces the notices). Every change-notice path reads consumers here only, so
+    the owner teams of jobs observed reading the dataset (runtime usage) can be added in
+    this one place.
+    """
+    return (
+        Team.objects.filter(subscriptions__dataset=dataset)
+        .exclude(pk=dataset.owner_id)
+        .distinct()
+        .order_by("slug")
+    )
+
+
+def change_notice_list(*, dataset: Dataset) -> QuerySet[ChangeNotice]:
+    """The dataset's change notices, newest announcement first, with their
+    acknowledgements (and each one's team) prefetched."""
+    return (
+        ChangeNotice.objects.filter(dataset=dataset)
+        .prefetch_related("acknowledgements__team")
+        .order_by("-announced_at", "-id")
+    )
+
+
+def change_notice_get(*, dataset: Dataset, notice_id: int) -> ChangeNotice:
+    """One change notice of ``dataset``, acknowledgements prefetched; raises
+    ChangeNoticeNotFound (also for another dataset's notice)."""
+    notice = (
+        change_notice_list(dataset=dataset).filter(pk=notice_id).first()
+        if 0 < notice_id <= MAX_ID
+        else None
+    )
+    if notice is None:
+        raise errors.ChangeNoticeNotFound(f"{dataset} has no change notice {notice_id}")
+    notice.dataset = dataset  # with its owner, as the caller loaded it
+    return notice
+
+
+def change_notice_acknowledgement_list(
+    *, notice: ChangeNotice
+) -> QuerySet[ChangeNoticeAcknowledgement]:
+    """The notice's acknowledgements, earliest first, with their teams."""
+    return (
+        ChangeNoticeAcknowledgement.objects.filter(notice=notice)
+        .select_related("team")
+        .order_by("acknowledged_at", "id")
+    )

@@ -1344,8 +1344,13 @@ MAX_SINCE_DAYS = 30
 
 
 # Notifications about a dataset that are not for its subscribers: the watchdog's monitor
-# definitions (they hold the pipeline's ping key, a secret) and pings.
-NOT_FOR_SUBSCRIBERS = (Notification.Type.WATCHDOG_MONITOR, Notification.Type.WATCHDOG_PING)
+# definitions (they hold the pipeline's ping key, a secret) and pings; and change-notice
+# reminders, which went to the consumer teams that had not acknowledged at the time.
+NOT_FOR_SUBSCRIBERS = (
+    Notification.Type.WATCHDOG_MONITOR,
+    Notification.Type.WATCHDOG_PING,
+    Notification.Type.CHANGE_NOTICE_REMINDER,
+)
 
 
 def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
@@ -1368,9 +1373,8 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
         if (not subscription.event_types or n.type in subscription.event_types)
         and (
             not subscription.partition_pattern
-            or fnmatch.fnmatchcase(
-                n.payload["data"].get("partition", ""), subscription.partition_pattern
-            )
+            or "partition" not in n.payload["data"]  # about the whole dataset
+            or fnmatch.fnmatchcase(n.payload["data"]["partition"], subscription.partition_pattern)
         )
     ]
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)

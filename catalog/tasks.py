@@ -10,7 +10,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
-from . import delivery, doorbell, freshness, polling, self_monitoring
+from . import change_notices, delivery, doorbell, freshness, polling, self_monitoring
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,18 @@ def evaluate_freshness() -> int:
             report.deadline_at,
         )
     return len(late)
+
+
+@shared_task(name="catalog.tasks.send_change_notices")
+def send_change_notices() -> int:
+    """Send the change-notice reminders and effective notifications that are due (beat,
+    every 60 s); idempotent: each step is sent once however often this runs."""
+    steps = change_notices.send_due(now=timezone.now())
+    for step in steps:
+        logger.info(
+            "change notice %s: %s sent (%d deliveries)", step.notice_id, step.kind, step.deliveries
+        )
+    return len(steps)
 
 
 @shared_task(name="catalog.tasks.poll_storage")

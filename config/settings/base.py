@@ -272,6 +272,15 @@ WATCHDOG_PAGING = {
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 
+# Change notices (catalog.change_notices): consumer teams that have not acknowledged a
+# notice are reminded this many seconds before it takes effect (comma-separated; points
+# already past when it is announced are skipped). Default: 7 days and 1 day.
+TIDEMARK_CHANGE_NOTICES = {
+    "reminder_seconds": env.list(
+        "TIDEMARK_CHANGE_NOTICE_REMINDERS", cast=int, default=[7 * 86400, 86400]
+    ),
+}
+
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"
 CELERY_DIR.mkdir(exist_ok=True)  # beat keeps its schedule file here with any broker
@@ -328,6 +337,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
+    "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {
