@@ -1,5 +1,5 @@
-"""Change management: change notices on datasets, acknowledgements by consumer teams, and
-the scheduler that reminds and tells when a notice takes effect.
+"""Change management: change notices on datasets, acknowledgements by consumer teams, the
+scheduler that reminds and tells when a notice takes effect, and the lifecycle rules.
 
 Who is told (everything is rows through the durable delivery engine):
 
@@ -472,3 +472,107 @@ def _team_endpoints(dataset: Dataset, teams: list[Team], kind: str) -> set[int]:
     for team in teams:
         endpoint_ids.update(e.pk for e in notices.contact_endpoints(team))
     return endpoint_ids
+
+
+# --- dataset lifecycle ----------------------------------------------------------------------
+
+_LIFECYCLE_NOTICE = {
+    Dataset.Lifecycle.DEPRECATED: ChangeNotice.Kind.DEPRECATION,
+    Dataset.Lifecycle.RETIRED: ChangeNotice.Kind.RETIREMENT,
+}
+
+
+def lifecycle_check(
+    *, dataset: Dataset, changes: dict[str, Any], override_reason: str, now: datetime
+) -> str:
+    """Check a change of ``lifecycle`` or ``sunset_at`` of ``dataset`` (locked, as it is
+    before ``changes``) against the lifecycle rules.
+
+    Rules:
+        - deprecated needs a ``sunset_at`` at least ``change_notice_days`` after ``now``
+          (checked whenever the dataset becomes deprecated or its sunset moves);
+        - becoming deprecated needs a ``deprecation`` change notice in effect, and
+          becoming retired a ``retirement`` one (or, when deprecated, its sunset passed):
+          so consumers had the notice period. ``override_reason`` overrides this rule
+          (not the sunset rule); the caller audits it.
+
+    Args:
+        changes: the fields being changed (``lifecycle``, ``sunset_at``, others ignored).
+        override_reason: a written reason to change the lifecycle without that notice.
+        now: aware UTC.
+
+    Returns:
+        The override reason used, or ``""`` when none was needed.
+
+    Raises:
+        ValidationProblem (400: deprecated without ``sunset_at``, ``override_reason``
+        without a lifecycle change it could override), SunsetTooSoon (422, with
+        ``earliest_sunset_at``), LifecycleNoticeRequired (409).
+    """
+    lifecycle = changes.get("lifecycle", dataset.lifecycle)
+    sunset_at = changes.get("sunset_at", dataset.sunset_at)
+    becomes = lifecycle if lifecycle != dataset.lifecycle else None
+    reason = override_reason.strip()
+    if reason and becomes not in _LIFECYCLE_NOTICE:
+        raise ValidationProblem(
+            "override_reason applies only to a change of lifecycle to deprecated or retired",
+            errors=[
+                FieldError(
+                    "override_reason",
+                    "only with a lifecycle change to deprecated or retired",
+                    "lifecycle_change",
+                )
+            ],
+        )
+    if lifecycle == Dataset.Lifecycle.DEPRECATED and (becomes or sunset_at != dataset.sunset_at):
+        _check_sunset(dataset, sunset_at, now=now)
+    if becomes not in _LIFECYCLE_NOTICE:
+        return ""
+    kind = _LIFECYCLE_NOTICE[becomes]
+    in_effect = any(
+        n.in_effect(now) for n in ChangeNotice.objects.filter(dataset=dataset, kind=kind)
+    )
+    sunset_passed = (
+        becomes == Dataset.Lifecycle.RETIRED
+        and dataset.lifecycle == Dataset.Lifecycle.DEPRECATED
+        and dataset.sunset_at is not None
+        and dataset.sunset_at <= now
+    )
+    if in_effect or sunset_passed:
+        return ""
+    if reason:
+        return reason
+    raise errors.LifecycleNoticeRequired(
+        f"{dataset} becomes {becomes} only after a {kind} change notice has taken effect "
+        f"(announced at least {dataset.change_notice_days} days ahead); announce one, or "
+        "give an override_reason",
+        errors=[FieldError("lifecycle", f"needs a {kind} notice in effect", "change_notice")],
+        extra={"rule": "change_notice", "notice_kind": kind},
+    )
+
+
+def _check_sunset(dataset: Dataset, sunset_at: datetime | None, *, now: datetime) -> None:
+    if sunset_at is None:
+        raise ValidationProblem(
+            "a deprecated dataset needs a sunset_at",
+            errors=[
+                FieldError("sunset_at", "required when deprecated", "required_when_deprecated")
+            ],
+        )
+    days = dataset.change_notice_days
+    earliest = notice_periods.earliest_effective_at(now, days)
+    if sunset_at < earliest:
+        raise errors.SunsetTooSoon(
+            f"{dataset} requires {days} days' notice: sunset_at must be at or after "
+            f"{iso(earliest)}",
+            errors=[
+                FieldError(
+                    "sunset_at", f"must be at or after {iso(earliest)}", "change_notice_days"
+                )
+            ],
+            extra={
+                "rule": "change_notice_days",
+                "change_notice_days": days,
+                "earliest_sunset_at": iso(earliest),
+            },
+        )

@@ -130,3 +130,14 @@ class AcknowledgementsNotRequired(Conflict):
 class AcknowledgementsPending(Conflict):
     code = "acknowledgements_pending"
     title = "Not every consumer team has acknowledged the change notice"
+
+
+class SunsetTooSoon(Problem):
+    code = "sunset_too_soon"
+    title = "The sunset is sooner than the dataset's notice period allows"
+    status = 422
+
+
+class LifecycleNoticeRequired(Conflict):
+    code = "lifecycle_notice_required"
+    title = "This lifecycle change needs a change notice that has taken effect"

@@ -27,7 +27,17 @@ from schedules.periods import (
     validate_timezone,
 )
 
-from . import delivery, doorbell, errors, freshness, keys, notices, storage, watchdog_feed
+from . import (
+    change_notices,
+    delivery,
+    doorbell,
+    errors,
+    freshness,
+    keys,
+    notices,
+    storage,
+    watchdog_feed,
+)
 from .crashpoints import crashpoint
 from .identity import IdentityError, normalise_dataset_identity
 from .models import (
@@ -293,21 +303,42 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
 
 
 @transaction.atomic
-def dataset_update(*, actor: Actor, dataset: Dataset, **changes: Any) -> Dataset:
+def dataset_update(
+    *, actor: Actor, dataset: Dataset, override_reason: str = "", **changes: Any
+) -> Dataset:
     """Change a dataset's fields; only its owner team may.
 
     Changes to ``Dataset.AUDITED_FIELDS`` are written to the audit trail as
-    ``{field: [old, new]}`` in the same transaction.
+    ``{field: [old, new]}`` in the same transaction. ``lifecycle`` and ``sunset_at``
+    follow the lifecycle rules (``change_notices.lifecycle_check``): deprecated needs a
+    sunset at least the notice period away; becoming deprecated or retired needs a
+    deprecation or retirement change notice in effect, unless ``override_reason`` gives
+    a written reason, which is audited as ``dataset.lifecycle_override``.
 
     Raises:
         NotDatasetOwner: the actor's team does not own the dataset (403).
         ValidationProblem: a field breaks a rule (400).
+        SunsetTooSoon (422), LifecycleNoticeRequired (409).
     """
     if dataset.owner_id != actor.team.pk:
         raise errors.NotDatasetOwner(f"{dataset} is owned by team {dataset.owner.slug}")
     _validate_dataset_fields(changes)
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
     _check_partitioning_change(dataset, changes)
+    override = change_notices.lifecycle_check(
+        dataset=dataset, changes=changes, override_reason=override_reason, now=timezone.now()
+    )
+    if override:
+        AuditEntry.objects.create(
+            dataset=dataset,
+            team=actor.team,
+            actor=actor.label,
+            action="dataset.lifecycle_override",
+            changes={
+                "lifecycle": [dataset.lifecycle, changes["lifecycle"]],
+                "override_reason": [None, override],
+            },
+        )
     audited = {}
     for field_name, new in changes.items():
         old = getattr(dataset, field_name)
@@ -534,7 +565,10 @@ def _publish(
     if actor is not None:
         _check_may_publish(actor, dataset)
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
-        raise errors.DatasetRetired(f"{dataset} is retired; readiness can no longer be published")
+        raise errors.DatasetRetired(
+            f"{dataset} is retired; readiness can no longer be published",
+            errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
+        )
     try:
         interval = parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
     except PartitionKeyError as exc:
@@ -1273,13 +1307,25 @@ def _idempotency_begin(
 
 
 @dataclass(frozen=True)
+class Caution:
+    """Something a caller should know about a request that succeeded (``code`` stable
+    snake_case, ``detail`` for people, ``sunset_at`` when it is about a sunset)."""
+
+    code: str
+    detail: str
+    sunset_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class SubscriptionResult:
     """``subscription_create``'s answer; ``endpoint_secret`` is set only when the webhook
-    endpoint was new: it is the one time its signing secret is shown."""
+    endpoint was new: it is the one time its signing secret is shown. ``warnings``: e.g.
+    the dataset is deprecated."""
 
     subscription: Subscription
     created: bool
     endpoint_secret: str | None = None
+    warnings: tuple[Caution, ...] = ()
 
 
 @transaction.atomic
@@ -1311,9 +1357,28 @@ def subscription_create(
 
     Returns:
         A ``SubscriptionResult``; a new webhook endpoint gets a signing secret, returned
-        once in ``endpoint_secret``.
+        once in ``endpoint_secret``; subscribing to a deprecated dataset succeeds with a
+        ``dataset_deprecated`` warning naming its sunset.
+
+    Raises:
+        DatasetRetired: the dataset is retired (409).
     """
     now = now or timezone.now()
+    if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
+        raise errors.DatasetRetired(
+            f"{dataset} is retired; it can no longer be subscribed to",
+            errors=[FieldError("dataset_id", "the dataset is retired", "lifecycle_retired")],
+        )
+    warnings = []
+    if dataset.lifecycle == Dataset.Lifecycle.DEPRECATED:
+        sunset = f" and retires at {iso(dataset.sunset_at)}" if dataset.sunset_at else ""
+        warnings.append(
+            Caution(
+                code="dataset_deprecated",
+                detail=f"{dataset} is deprecated{sunset}; plan to read its successor",
+                sunset_at=dataset.sunset_at,
+            )
+        )
     defaults: dict[str, Any] = {
         "event_types": sorted(set(event_types or [])),
         "partition_pattern": partition_pattern,
@@ -1337,7 +1402,7 @@ def subscription_create(
     )
     if since is not None and subscription.endpoint is not None:
         _catch_up(subscription, since=since, now=now)
-    return SubscriptionResult(subscription, created, new_secret)
+    return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
 
 
 MAX_SINCE_DAYS = 30

@@ -277,6 +277,7 @@ def test_retired_dataset_refuses_readiness(publisher, dataset):
     response = publish(publisher)
     assert response.status_code == 409
     assert response.json()["code"] == "dataset_retired"
+    assert response.json()["errors"][0]["rule"] == "lifecycle_retired"
 
 
 @pytest.mark.parametrize(
