@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog, delivery
+from .views import catalog, change_notices, delivery
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -26,6 +26,26 @@ urlpatterns = [
         "datasets/<int:dataset_id>/partitions/latest",
         catalog.PartitionLatestReadyApi.as_view(),
         name="partition-latest",
+    ),
+    path(
+        "datasets/<int:dataset_id>/change-notices",
+        change_notices.ChangeNoticeListCreateApi.as_view(),
+        name="change-notice-list",
+    ),
+    path(
+        "datasets/<int:dataset_id>/change-notices/<int:notice_id>",
+        change_notices.ChangeNoticeDetailApi.as_view(),
+        name="change-notice-detail",
+    ),
+    path(
+        "datasets/<int:dataset_id>/change-notices/<int:notice_id>/acknowledgements",
+        change_notices.ChangeNoticeAcknowledgementListCreateApi.as_view(),
+        name="change-notice-acknowledgements",
+    ),
+    path(
+        "datasets/<int:dataset_id>/change-notices/<int:notice_id>/apply-early",
+        change_notices.ChangeNoticeApplyEarlyApi.as_view(),
+        name="change-notice-apply-early",
     ),
     path("readiness", catalog.ReadinessPublishApi.as_view(), name="readiness-publish"),
     path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),

@@ -8,6 +8,8 @@ from . import delivery, errors
 from .models import (
     ApiKey,
     AuditEntry,
+    ChangeNotice,
+    ChangeNoticeAcknowledgement,
     Dataset,
     Delivery,
     DeliveryAttempt,
@@ -134,3 +136,52 @@ class AuditEntryAdmin(admin.ModelAdmin):
     list_display = ("dataset", "action", "actor", "created_at")
     list_filter = ("action",)
     readonly_fields = ("dataset", "team", "actor", "action", "changes", "created_at")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never edited here: the rules (notice periods, overrides, who may
+    acknowledge) live in the services the API calls."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+
+class AcknowledgementInline(admin.TabularInline):
+    model = ChangeNoticeAcknowledgement
+    extra = 0
+    fields = ("team", "acknowledged_by", "acknowledged_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ChangeNotice)
+class ChangeNoticeAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "dataset",
+        "kind",
+        "effective_at",
+        "emergency",
+        "require_acknowledgements",
+        "state",
+        "announced_by",
+    )
+    list_filter = ("kind", "state", "emergency")
+    search_fields = ("dataset__namespace", "dataset__name", "description")
+    raw_id_fields = ("dataset",)
+    inlines = [AcknowledgementInline]
+
+
+@admin.register(ChangeNoticeAcknowledgement)
+class ChangeNoticeAcknowledgementAdmin(ReadOnlyAdmin):
+    list_display = ("notice", "team", "acknowledged_by", "acknowledged_at")
+    list_filter = ("team",)
+    raw_id_fields = ("notice",)

@@ -9,7 +9,14 @@ from django.conf import settings
 from django.utils.functional import cached_property
 from rest_framework import serializers
 
-from catalog.models import ApiKey, Dataset, Delivery, Notification, PartitionRevision
+from catalog.models import (
+    ApiKey,
+    ChangeNotice,
+    Dataset,
+    Delivery,
+    Notification,
+    PartitionRevision,
+)
 
 
 class StrictSerializer(serializers.Serializer):
@@ -78,8 +85,20 @@ class DatasetCreateInputSerializer(_DatasetFields):
 
 
 class DatasetUpdateInputSerializer(_DatasetFields):
-    lifecycle = serializers.ChoiceField(Dataset.Lifecycle.choices, required=False)
+    lifecycle = serializers.ChoiceField(
+        Dataset.Lifecycle.choices,
+        required=False,
+        help_text="deprecated needs sunset_at at least change_notice_days away; becoming "
+        "deprecated or retired needs a deprecation or retirement change notice in effect "
+        "(or override_reason).",
+    )
     sunset_at = serializers.DateTimeField(allow_null=True, required=False)
+    override_reason = serializers.CharField(
+        max_length=2000,
+        allow_blank=True,
+        required=False,
+        help_text="Why the lifecycle changes without a change notice in effect; audited.",
+    )
 
 
 class DatasetOutputSerializer(serializers.Serializer):
@@ -257,6 +276,12 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         return attrs
 
 
+class WarningOutputSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable snake_case, e.g. dataset_deprecated.")
+    detail = serializers.CharField()
+    sunset_at = serializers.DateTimeField(allow_null=True)
+
+
 class SubscriptionOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     team = serializers.CharField(source="team.slug")
@@ -272,6 +297,12 @@ class SubscriptionOutputSerializer(serializers.Serializer):
         required=False,
         help_text="The webhook's Standard Webhooks signing secret: only in the response "
         "that created the endpoint.",
+    )
+    warnings = WarningOutputSerializer(
+        many=True,
+        read_only=True,
+        required=False,
+        help_text="Only in the response to a declaration: e.g. dataset_deprecated.",
     )
 
     def get_dataset(self, obj) -> dict:
@@ -423,3 +454,65 @@ class FreshnessOutputSerializer(serializers.Serializer):
     deadline_at = serializers.DateTimeField(allow_null=True)
     late_seconds = serializers.IntegerField(allow_null=True)
     next_deadline_at = serializers.DateTimeField(allow_null=True)
+
+
+# --- change notices -----------------------------------------------------------------------
+
+
+class ChangeNoticeCreateInputSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(ChangeNotice.Kind.choices)
+    description = serializers.CharField(max_length=10_000)
+    schema_diff = serializers.JSONField(
+        required=False, allow_null=True, help_text="Any JSON describing the schema change."
+    )
+    link = serializers.URLField(max_length=2048, allow_blank=True, default="")
+    effective_at = serializers.DateTimeField(
+        help_text="At least the dataset's change_notice_days from now, unless emergency."
+    )
+    emergency = serializers.BooleanField(
+        default=False, help_text="Override the notice period; needs override_reason."
+    )
+    override_reason = serializers.CharField(max_length=2000, allow_blank=True, default="")
+    require_acknowledgements = serializers.BooleanField(
+        default=False,
+        help_text="The notice may then take effect early (apply-early) once every consumer "
+        "team has acknowledged it.",
+    )
+
+
+class ChangeNoticeAcknowledgementOutputSerializer(serializers.Serializer):
+    team = serializers.CharField(source="team.slug")
+    acknowledged_by = serializers.CharField(help_text="'key:<public id>' or 'user:<name>'.")
+    acknowledged_at = serializers.DateTimeField()
+
+
+class ChangeNoticeOutputSerializer(serializers.Serializer):
+    """Needs ``consumers`` (the dataset's consumer team slugs) in its context."""
+
+    id = serializers.IntegerField()
+    dataset_id = serializers.IntegerField()
+    kind = serializers.ChoiceField(ChangeNotice.Kind.choices)
+    description = serializers.CharField()
+    schema_diff = serializers.JSONField(allow_null=True)
+    link = serializers.CharField()
+    announced_by = serializers.CharField()
+    announced_at = serializers.DateTimeField()
+    effective_at = serializers.DateTimeField()
+    emergency = serializers.BooleanField(
+        help_text="Announced with less than the notice period (see override_reason)."
+    )
+    override_reason = serializers.CharField()
+    require_acknowledgements = serializers.BooleanField()
+    state = serializers.ChoiceField(ChangeNotice.State.choices)
+    took_effect_at = serializers.DateTimeField(allow_null=True)
+    applied_early = serializers.BooleanField()
+    acknowledgements = ChangeNoticeAcknowledgementOutputSerializer(
+        source="acknowledgements.all", many=True
+    )
+    pending_acknowledgements = serializers.SerializerMethodField(
+        help_text="Consumer teams (slugs) that have not acknowledged."
+    )
+
+    def get_pending_acknowledgements(self, obj) -> list[str]:
+        acknowledged = {a.team.slug for a in obj.acknowledgements.all()}
+        return [slug for slug in self.context["consumers"] if slug not in acknowledged]

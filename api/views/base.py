@@ -16,9 +16,12 @@ def actor_of(request: Request) -> Actor:
     return request.user.actor
 
 
-def paginate(view: APIView, request: Request, queryset, serializer_class, ordering) -> Response:
-    """One cursor page of ``queryset`` rendered with ``serializer_class``."""
+def paginate(
+    view: APIView, request: Request, queryset, serializer_class, ordering, context=None
+) -> Response:
+    """One cursor page of ``queryset`` rendered with ``serializer_class`` (and ``context``)."""
     paginator = CursorPagination()
     paginator.ordering = ordering
     page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+    data = serializer_class(page, many=True, context=context or {}).data
+    return paginator.get_paginated_response(data)

@@ -269,6 +269,7 @@ class SubscriptionListCreateApi(APIView):
         body = dict(s.SubscriptionOutputSerializer(result.subscription).data)
         if result.endpoint_secret:
             body["endpoint_secret"] = result.endpoint_secret
+        body["warnings"] = s.WarningOutputSerializer(result.warnings, many=True).data
         return Response(
             body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         )

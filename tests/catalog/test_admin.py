@@ -18,6 +18,8 @@ pytestmark = pytest.mark.django_db
         "endpoint",
         "delivery",
         "auditentry",
+        "changenotice",
+        "changenoticeacknowledgement",
     ],
 )
 def test_admin_changelists_render(client, path):
@@ -27,3 +29,36 @@ def test_admin_changelists_render(client, path):
     response = client.get(f"/admin/catalog/{path}/", SERVER_NAME="localhost")
     assert response.status_code == 200
     assert b"secret_encrypted" not in response.content and b"digest" not in response.content
+
+
+def test_change_notice_admin_shows_the_override_and_acknowledgements_read_only(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from catalog.change_notices import change_notice_acknowledge, change_notice_announce
+    from catalog.services import Actor
+    from tests.catalog.factories import SubscriptionFactory
+
+    dataset = DatasetFactory()
+    consumer = SubscriptionFactory(dataset=dataset).team
+    notice = change_notice_announce(
+        actor=Actor(team=dataset.owner, username="ana"),
+        dataset=dataset,
+        kind="retirement",
+        description="going away",
+        effective_at=timezone.now() + timedelta(days=1),
+        now=timezone.now(),
+        emergency=True,
+        override_reason="storage contract ends",
+    )
+    change_notice_acknowledge(
+        actor=Actor(team=consumer, username="bo"), notice=notice, now=notice.announced_at
+    )
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    page = client.get(f"/admin/catalog/changenotice/{notice.pk}/change/", SERVER_NAME="localhost")
+    assert page.status_code == 200
+    assert b"storage contract ends" in page.content and b"user:bo" in page.content
+    assert b'name="_save"' not in page.content  # nothing to save: read-only
+    listing = client.get("/admin/catalog/changenotice/", SERVER_NAME="localhost")
+    assert b"/admin/catalog/changenotice/add/" not in listing.content
