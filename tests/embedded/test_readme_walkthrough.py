@@ -1,4 +1,5 @@
-"""README.md's Walkthrough, run as written against a ``make run`` stack: it must not drift."""
+"""README.md's Walkthrough and its Change notices examples, run as written against a
+``make run`` stack: they must not drift."""
 
 from __future__ import annotations
 
@@ -16,11 +17,18 @@ README_KEY_FILE = "var/demo-api-key"
 MARK = "=== tidemark-walkthrough block {} ==="
 
 
+# README sections whose shell blocks run, in this order, in one shell.
+SECTIONS = ("Walkthrough", "Change notices")
+
+
 def _walkthrough_blocks() -> list[str]:
     readme = (REPO_ROOT / "README.md").read_text()
-    section = re.search(r"^## Walkthrough\n(.*?)(?=^## )", readme, re.M | re.S)
-    assert section, "README.md has no '## Walkthrough' section"
-    return re.findall(r"^```sh\n(.*?)^```", section.group(1), re.M | re.S)
+    blocks = []
+    for title in SECTIONS:
+        section = re.search(rf"^## {title}\n(.*?)(?=^## )", readme, re.M | re.S)
+        assert section, f"README.md has no '## {title}' section"
+        blocks += re.findall(r"^```sh\n(.*?)^```", section.group(1), re.M | re.S)
+    return blocks
 
 
 def _json_values(text: str) -> list:
@@ -117,6 +125,28 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert latest_click["current_revision"]["detected_by"] == "poll", report
     assert poll["polled"] is True and poll["group_prefix"] == "raw/clicks/", report
     assert poll["recent_sweeps"][0]["list_calls"] >= 1, report
+
+    too_soon = _block_with(blocks, outputs, "$(in_days 3)")
+    assert len(too_soon) == 1 and too_soon[0]["status"] == 422, report
+    assert too_soon[0]["code"] == "notice_period_too_short", report
+    assert too_soon[0]["earliest_effective_at"] in too_soon[0]["detail"], report
+
+    acknowledged, notice = _block_with(blocks, outputs, "$AKEY")
+    assert acknowledged["team"] == "analytics", report
+    assert [a["team"] for a in notice["acknowledgements"]] == ["analytics"], report
+    assert notice["pending_acknowledgements"] == [] and notice["state"] == "announced", report
+    assert notice["schema_diff"]["changed"]["order_total"][1] == "DECIMAL(12,2)", report
+
+    [applied] = _block_with(blocks, outputs, "/apply-early")
+    assert (applied["id"], applied["state"]) == (notice["id"], "effective"), report
+    assert applied["applied_early"] is True, report
+
+    [emergency] = _block_with(blocks, outputs, '"emergency": true')
+    assert (emergency["emergency"], emergency["kind"]) == (True, "location_move"), report
+    assert emergency["override_reason"].startswith("the storage provider"), report
+
+    [sunset] = _block_with(blocks, outputs, '"sunset_at"')
+    assert (sunset["status"], sunset["code"]) == (422, "sunset_too_soon"), report
 
     [pinged] = [out for block, out in zip(blocks, outputs, strict=True) if "$PING?" in block]
     assert pinged.startswith("OK"), report  # the ping's tiny text answer, then the list
