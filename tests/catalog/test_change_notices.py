@@ -295,6 +295,20 @@ def test_send_change_notices_command_runs_one_pass(dataset, consumers, capsys):
     assert "1 step(s) sent" in out
 
 
+def test_beat_runs_the_scheduler_every_minute_and_the_task_sends_what_is_due(
+    dataset, consumers, settings
+):
+    from catalog import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["send-change-notices"]
+    assert (entry["task"], entry["schedule"]) == ("catalog.tasks.send_change_notices", 60.0)
+    announce(dataset)
+    with time_machine.travel(EFFECTIVE_AT - 7 * DAY, tick=False):
+        assert tasks.send_change_notices() == 1
+        assert tasks.send_change_notices() == 0
+    assert len(sent(Notification.Type.CHANGE_NOTICE_REMINDER)) == 1
+
+
 # --- acknowledgements and apply-early -------------------------------------------------------
 
 
