@@ -99,3 +99,13 @@ class DeliveryNotFound(NotFound):
 class EndpointNotFound(NotFound):
     code = "endpoint_not_found"
     title = "Endpoint not found"
+
+
+class ClaimTaken(Conflict):
+    code = "claim_taken"
+    title = "Another team already claims this"
+
+
+class ClaimNotFound(NotFound):
+    code = "claim_not_found"
+    title = "Claim not found"

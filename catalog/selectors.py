@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from . import errors
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
     ApiKey,
+    Claim,
     Dataset,
+    DatasetUsage,
     Delivery,
     Endpoint,
     Partition,
@@ -254,3 +256,48 @@ def dataset_poll(*, dataset: Dataset, sweeps: int = 20) -> dict:
         "last_found_at": group.last_found_at if group else None,
         "recent_sweeps": list(group.sweeps.order_by("-started_at")[:sweeps]) if group else [],
     }
+
+
+# --- claims, jobs and observed usage ----------------------------------------------------
+
+
+def claim_list(*, team: Team) -> QuerySet[Claim]:
+    """The team's claims, newest first."""
+    return Claim.objects.filter(team=team).select_related("team").order_by("-id")
+
+
+def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
+    """Whether ``team`` claims the OpenLineage job namespace ``namespace`` (exactly)."""
+    return Claim.objects.filter(
+        team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=namespace
+    ).exists()
+
+
+def undeclared_reads_list(
+    *, team: Team | None = None, verified: bool | None = True
+) -> QuerySet[DatasetUsage]:
+    """Observed reads of registered datasets by a team that declared no subscription to
+    them: the governance report. A team reading a dataset it owns is not listed; any
+    subscription of the team to the dataset (for any or no job) declares the read.
+
+    Args:
+        team: only this team's reads; None: every team's.
+        verified: True (the default) only verified reads (the reporting team claims the
+            job namespace); False only unverified ones; None both.
+
+    Returns:
+        Usage rows with ``team``, ``job``, ``dataset`` and the dataset's owner joined,
+        most recently seen first.
+    """
+    declared = Subscription.objects.filter(team=OuterRef("team"), dataset=OuterRef("dataset"))
+    queryset = (
+        DatasetUsage.objects.filter(direction=DatasetUsage.Direction.READ, dataset__isnull=False)
+        .exclude(dataset__owner=F("team"))
+        .filter(~Exists(declared))
+        .select_related("team", "job", "dataset", "dataset__owner")
+    )
+    if team is not None:
+        queryset = queryset.filter(team=team)
+    if verified is not None:
+        queryset = queryset.filter(verified=verified)
+    return queryset.order_by("-last_seen_at", "-id")
