@@ -4,7 +4,8 @@ from rest_framework import exceptions, permissions
 
 
 class HasScope(permissions.BasePermission):
-    """Allow authenticated keys holding the view's ``required_scope`` (``None``: any key)."""
+    """Allow authenticated keys holding the view's ``required_scope`` (``None``: any key; a
+    tuple: any one of its scopes)."""
 
     def has_permission(self, request, view) -> bool:
         if request.auth is None:
@@ -13,7 +14,11 @@ class HasScope(permissions.BasePermission):
         if isinstance(scope, dict):
             # HEAD runs the GET handler, so it needs GET's scope.
             scope = scope.get("GET" if request.method == "HEAD" else request.method)
-        if scope is not None and not request.auth.has_scope(scope):
+        if isinstance(scope, tuple):
+            if not any(request.auth.has_scope(s) for s in scope):
+                names = " or ".join(f"'{s}'" for s in scope)
+                raise exceptions.PermissionDenied(f"this API key lacks the {names} scope")
+        elif scope is not None and not request.auth.has_scope(scope):
             raise exceptions.PermissionDenied(f"this API key lacks the '{scope}' scope")
         return True
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog, change_notices, delivery
+from .views import catalog, change_notices, delivery, governance, lineage
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -80,5 +80,19 @@ urlpatterns = [
         "subscriptions/<int:subscription_id>",
         catalog.SubscriptionDeleteApi.as_view(),
         name="subscription-delete",
+    ),
+    path("claims", governance.ClaimListCreateApi.as_view(), name="claim-list"),
+    path("claims/<int:claim_id>", governance.ClaimDeleteApi.as_view(), name="claim-delete"),
+    path(
+        "reports/undeclared-reads",
+        governance.UndeclaredReadsReportApi.as_view(),
+        name="report-undeclared-reads",
+    ),
+    path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
+    path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),
+    path(
+        "lineage/runs/<uuid:run_id>/events",
+        lineage.RunEventListApi.as_view(),
+        name="lineage-run-events",
     ),
 ]

@@ -10,10 +10,13 @@ from .models import (
     AuditEntry,
     ChangeNotice,
     ChangeNoticeAcknowledgement,
+    Claim,
     Dataset,
+    DatasetUsage,
     Delivery,
     DeliveryAttempt,
     Endpoint,
+    Job,
     Partition,
     PartitionRevision,
     ReadinessEvent,
@@ -185,3 +188,34 @@ class ChangeNoticeAcknowledgementAdmin(ReadOnlyAdmin):
     list_display = ("notice", "team", "acknowledged_by", "acknowledged_at")
     list_filter = ("team",)
     raw_id_fields = ("notice",)
+
+
+@admin.register(Claim)
+class ClaimAdmin(admin.ModelAdmin):
+    list_display = ("kind", "pattern", "team", "created_at")
+    list_filter = ("kind", "team")
+    search_fields = ("pattern",)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("namespace", "name", "team", "first_seen_at", "last_seen_at")
+    list_filter = ("team",)
+    search_fields = ("namespace", "name")
+
+
+@admin.register(DatasetUsage)
+class DatasetUsageAdmin(admin.ModelAdmin):
+    list_display = (
+        "job",
+        "direction",
+        "dataset_namespace",
+        "dataset_name",
+        "team",
+        "verified",
+        "run_count",
+        "last_seen_at",
+    )
+    list_filter = ("direction", "verified", "team")
+    search_fields = ("dataset_namespace", "dataset_name", "job__name")
+    raw_id_fields = ("job", "dataset")

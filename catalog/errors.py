@@ -141,3 +141,13 @@ class SunsetTooSoon(Problem):
 class LifecycleNoticeRequired(Conflict):
     code = "lifecycle_notice_required"
     title = "This lifecycle change needs a change notice that has taken effect"
+
+
+class ClaimTaken(Conflict):
+    code = "claim_taken"
+    title = "Another team already claims this"
+
+
+class ClaimNotFound(NotFound):
+    code = "claim_not_found"
+    title = "Claim not found"

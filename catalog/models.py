@@ -1,6 +1,7 @@
 """What Tidemark knows: teams, keys, datasets, partitions and their revisions, readiness
 events, subscriptions, endpoints, notifications and their deliveries (the outbox), change
-notices and their acknowledgements."""
+notices and their acknowledgements, claims, jobs and their observed usage of datasets (fed
+by lineage)."""
 
 from __future__ import annotations
 
@@ -699,3 +700,128 @@ class StorageSweep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} @ {self.started_at}"
+
+
+class Claim(models.Model):
+    """A team's claim on a slice of a shared namespace: the one mechanism by which a team
+    owns part of one. ``job_namespace`` (the only kind so far): the team owns every job of
+    that OpenLineage job namespace, matched exactly (``airflow://team-a``, ``dbt-sales``),
+    so lineage events for those jobs sent with its keys are verified."""
+
+    class Kind(models.TextChoices):
+        JOB_NAMESPACE = "job_namespace"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="claims")
+    kind = models.CharField(max_length=32, choices=Kind.choices, default=Kind.JOB_NAMESPACE)
+    pattern = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "pattern"], name="uniq_claim"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug} claims {self.kind} {self.pattern}"
+
+
+class Job(models.Model):
+    """A job seen in runtime lineage, by its OpenLineage ``namespace`` + ``name`` (kept as
+    received: job identities are not normalised). ``team`` is its verified owner: the team
+    that claimed the job namespace, set by the last verified event; None while only
+    unverified events named the job."""
+
+    namespace = models.CharField(max_length=255)
+    name = models.CharField(max_length=1024)
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    first_seen_at = models.DateTimeField(help_text="Earliest event time seen (UTC).")
+    last_seen_at = models.DateTimeField(help_text="Latest event time seen (UTC).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="uniq_job_identity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class DatasetUsage(models.Model):
+    """An observed edge: ``job`` read or wrote the dataset with this normalised identity,
+    as reported by ``team``'s keys, aggregated over all runs.
+
+    ``verified``: the reporting team claims the job's namespace; unverified edges are kept
+    apart (their own rows) and never count as declarations. ``dataset`` links the catalog's
+    row when one is registered with this identity (usage of unknown datasets is still
+    recorded, by identity). ``run_count`` counts each run once.
+    """
+
+    class Direction(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="usages")
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="usages"
+    )
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=Direction.choices)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="usages")
+    verified = models.BooleanField(default=False)
+    first_seen_at = models.DateTimeField(help_text="Earliest event time seen (UTC).")
+    last_seen_at = models.DateTimeField(help_text="Latest event time seen (UTC).")
+    run_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "job",
+                    "dataset_namespace",
+                    "dataset_name",
+                    "direction",
+                    "team",
+                    "verified",
+                ],
+                name="uniq_dataset_usage",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dataset_namespace", "dataset_name"], name="usage_identity"),
+            models.Index(fields=["team", "direction", "verified"], name="usage_team"),
+        ]
+
+    def __str__(self) -> str:
+        verified = "" if self.verified else " (unverified)"
+        return (
+            f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name}"
+            f" for {self.team_id}{verified}"
+        )
+
+
+class DatasetAlias(models.Model):
+    """A spelling of a dataset identity as received (``alias_*``) that normalises to
+    ``namespace`` + ``name`` (``catalog.identity``), kept so what a job sent can be traced."""
+
+    alias_namespace = models.CharField(max_length=255)
+    alias_name = models.CharField(max_length=1024)
+    namespace = models.CharField(max_length=255)
+    name = models.CharField(max_length=1024)
+    first_seen_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "dataset aliases"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["alias_namespace", "alias_name"], name="uniq_dataset_alias"
+            ),
+        ]
+        indexes = [models.Index(fields=["namespace", "name"], name="alias_identity")]
+
+    def __str__(self) -> str:
+        return f"{self.alias_namespace}/{self.alias_name} -> {self.namespace}/{self.name}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from . import errors
@@ -13,7 +13,9 @@ from .models import (
     ApiKey,
     ChangeNotice,
     ChangeNoticeAcknowledgement,
+    Claim,
     Dataset,
+    DatasetUsage,
     Delivery,
     Endpoint,
     Partition,
@@ -265,15 +267,18 @@ def dataset_consumer_teams(*, dataset: Dataset) -> QuerySet[Team]:
     """The consumer teams of ``dataset``: whom its change notices are for, who may
     acknowledge them, and whom reminders chase. Ordered by slug.
 
-    Today: every team with a declared subscription to the dataset, but its owner team
-    (which announces the notices). Every change-notice path reads consumers here only, so
-    the owner teams of jobs observed reading the dataset (runtime usage) can be added in
-    this one place.
+    Every team with a declared subscription to the dataset, and every team whose jobs were
+    seen reading it at run time (verified lineage usage: the team claims the job's
+    namespace), but its owner team (which announces the notices). Every change-notice path
+    reads consumers here only.
     """
+    declared = Subscription.objects.filter(dataset=dataset).values("team_id")
+    observed = DatasetUsage.objects.filter(
+        dataset=dataset, direction=DatasetUsage.Direction.READ, verified=True
+    ).values("team_id")
     return (
-        Team.objects.filter(subscriptions__dataset=dataset)
+        Team.objects.filter(Q(pk__in=declared) | Q(pk__in=observed))
         .exclude(pk=dataset.owner_id)
-        .distinct()
         .order_by("slug")
     )
 
@@ -311,3 +316,48 @@ def change_notice_acknowledgement_list(
         .select_related("team")
         .order_by("acknowledged_at", "id")
     )
+
+
+# --- claims, jobs and observed usage ----------------------------------------------------
+
+
+def claim_list(*, team: Team) -> QuerySet[Claim]:
+    """The team's claims, newest first."""
+    return Claim.objects.filter(team=team).select_related("team").order_by("-id")
+
+
+def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
+    """Whether ``team`` claims the OpenLineage job namespace ``namespace`` (exactly)."""
+    return Claim.objects.filter(
+        team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=namespace
+    ).exists()
+
+
+def undeclared_reads_list(
+    *, team: Team | None = None, verified: bool | None = True
+) -> QuerySet[DatasetUsage]:
+    """Observed reads of registered datasets by a team that declared no subscription to
+    them: the governance report. A team reading a dataset it owns is not listed; any
+    subscription of the team to the dataset (for any or no job) declares the read.
+
+    Args:
+        team: only this team's reads; None: every team's.
+        verified: True (the default) only verified reads (the reporting team claims the
+            job namespace); False only unverified ones; None both.
+
+    Returns:
+        Usage rows with ``team``, ``job``, ``dataset`` and the dataset's owner joined,
+        most recently seen first.
+    """
+    declared = Subscription.objects.filter(team=OuterRef("team"), dataset=OuterRef("dataset"))
+    queryset = (
+        DatasetUsage.objects.filter(direction=DatasetUsage.Direction.READ, dataset__isnull=False)
+        .exclude(dataset__owner=F("team"))
+        .filter(~Exists(declared))
+        .select_related("team", "job", "dataset", "dataset__owner")
+    )
+    if team is not None:
+        queryset = queryset.filter(team=team)
+    if verified is not None:
+        queryset = queryset.filter(verified=verified)
+    return queryset.order_by("-last_seen_at", "-id")

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import time
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, models, transaction
+from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
@@ -43,10 +45,14 @@ from .identity import IdentityError, normalise_dataset_identity
 from .models import (
     ApiKey,
     AuditEntry,
+    Claim,
     Dataset,
+    DatasetAlias,
+    DatasetUsage,
     Delivery,
     Endpoint,
     IdempotencyRecord,
+    Job,
     Notification,
     Partition,
     PartitionRevision,
@@ -292,6 +298,10 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
             errors=[FieldError("name", "already registered in this namespace", "unique")],
         ) from exc
     watchdog_feed.sync_monitor(dataset, now=timezone.now())
+    # Usage observed before registration (recorded by identity) now points at the row.
+    DatasetUsage.objects.filter(
+        dataset_namespace=dataset.namespace, dataset_name=dataset.name, dataset__isnull=True
+    ).update(dataset=dataset)
     AuditEntry.objects.create(
         dataset=dataset,
         team=actor.team,
@@ -1461,3 +1471,195 @@ def subscription_delete(*, actor: Actor, subscription_id: int) -> None:
         deleted, _ = Subscription.objects.filter(pk=subscription_id, team=actor.team).delete()
     if not deleted:
         raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
+
+
+# --- claims, jobs and observed usage (recorded by lineage) -----------------------------
+
+MAX_CLAIM_PATTERN_LENGTH = 255
+
+
+@transaction.atomic
+def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]:
+    """Claim a slice of a shared namespace for the actor's team.
+
+    Claiming what the team already claims changes nothing.
+
+    Args:
+        kind: a ``Claim.Kind`` value (``job_namespace``).
+        pattern: for ``job_namespace``, the OpenLineage job namespace, matched exactly
+            (``airflow://team-a``, ``dbt-sales``): 1 to 255 characters, no whitespace or
+            control characters.
+
+    Returns:
+        ``(claim, created)``.
+
+    Raises:
+        ValidationProblem: an unknown kind or a malformed pattern (400, naming the field).
+        ClaimTaken: another team claims it (409).
+    """
+    if kind not in Claim.Kind.values:
+        raise ValidationProblem(
+            f"unknown claim kind {kind!r}",
+            errors=[FieldError("kind", f"one of {', '.join(Claim.Kind.values)}", "choice")],
+        )
+    if not pattern or len(pattern) > MAX_CLAIM_PATTERN_LENGTH:
+        raise ValidationProblem(
+            f"pattern must be 1 to {MAX_CLAIM_PATTERN_LENGTH} characters",
+            errors=[FieldError("pattern", "1 to 255 characters", "length")],
+        )
+    if any(ch.isspace() or unicodedata.category(ch)[0] in "CZ" for ch in pattern):
+        raise ValidationProblem(
+            "pattern must not contain whitespace, control or invisible characters",
+            errors=[FieldError("pattern", "whitespace or control character", "whitespace")],
+        )
+    claim = Claim.objects.select_related("team").filter(kind=kind, pattern=pattern).first()
+    if claim is None:
+        try:
+            with transaction.atomic():
+                return Claim.objects.create(team=actor.team, kind=kind, pattern=pattern), True
+        except IntegrityError:  # claimed concurrently
+            claim = Claim.objects.select_related("team").get(kind=kind, pattern=pattern)
+    if claim.team_id != actor.team.pk:
+        raise errors.ClaimTaken(
+            f"team {claim.team.slug} already claims {kind} {pattern!r}",
+            errors=[FieldError("pattern", "claimed by another team", "unique")],
+        )
+    return claim, False
+
+
+@transaction.atomic
+def claim_release(*, actor: Actor, claim_id: int) -> None:
+    """Release one of the actor's team's claims. Events already received keep the
+    verification they were given when they arrived.
+
+    Raises:
+        ClaimNotFound: no such claim of this team (404; other teams' are not revealed).
+    """
+    deleted = 0
+    if 0 < claim_id <= 2**63 - 1:
+        deleted, _ = Claim.objects.filter(pk=claim_id, team=actor.team).delete()
+    if not deleted:
+        raise errors.ClaimNotFound(f"your team has no claim {claim_id}")
+
+
+def job_record(*, namespace: str, name: str, team: Team | None, seen_at: datetime) -> Job:
+    """Record that the job ``namespace`` / ``name`` was seen at ``seen_at``.
+
+    Creates the job, or widens its first/last seen times. Call inside the caller's
+    transaction (lineage processing).
+
+    Args:
+        namespace, name: the OpenLineage job identity, as received (at most 255 and 1024
+            characters).
+        team: the verified owner (the reporting team claims the job namespace), which
+            becomes the job's ``team``; None for an unverified report, which never changes
+            the owner.
+        seen_at: aware instant (the event's time), UTC.
+
+    Returns:
+        The job row (its seen times as before this call when it existed).
+    """
+    job, created = Job.objects.get_or_create(
+        namespace=namespace,
+        name=name,
+        defaults={"team": team, "first_seen_at": seen_at, "last_seen_at": seen_at},
+    )
+    if created:
+        return job
+    changes: dict[str, Any] = {}
+    if team is not None and job.team_id != team.pk:
+        changes["team"] = team
+    # Seen times only widen, so a stale read can only skip an update that is not needed.
+    if seen_at < job.first_seen_at:
+        changes["first_seen_at"] = Least(models.F("first_seen_at"), seen_at)
+    if seen_at > job.last_seen_at:
+        changes["last_seen_at"] = Greatest(models.F("last_seen_at"), seen_at)
+    if changes:
+        Job.objects.filter(pk=job.pk).update(**changes)
+        if team is not None:
+            job.team = team
+    return job
+
+
+def usage_observe(
+    *,
+    job: Job,
+    namespace: str,
+    name: str,
+    direction: str,
+    team: Team,
+    verified: bool,
+    seen_at: datetime,
+) -> DatasetUsage:
+    """Record that ``job`` read or wrote a dataset, as ``team`` reported, at ``seen_at``.
+
+    Upserts the usage row of (job, identity, direction, team, verified): created with both
+    seen times at ``seen_at``, or widened; linked to the registered dataset with this
+    identity, if any. Does not count a run: ``usage_count_run`` does, once per run. Call
+    inside the caller's transaction.
+
+    Args:
+        namespace, name: the dataset identity, already normalised with
+            ``catalog.identity.normalise_dataset_identity``.
+        direction: ``read`` or ``write`` (``DatasetUsage.Direction``).
+        verified: the reporting team claims the job's namespace.
+        seen_at: aware instant (the event's time), UTC.
+
+    Returns:
+        The usage row.
+    """
+    dataset_id = (
+        Dataset.objects.filter(namespace=namespace, name=name).values_list("pk", flat=True).first()
+    )
+    usage, created = DatasetUsage.objects.get_or_create(
+        job=job,
+        dataset_namespace=namespace,
+        dataset_name=name,
+        direction=direction,
+        team=team,
+        verified=verified,
+        defaults={"dataset_id": dataset_id, "first_seen_at": seen_at, "last_seen_at": seen_at},
+    )
+    if created:
+        return usage
+    changes: dict[str, Any] = {}
+    if dataset_id is not None and usage.dataset_id != dataset_id:
+        changes["dataset_id"] = dataset_id
+    if seen_at < usage.first_seen_at:
+        changes["first_seen_at"] = Least(models.F("first_seen_at"), seen_at)
+    if seen_at > usage.last_seen_at:
+        changes["last_seen_at"] = Greatest(models.F("last_seen_at"), seen_at)
+    if changes:
+        DatasetUsage.objects.filter(pk=usage.pk).update(**changes)
+    return usage
+
+
+def usage_count_run(*, usage: DatasetUsage) -> None:
+    """Add one run to ``usage.run_count`` (in SQL, safe under concurrency). The caller
+    makes sure each run is counted once per usage row (lineage keeps a per-run edge)."""
+    DatasetUsage.objects.filter(pk=usage.pk).update(run_count=models.F("run_count") + 1)
+
+
+def dataset_alias_record(
+    *, alias_namespace: str, alias_name: str, namespace: str, name: str, seen_at: datetime
+) -> None:
+    """Keep a received spelling of a dataset identity that normalises to ``namespace`` +
+    ``name``; nothing when the spelling is already normal, or was kept before.
+
+    Args:
+        seen_at: aware instant the spelling was first seen at (UTC).
+    """
+    if (alias_namespace, alias_name) == (namespace, name):
+        return
+    DatasetAlias.objects.bulk_create(
+        [
+            DatasetAlias(
+                alias_namespace=alias_namespace,
+                alias_name=alias_name,
+                namespace=namespace,
+                name=name,
+                first_seen_at=seen_at,
+            )
+        ],
+        ignore_conflicts=True,
+    )

@@ -58,20 +58,24 @@ def evaluate_due(*, now: datetime, limit: int = 1000) -> list[Missed]:
             .prefetch_related("channels")
             .order_by("check_at")[:limit]
         )
-        system_down = set(
-            Monitor.objects.filter(system=True, state=Monitor.State.DOWN).values_list(
-                "pk", flat=True
-            )
-        )
-        pings = _PingFacts(monitors, now=now)
-        openings: list[_Opening] = []
-        for monitor in monitors:
-            openings += _judge(monitor, now=now, system_down=system_down, pings=pings)
-            monitor.updated_at = now
-        missed = _open_all(openings, now=now)
-        _save_judged(monitors)
+        missed = _judge_all(monitors, now=now) if monitors else []
         missed += _overdue_runs(now=now, limit=limit)
         missed += _late_starts(now=now, limit=limit)
+    return missed
+
+
+def _judge_all(monitors: list[Monitor], *, now: datetime) -> list[Missed]:
+    """Judge the locked due ``monitors``, open their incidents and save them."""
+    system_down = set(
+        Monitor.objects.filter(system=True, state=Monitor.State.DOWN).values_list("pk", flat=True)
+    )
+    pings = _PingFacts(monitors, now=now)
+    openings: list[_Opening] = []
+    for monitor in monitors:
+        openings += _judge(monitor, now=now, system_down=system_down, pings=pings)
+        monitor.updated_at = now
+    missed = _open_all(openings, now=now)
+    _save_judged(monitors)
     return missed
 
 

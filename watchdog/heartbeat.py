@@ -27,7 +27,7 @@ def beat(*, sender: outbound.Sender, now: datetime) -> bool | None:
     if not url:
         return None
     interval = timedelta(seconds=settings.WATCHDOG_HEARTBEAT_SECONDS)
-    LoopState.objects.get_or_create(pk=1)
+    # The loop state row exists: every cycle starts by recording itself in it.
     won = LoopState.objects.filter(
         Q(last_heartbeat_at__isnull=True) | Q(last_heartbeat_at__lte=now - interval), pk=1
     ).update(last_heartbeat_at=now)

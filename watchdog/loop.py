@@ -40,6 +40,8 @@ def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleR
     started = time.perf_counter()
     now = now or timezone.now()
     report = CycleReport()
+    if not LoopState.objects.filter(pk=1).update(last_cycle_at=now):
+        LoopState.objects.get_or_create(pk=1, defaults={"last_cycle_at": now})
     report.missed = evaluation.evaluate_due(now=now)
     # Drain the due pages within a budget, so a burst is not spread over many cycles.
     budget_ends = time.monotonic() + PAGING_BUDGET_SECONDS
@@ -52,8 +54,6 @@ def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleR
         report.heartbeat = heartbeat.beat(sender=sender, now=now)
     except Exception:  # the heartbeat must never stop paging
         logger.exception("watchdog heartbeat failed")
-    if not LoopState.objects.filter(pk=1).update(last_cycle_at=now):
-        LoopState.objects.get_or_create(pk=1, defaults={"last_cycle_at": now})
     report.duration_ms = (time.perf_counter() - started) * 1000
     return report
 

@@ -161,6 +161,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["api.permissions.Public"],
     "SERVE_AUTHENTICATION": [],
+    # Several models have a "kind": each choice set gets its own schema name.
+    "ENUM_NAME_OVERRIDES": {
+        "ClaimKindEnum": "catalog.models.Claim.Kind",
+        "ChangeNoticeKindEnum": "catalog.models.ChangeNotice.Kind",
+    },
 }
 
 # Fernet keys for secrets kept encrypted at rest (webhook signing secrets); the first
@@ -281,6 +286,18 @@ TIDEMARK_CHANGE_NOTICES = {
     ),
 }
 
+# Runtime lineage (lineage/): OpenLineage events on POST /api/v1/lineage. An event's body
+# may be at most max_event_bytes, as sent and, when gzip-compressed, once inflated (413
+# beyond). Processing: the delivery outbox's lease, batch and backoff, in seconds.
+TIDEMARK_LINEAGE = {
+    "max_event_bytes": env.int("TIDEMARK_LINEAGE_MAX_EVENT_BYTES", default=1024 * 1024),
+    "lease_seconds": env.int("TIDEMARK_LINEAGE_LEASE", default=60),
+    "batch_size": env.int("TIDEMARK_LINEAGE_BATCH", default=100),
+    "max_attempts": env.int("TIDEMARK_LINEAGE_MAX_ATTEMPTS", default=10),
+    "backoff_base_seconds": 10.0,
+    "backoff_cap_seconds": 3600.0,
+}
+
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"
 CELERY_DIR.mkdir(exist_ok=True)  # beat keeps its schedule file here with any broker
@@ -330,6 +347,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.deliver_due": {"queue": "delivery"},
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
+    "lineage.tasks.process_events": {"queue": "lineage"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
@@ -338,6 +356,7 @@ CELERY_BEAT_SCHEDULE = {
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
     "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
+    "sweep-lineage": {"task": "lineage.tasks.process_events", "schedule": 30.0},
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {

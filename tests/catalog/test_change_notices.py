@@ -393,3 +393,46 @@ def test_an_endpoint_of_a_team_without_subscription_is_not_a_recipient(dataset, 
     announce(dataset)
     urls = set(Delivery.objects.values_list("endpoint__url", flat=True))
     assert not any("bystanders" in url for url in urls)
+
+
+def test_teams_seen_reading_the_dataset_at_run_time_are_consumers_too(dataset, consumers):
+    """A team whose job was seen reading the dataset (verified lineage) is told and may
+    acknowledge, though it never subscribed; an unverified sighting counts for nothing."""
+    from catalog.models import DatasetUsage, Job
+
+    def seen_reading(slug, *, verified):
+        team = TeamFactory(slug=slug)
+        job = Job.objects.create(
+            namespace=f"airflow://{slug}",
+            name="daily_report",
+            team=team if verified else None,
+            first_seen_at=NOW - DAY,
+            last_seen_at=NOW - DAY,
+        )
+        DatasetUsage.objects.create(
+            job=job,
+            dataset=dataset,
+            dataset_namespace=dataset.namespace,
+            dataset_name=dataset.name,
+            direction=DatasetUsage.Direction.READ,
+            team=team,
+            verified=verified,
+            first_seen_at=NOW - DAY,
+            last_seen_at=NOW - DAY,
+            run_count=3,
+        )
+        return team
+
+    seen_reading("marketing", verified=True)
+    seen_reading("intruder", verified=False)
+    notice = announce(dataset)
+
+    [_, *owner_notices] = sent(Notification.Type.CHANGE_NOTICE_ANNOUNCED)
+    assert sorted(n.payload["data"]["team"] for n in owner_notices) == [
+        "analytics",
+        "finance",
+        "marketing",
+    ]
+    acknowledge(notice, "marketing")
+    with pytest.raises(errors.NotAConsumer):
+        acknowledge(notice, "intruder")

@@ -114,6 +114,32 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert latest["current_revision"]["version"] == "rerun-2", report
     assert [p["key"] for p in ready_list["results"]] == ["2026-11-28"], report
 
+    claimed = _block_with(blocks, outputs, '"pattern": "airflow://orders"')
+    assert [(c["kind"], c["pattern"]) for c in claimed] == [
+        ("job_namespace", "airflow://orders")
+    ], report
+    [received] = _block_with(blocks, outputs, '"eventType": "COMPLETE"')
+    assert (received["kind"], received["verified"], received["problems"]) == (
+        "run",
+        True,
+        [],
+    ), report
+    [processed] = [o for b, o in zip(blocks, outputs, strict=True) if "process_lineage" in b]
+    assert processed.startswith("lineage events: "), report
+    runs, undeclared = _block_with(blocks, outputs, "/reports/undeclared-reads")
+    assert [(r["state"], r["ended_at"]) for r in runs["results"]] == [
+        ("complete", "2026-11-29T05:40:00Z")
+    ], report
+    [read] = undeclared["results"]
+    assert (read["team"], read["job"]["name"], read["runs"], read["verified"]) == (
+        "orders",
+        "orders_daily.build",
+        1,
+        True,
+    ), report
+    assert read["dataset"]["name"] == "finance.public.daily_revenue", report
+    assert read["dataset"]["owner"] == "finance", report
+
     problem = _block_with(blocks, outputs, "28.11.2026")
     assert len(problem) == 1 and problem[0]["status"] == 400, report
     assert [e["field"] for e in problem[0]["errors"]] == ["partition"], report

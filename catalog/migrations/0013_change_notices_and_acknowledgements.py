@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0011_pipeline_ping_key'),
+        ('catalog', '0012_jobs_claims_and_observed_usage'),
     ]
 
     operations = [

@@ -1,0 +1,131 @@
+"""Shapes of the lineage API: the OpenLineage event (documented, checked by lineage), runs
+and raw events."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from lineage.models import LineageRun
+from lineage.openlineage import EVENT_TYPES
+
+from .catalog import StrictSerializer
+
+# --- the OpenLineage event (documentation only: lineage.openlineage checks the body) ---
+
+
+class OpenLineageJobSerializer(serializers.Serializer):
+    namespace = serializers.CharField(max_length=255)
+    name = serializers.CharField(max_length=1024)
+    facets = serializers.DictField(required=False, help_text="Job facets, kept as sent.")
+
+
+class OpenLineageRunSerializer(serializers.Serializer):
+    runId = serializers.UUIDField()
+    facets = serializers.DictField(
+        required=False, help_text="Run facets, kept as sent; `parent` names the parent run."
+    )
+
+
+class OpenLineageDatasetSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    facets = serializers.DictField(required=False)
+    inputFacets = serializers.DictField(required=False)
+    outputFacets = serializers.DictField(required=False)
+
+
+class OpenLineageEventSerializer(serializers.Serializer):
+    """One OpenLineage event, spec 2-0-2 (https://openlineage.io/spec/2-0-2/OpenLineage.json):
+    a RunEvent (``run`` and ``job``, ``eventType`` optional), a JobEvent (``job``, no
+    ``run``) or a DatasetEvent (``dataset`` only). Unknown members and facets are kept."""
+
+    eventTime = serializers.CharField(help_text="RFC 3339; without an offset it is read as UTC.")
+    eventType = serializers.ChoiceField(EVENT_TYPES, required=False)
+    run = OpenLineageRunSerializer(required=False)
+    job = OpenLineageJobSerializer(required=False)
+    inputs = OpenLineageDatasetSerializer(many=True, required=False)
+    outputs = OpenLineageDatasetSerializer(many=True, required=False)
+    dataset = OpenLineageDatasetSerializer(required=False)
+    producer = serializers.URLField()
+    schemaURL = serializers.URLField()
+
+
+class FieldProblemSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    rule = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class LineageEventReceivedOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The stored event's id.")
+    kind = serializers.ChoiceField(["run", "job", "dataset"])
+    event_type = serializers.CharField(allow_null=True)
+    event_time = serializers.DateTimeField()
+    event_time_assumed_utc = serializers.BooleanField(
+        help_text="eventTime had no offset and was read as UTC."
+    )
+    run_id = serializers.UUIDField(allow_null=True)
+    job = serializers.DictField(allow_null=True)
+    team = serializers.CharField(help_text="The team the event is attributed to (the key's).")
+    verified = serializers.BooleanField(
+        help_text="The team claims the job namespace; else the usage is kept apart."
+    )
+    duplicate = serializers.BooleanField(help_text="This team sent the same event before.")
+    problems = FieldProblemSerializer(
+        many=True, help_text="Flagged parts (malformed standard facets ...), kept but unused."
+    )
+
+
+# --- runs and raw events ----------------------------------------------------------------
+
+
+class RunListFilterSerializer(StrictSerializer):
+    job_namespace = serializers.CharField(max_length=255, trim_whitespace=False)
+    job_name = serializers.CharField(max_length=1024, trim_whitespace=False)
+    state = serializers.ChoiceField(LineageRun.State.values, required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class JobRefSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+
+
+class RunOutputSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    job = JobRefSerializer()
+    state = serializers.ChoiceField(LineageRun.State.values)
+    started_at = serializers.DateTimeField(allow_null=True, help_text="The START's eventTime.")
+    ended_at = serializers.DateTimeField(
+        allow_null=True, help_text="The COMPLETE, FAIL or ABORT's eventTime."
+    )
+    last_event_at = serializers.DateTimeField(allow_null=True)
+    parent_run_id = serializers.UUIDField(allow_null=True)
+    parent_job = serializers.SerializerMethodField()
+    team = serializers.CharField(source="team.slug", help_text="The team that first reported it.")
+
+    def get_parent_job(self, obj) -> dict | None:
+        if obj.parent_run_id is None:
+            return None
+        return {"namespace": obj.parent_job_namespace, "name": obj.parent_job_name}
+
+
+class LineageEventOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    event_type = serializers.SerializerMethodField()
+    event_time = serializers.DateTimeField()
+    event_time_assumed_utc = serializers.BooleanField()
+    team = serializers.CharField(source="team.slug")
+    verified = serializers.BooleanField()
+    received_at = serializers.DateTimeField()
+    content_encoding = serializers.CharField()
+    state = serializers.CharField(help_text="Processing: pending, processed or failed.")
+    processed_at = serializers.DateTimeField(allow_null=True)
+    last_error = serializers.CharField()
+    problems = FieldProblemSerializer(many=True)
+    payload = serializers.JSONField(help_text="The event as received.")
+
+    def get_event_type(self, obj) -> str | None:
+        return obj.event_type or None

@@ -1,0 +1,122 @@
+"""Lineage API views: the OpenLineage endpoint, and reads of runs and their raw events."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import ParseError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog.models import ApiKey
+from lineage import selectors, services
+
+from ..parsers import OpenLineageJSONParser
+from ..serializers import lineage as s
+from .base import actor_of, paginate
+
+
+class LineageEventReceiveApi(APIView):
+    """Receive one OpenLineage event (spec 2-0-2), as Marquez's endpoint does.
+
+    The event is checked (required identifiers: 422 naming the field; a bad eventTime:
+    400), stored raw and processed asynchronously: 201 means stored, 200 that this team
+    sent the same event before. It is attributed to the key's team and verified when that
+    team claims the job namespace. The body may be gzip-compressed (``Content-Encoding:
+    gzip``); as sent and inflated it is bounded by ``TIDEMARK_LINEAGE_MAX_EVENT_BYTES``
+    (413 beyond).
+    """
+
+    required_scope = ApiKey.Scope.LINEAGE
+    parser_classes = [OpenLineageJSONParser]
+
+    @extend_schema(
+        request=s.OpenLineageEventSerializer,
+        responses={
+            201: s.LineageEventReceivedOutputSerializer,
+            200: s.LineageEventReceivedOutputSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        if request.stream is None:
+            raise ParseError("the body is empty: send one OpenLineage event as JSON")
+        payload = request.data
+        actor = actor_of(request)
+        result = services.lineage_event_receive(
+            actor=actor,
+            payload=payload,
+            content_encoding=request.headers.get("Content-Encoding", "").strip().lower(),
+            body_bytes=_content_length(request),
+            now=timezone.now(),
+        )
+        event = result.event
+        body = {
+            "id": event.pk,
+            "kind": event.kind,
+            "event_type": event.event_type or None,
+            "event_time": event.event_time,
+            "event_time_assumed_utc": event.event_time_assumed_utc,
+            "run_id": event.run_id,
+            "job": {"namespace": event.job_namespace, "name": event.job_name}
+            if event.job_namespace
+            else None,
+            "team": actor.team.slug,
+            "verified": event.verified,
+            "duplicate": not result.created,
+            "problems": event.problems,
+        }
+        data = s.LineageEventReceivedOutputSerializer(body).data
+        return Response(data, status=201 if result.created else 200)
+
+
+def _content_length(request: Request) -> int:
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+class RunListApi(APIView):
+    """Runs of one job (``job_namespace`` and ``job_name`` as query parameters, exactly as
+    the events named them), newest first: the caller's team's runs, or every team's with
+    the ``governance`` scope."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.RunListFilterSerializer], responses=s.RunOutputSerializer(many=True)
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.RunListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        queryset = selectors.run_list(
+            team=actor_of(request).team,
+            everything=request.auth.has_scope(ApiKey.Scope.GOVERNANCE),
+            job_namespace=f["job_namespace"],
+            job_name=f["job_name"],
+            state=f.get("state"),
+        )
+        return paginate(self, request, queryset, s.RunOutputSerializer, ("-id",))
+
+
+class RunEventListApi(APIView):
+    """The raw OpenLineage events received for one run (by its ``runId``), in event-time
+    order, with how each was processed."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(responses=s.LineageEventOutputSerializer(many=True))
+    def get(self, request: Request, run_id: uuid.UUID) -> Response:
+        run = selectors.run_get(
+            team=actor_of(request).team,
+            everything=request.auth.has_scope(ApiKey.Scope.GOVERNANCE),
+            run_id=run_id,
+        )
+        queryset = selectors.run_event_list(run=run)
+        return paginate(
+            self, request, queryset, s.LineageEventOutputSerializer, ("event_time", "id")
+        )

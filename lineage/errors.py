@@ -1,0 +1,24 @@
+"""Lineage problems, each with a stable code (rendered by api/ as RFC 9457)."""
+
+from problems import NotFound, Problem
+
+
+class EventInvalid(Problem):
+    """A required core field of an OpenLineage event is missing, empty or malformed."""
+
+    code = "invalid_openlineage_event"
+    title = "The OpenLineage event is not valid"
+    status = 422
+
+
+class EventTimeInvalid(Problem):
+    """``eventTime`` is not an RFC 3339 date-time."""
+
+    code = "invalid_event_time"
+    title = "eventTime is not a valid date-time"
+    status = 400
+
+
+class RunNotFound(NotFound):
+    code = "run_not_found"
+    title = "Run not found"

@@ -1,0 +1,395 @@
+"""Writes of lineage: receiving OpenLineage events and processing them into runs, jobs and
+observed usage. Every function is keyword-only and typed.
+
+Receiving stores the raw event in one short transaction and rings the lineage doorbell
+after commit. Processing is the outbox pattern of catalog deliveries (DESIGN.md
+principles 1 and 2): pending events are claimed with a lease under ``FOR UPDATE SKIP
+LOCKED``, each is applied in its own transaction fenced by its claim token, and the beat
+sweep finds events whose doorbell was lost or whose worker died. Applying an event is
+idempotent and order-independent, so processing one twice, or its run's events in any
+order, leaves the same runs, jobs and usage.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from catalog import doorbell, selectors
+from catalog import services as catalog_services
+from catalog.models import DatasetUsage, Job
+from catalog.services import Actor
+
+from . import openlineage, runstate
+from .models import LineageEvent, LineageRun, LineageRunEdge
+
+logger = logging.getLogger(__name__)
+
+PROCESS_EVENTS = "lineage.tasks.process_events"
+
+
+def _config() -> dict:
+    return settings.TIDEMARK_LINEAGE
+
+
+# --- receiving --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceiveResult:
+    """``lineage_event_receive``'s answer: the stored event, and False in ``created`` when
+    the same event from the same team was already stored (nothing changed)."""
+
+    event: LineageEvent
+    created: bool
+
+
+def lineage_event_receive(
+    *,
+    actor: Actor,
+    payload: Any,
+    content_encoding: str = "",
+    body_bytes: int = 0,
+    now: datetime,
+) -> ReceiveResult:
+    """Check one OpenLineage event (RunEvent, JobEvent or DatasetEvent, spec 2-0-2) and
+    store it, raw, for processing.
+
+    The event is attributed to the actor's team. It is verified when that team claims the
+    event's job namespace now (``catalog.Claim``, kind ``job_namespace``); otherwise it is
+    kept, unverified: its usage is recorded apart and never counts as a declaration.
+
+    Args:
+        payload: the decoded JSON body.
+        content_encoding: the request's ``Content-Encoding`` (``gzip`` or empty), kept.
+        body_bytes: the body's size as received (compressed, if it was), kept.
+        now: aware UTC instant; the event is due for processing from then.
+
+    Returns:
+        ``ReceiveResult``; ``created`` False when this team sent the same event before
+        (same canonical JSON): nothing is stored again.
+
+    Raises:
+        EventInvalid: a required identifier is missing, empty or malformed (422).
+        EventTimeInvalid: ``eventTime`` is not a date-time (400).
+
+    Side effects: rings the lineage doorbell after commit (never fails the request).
+    """
+    parsed = openlineage.parse_event(payload)
+    verified = parsed.job_namespace is not None and selectors.job_namespace_claimed_by(
+        team=actor.team, namespace=parsed.job_namespace
+    )
+    defaults = {
+        "api_key": actor.api_key,
+        "verified": verified,
+        "kind": parsed.kind,
+        "event_type": parsed.event_type or "",
+        "event_time": parsed.event_time,
+        "event_time_assumed_utc": parsed.event_time_assumed_utc,
+        "run_id": parsed.run_id,
+        "job_namespace": parsed.job_namespace or "",
+        "job_name": parsed.job_name or "",
+        "payload": payload,
+        "problems": [problem.as_dict() for problem in parsed.problems],
+        "content_encoding": content_encoding[:16],
+        "body_bytes": body_bytes,
+        "next_attempt_at": now,
+    }
+    with transaction.atomic():
+        event, created = LineageEvent.objects.get_or_create(
+            team=actor.team, fingerprint=openlineage.event_fingerprint(payload), defaults=defaults
+        )
+        if created:
+            ring_after_commit()
+    return ReceiveResult(event=event, created=created)
+
+
+def ring_after_commit() -> None:
+    """Ring the lineage workers' doorbell once the current transaction commits; a broker
+    failure is logged, never raised (the sweep processes what a lost ring left)."""
+    transaction.on_commit(partial(doorbell.ring_now, PROCESS_EVENTS), robust=True)
+
+
+# --- processing -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventClaim:
+    """One claimed event: its id, the claim's token and this attempt's number."""
+
+    event_id: int
+    token: uuid.UUID
+    attempt: int
+
+
+def lineage_event_claim_due(*, limit: int, lease_seconds: int) -> list[EventClaim]:
+    """Claim up to ``limit`` pending events whose ``next_attempt_at`` has come and whose
+    lease (if any) has expired, oldest first; rows other workers hold are skipped.
+
+    Args:
+        lease_seconds: how long the claim is exclusive (the database's clock).
+
+    Returns:
+        The claims; each claimed event's ``attempts`` has been counted.
+    """
+    token = uuid.uuid4()
+    with transaction.atomic():
+        ids = list(
+            LineageEvent.objects.select_for_update(skip_locked=True)
+            .filter(state=LineageEvent.State.PENDING, next_attempt_at__lte=Now())
+            .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now()))
+            .order_by("next_attempt_at", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if not ids:
+            return []
+        LineageEvent.objects.filter(id__in=ids).update(
+            claim_token=token,
+            claimed_until=Now() + timedelta(seconds=lease_seconds),
+            attempts=F("attempts") + 1,
+        )
+        attempts = dict(LineageEvent.objects.filter(id__in=ids).values_list("id", "attempts"))
+    return [EventClaim(event_id=pk, token=token, attempt=attempts[pk]) for pk in ids]
+
+
+def lineage_event_process(*, claim: EventClaim, now: datetime) -> str | None:
+    """Apply one claimed event to runs, jobs and usage, in one transaction fenced by the
+    claim token, and mark it processed.
+
+    Run events: the job is recorded (its owner set when the event is verified); the run
+    is created or locked, keeps the job, team and parent it was first given, and its
+    state and times fold in the event (``lineage.runstate``); every input and every table
+    its ``sql`` job facet's query reads (read), and every output (write), is recorded as
+    usage of the run's job, counted once per run. Job
+    events record the job; every event keeps the received spelling of each dataset
+    identity that normalised to another.
+
+    Args:
+        now: aware UTC instant recorded as ``processed_at``.
+
+    Returns:
+        The event's new state (``processed``, ``pending`` for a retry, ``failed`` after
+        ``max_attempts``), or None when the claim was lost (another worker took the event
+        after the lease expired, or it was processed already): nothing is written then.
+    """
+    try:
+        with transaction.atomic():
+            event = (
+                # Only the event row: locking its team would hold up every insert that
+                # references the team (FOR KEY SHARE) until this event is processed.
+                LineageEvent.objects.select_for_update(of=("self",))
+                .select_related("team")
+                .filter(
+                    pk=claim.event_id, claim_token=claim.token, state=LineageEvent.State.PENDING
+                )
+                .first()
+            )
+            if event is None:
+                return None
+            _apply(event, now=now)
+            LineageEvent.objects.filter(pk=event.pk).update(
+                state=LineageEvent.State.PROCESSED,
+                processed_at=now,
+                claim_token=None,
+                claimed_until=None,
+                last_error="",
+            )
+        return LineageEvent.State.PROCESSED
+    except Exception as exc:  # one bad event must not stop the batch; it is retried
+        logger.exception("lineage event %s: processing failed", claim.event_id)
+        return _record_failure(claim, f"{type(exc).__name__}: {exc}")
+
+
+def _record_failure(claim: EventClaim, error: str) -> str | None:
+    """Schedule a retry with capped exponential backoff, or give up after
+    ``max_attempts`` (state ``failed``, kept with its error for an operator)."""
+    config = _config()
+    changes: dict[str, Any] = {"claim_token": None, "claimed_until": None, "last_error": error}
+    if claim.attempt >= config["max_attempts"]:
+        changes["state"] = LineageEvent.State.FAILED
+    else:
+        delay = min(
+            config["backoff_cap_seconds"], config["backoff_base_seconds"] * 2 ** (claim.attempt - 1)
+        )
+        changes["next_attempt_at"] = Now() + timedelta(seconds=delay)
+    updated = LineageEvent.objects.filter(pk=claim.event_id, claim_token=claim.token).update(
+        **changes
+    )
+    if updated != 1:
+        return None
+    return changes.get("state", LineageEvent.State.PENDING)
+
+
+def _apply(event: LineageEvent, *, now: datetime) -> None:
+    parsed = openlineage.parse_event(event.payload)
+    owner = event.team if event.verified else None
+    if parsed.kind == openlineage.RUN:
+        _apply_run_event(event, parsed, now=now)
+    elif parsed.kind == openlineage.JOB:
+        catalog_services.job_record(
+            namespace=parsed.job_namespace,
+            name=parsed.job_name,
+            team=owner,
+            seen_at=parsed.event_time,
+        )
+    refs = [*parsed.inputs, *parsed.outputs, *([parsed.dataset] if parsed.dataset else [])]
+    for ref in sorted(refs, key=lambda r: (r.received_namespace, r.received_name)):
+        catalog_services.dataset_alias_record(
+            alias_namespace=ref.received_namespace,
+            alias_name=ref.received_name,
+            namespace=ref.namespace,
+            name=ref.name,
+            seen_at=parsed.event_time,
+        )
+
+
+def _apply_run_event(
+    event: LineageEvent, parsed: openlineage.OpenLineageEvent, *, now: datetime
+) -> None:
+    """Locks in one order everywhere (job, run, usage rows sorted by identity), so
+    concurrent workers never deadlock."""
+    job = catalog_services.job_record(
+        namespace=parsed.job_namespace,
+        name=parsed.job_name,
+        team=event.team if event.verified else None,
+        seen_at=parsed.event_time,
+    )
+    run = _run_lock_or_create(parsed, job=job, event=event)
+
+    changes: dict[str, Any] = {}
+    facts = runstate.apply(run.facts(), event_type=parsed.event_type, event_time=parsed.event_time)
+    if facts != run.facts():
+        changes.update(
+            state=facts.state,
+            started_at=facts.started_at,
+            ended_at=facts.ended_at,
+            last_event_at=facts.last_event_at,
+        )
+    if run.parent_run_id is None and parsed.parent is not None:
+        changes.update(
+            parent_run_id=parsed.parent.run_id,
+            parent_job_namespace=parsed.parent.job_namespace,
+            parent_job_name=parsed.parent.job_name,
+        )
+    if changes:
+        LineageRun.objects.filter(pk=run.pk).update(**changes, updated_at=now)
+
+    # An event naming another job than its run's reports for the run's job, which its
+    # team's claim does not cover: unverified.
+    verified = event.verified and run.job_id == job.pk
+    edges = sorted(
+        {
+            (DatasetUsage.Direction.READ, ref.namespace, ref.name)
+            for ref in (*parsed.inputs, *parsed.sql_reads)
+        }
+        | {(DatasetUsage.Direction.WRITE, ref.namespace, ref.name) for ref in parsed.outputs},
+        key=lambda edge: (edge[1], edge[2], edge[0]),
+    )
+    if not edges:
+        return
+    counted = set(LineageRunEdge.objects.filter(run=run).values_list("usage_id", flat=True))
+    for direction, namespace, name in edges:
+        usage = catalog_services.usage_observe(
+            job=run.job,
+            namespace=namespace,
+            name=name,
+            direction=direction,
+            team=event.team,
+            verified=verified,
+            seen_at=parsed.event_time,
+        )
+        if usage.pk not in counted:  # the run row is locked: no one else adds its edges
+            LineageRunEdge.objects.create(run=run, usage=usage)
+            catalog_services.usage_count_run(usage=usage)
+            counted.add(usage.pk)
+
+
+def _run_lock_or_create(
+    parsed: openlineage.OpenLineageEvent, *, job: Job, event: LineageEvent
+) -> LineageRun:
+    """The run row, locked for this transaction; created (with this event's job, team
+    and parent) when it is the first event of the run to be processed."""
+    parent = parsed.parent
+    LineageRun.objects.bulk_create(
+        [
+            LineageRun(
+                run_id=parsed.run_id,
+                job=job,
+                team=event.team,
+                parent_run_id=parent.run_id if parent else None,
+                parent_job_namespace=parent.job_namespace if parent else "",
+                parent_job_name=parent.job_name if parent else "",
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    return (
+        LineageRun.objects.select_for_update(of=("self",))
+        .select_related("job")
+        .get(run_id=parsed.run_id)
+    )
+
+
+@dataclass
+class ProcessSummary:
+    """What one processing pass did: claimed events by final state, claims lost."""
+
+    claimed: int = 0
+    by_state: dict[str, int] = field(default_factory=dict)
+    lost: int = 0
+    more_due: bool = False
+
+    def __str__(self) -> str:
+        states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
+        return f"claimed {self.claimed}: {states}; claims lost {self.lost}"
+
+
+def lineage_events_process_due(
+    *,
+    now: datetime | None = None,
+    batch_size: int | None = None,
+    max_batches: int = 20,
+    max_seconds: float = 45.0,
+) -> ProcessSummary:
+    """Claim and process due events until none is left, ``max_batches`` batches are done,
+    or ``max_seconds`` have passed (checked after each batch, well inside Celery's 90 s
+    soft time limit).
+
+    Args:
+        now: aware UTC instant for ``processed_at`` (default: the current time, read
+            for each event).
+
+    Returns:
+        A summary; ``more_due`` says the pass stopped with work possibly left.
+    """
+    config = _config()
+    size = batch_size or config["batch_size"]
+    summary = ProcessSummary()
+    started = time.monotonic()
+    for _ in range(max_batches):
+        claims = lineage_event_claim_due(limit=size, lease_seconds=config["lease_seconds"])
+        summary.more_due = len(claims) == size
+        if not claims:
+            break
+        summary.claimed += len(claims)
+        for claim in claims:
+            state = lineage_event_process(claim=claim, now=now or timezone.now())
+            if state is None:
+                summary.lost += 1
+            else:
+                summary.by_state[state] = summary.by_state.get(state, 0) + 1
+        if time.monotonic() - started > max_seconds:
+            summary.more_due = True
+            break
+    return summary
