@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-main test-embedded lint format lock bench bench-poll clean
+.PHONY: run test test-main test-embedded lint format lock bench bench-poll bench-lineage clean
 
 $(STAMP): requirements/dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ bench: $(STAMP)
 bench-poll: $(STAMP)
 	bin/ensure-services
 	$(PY) bench/poll.py
+
+bench-lineage: $(STAMP)
+	bin/ensure-services
+	$(PY) bench/lineage.py
 
 clean:
 	rm -rf var

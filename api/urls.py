@@ -88,7 +88,23 @@ urlpatterns = [
         governance.UndeclaredReadsReportApi.as_view(),
         name="report-undeclared-reads",
     ),
+    path(
+        "reports/undeclared-writes",
+        governance.UndeclaredWritesReportApi.as_view(),
+        name="report-undeclared-writes",
+    ),
+    path(
+        "reports/stale-declarations",
+        governance.StaleDeclarationsReportApi.as_view(),
+        name="report-stale-declarations",
+    ),
+    path(
+        "reports/uncatalogued-datasets",
+        governance.UncataloguedDatasetsReportApi.as_view(),
+        name="report-uncatalogued-datasets",
+    ),
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
+    path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),
     path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),
     path(
         "lineage/runs/<uuid:run_id>/events",

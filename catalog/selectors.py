@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from . import errors
@@ -361,3 +361,126 @@ def undeclared_reads_list(
     if verified is not None:
         queryset = queryset.filter(verified=verified)
     return queryset.order_by("-last_seen_at", "-id")
+
+
+def stale_declarations_list(
+    *, team: Team | None = None, days: int, now: datetime
+) -> QuerySet[Subscription]:
+    """Stale declarations: subscriptions whose team has not been seen reading the dataset
+    (a verified read by any of its jobs) for ``days`` days, including subscriptions never
+    seen at all. A subscription younger than ``days`` days is never stale: its team gets
+    that long to be seen.
+
+    Args:
+        team: only this team's subscriptions; None: every team's.
+        days: the window, in days (>= 1).
+        now: aware UTC instant the window ends at.
+
+    Returns:
+        Subscriptions with ``team``, ``dataset`` and its owner joined, annotated with
+        ``last_read_at`` (the team's latest verified read of the dataset, aware UTC; None
+        when never seen), oldest declaration first.
+    """
+    cutoff = now - timedelta(days=days)
+    reads = DatasetUsage.objects.filter(
+        team=OuterRef("team"),
+        dataset=OuterRef("dataset"),
+        direction=DatasetUsage.Direction.READ,
+        verified=True,
+    )
+    queryset = (
+        Subscription.objects.filter(created_at__lt=cutoff)
+        .annotate(last_read_at=Subquery(reads.order_by("-last_seen_at").values("last_seen_at")[:1]))
+        .filter(Q(last_read_at__isnull=True) | Q(last_read_at__lt=cutoff))
+        .select_related("team", "dataset", "dataset__owner")
+    )
+    if team is not None:
+        queryset = queryset.filter(team=team)
+    return queryset.order_by("created_at", "id")
+
+
+def undeclared_writes_list(*, team: Team | None = None) -> QuerySet[DatasetUsage]:
+    """Verified writes (outputs) to a registered dataset by a team that does not own it:
+    the governance report. Only verified usage counts (the reporting team claims the
+    job's namespace).
+
+    Args:
+        team: only this team's writes; None: every team's.
+
+    Returns:
+        Usage rows with ``team``, ``job``, ``dataset`` and the dataset's owner joined,
+        most recently seen first.
+    """
+    queryset = (
+        DatasetUsage.objects.filter(
+            direction=DatasetUsage.Direction.WRITE, verified=True, dataset__isnull=False
+        )
+        .exclude(dataset__owner=F("team"))
+        .select_related("team", "job", "dataset", "dataset__owner")
+    )
+    if team is not None:
+        queryset = queryset.filter(team=team)
+    return queryset.order_by("-last_seen_at", "-id")
+
+
+def _uncatalogued_usage(team: Team | None) -> QuerySet[DatasetUsage]:
+    registered = Dataset.objects.filter(
+        namespace=OuterRef("dataset_namespace"), name=OuterRef("dataset_name")
+    )
+    usage = DatasetUsage.objects.filter(verified=True, dataset__isnull=True).filter(
+        ~Exists(registered)
+    )
+    return usage if team is None else usage.filter(team=team)
+
+
+def uncatalogued_datasets_list(*, team: Team | None = None) -> QuerySet:
+    """Dataset identities seen in verified lineage that no registered dataset has: the
+    governance report of datasets ready to register.
+
+    Args:
+        team: only identities this team's jobs read or wrote (and only its own usage);
+            None: every team's.
+
+    Returns:
+        A values queryset of dicts ``{dataset_namespace, dataset_name, first_seen,
+        last_seen, runs}`` (aware UTC instants; runs summed over its usage rows), one per
+        identity, most recently seen first. ``uncatalogued_usage_for`` gives a page's
+        readers and writers.
+    """
+    return (
+        _uncatalogued_usage(team)
+        .values("dataset_namespace", "dataset_name")
+        .annotate(first_seen=Min("first_seen_at"), last_seen=Max("last_seen_at"))
+        .annotate(runs=Sum("run_count"))
+        .order_by("-last_seen", "dataset_namespace", "dataset_name")
+    )
+
+
+def uncatalogued_usage_for(
+    *, team: Team | None = None, identities: list[tuple[str, str]]
+) -> dict[tuple[str, str], list[DatasetUsage]]:
+    """The verified usage rows behind ``uncatalogued_datasets_list`` rows, in one query.
+
+    Args:
+        team: as given to ``uncatalogued_datasets_list``.
+        identities: ``(namespace, name)`` pairs, normalised.
+
+    Returns:
+        ``{(namespace, name): [usage, ...]}`` with ``job`` and ``team`` joined, each list
+        ordered by direction, team slug and job identity.
+    """
+    if not identities:
+        return {}
+    match = Q()
+    for namespace, name in identities:
+        match |= Q(dataset_namespace=namespace, dataset_name=name)
+    rows: dict[tuple[str, str], list[DatasetUsage]] = {pair: [] for pair in identities}
+    usage = (
+        _uncatalogued_usage(team)
+        .filter(match)
+        .select_related("job", "team")
+        .order_by("direction", "team__slug", "job__namespace", "job__name")
+    )
+    for row in usage:
+        rows[(row.dataset_namespace, row.dataset_name)].append(row)
+    return rows

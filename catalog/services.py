@@ -1473,6 +1473,42 @@ def subscription_delete(*, actor: Actor, subscription_id: int) -> None:
         raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
 
 
+def subscription_declare_for_job(
+    *, team: Team, job_namespace: str, job_name: str, identities: list[tuple[str, str]]
+) -> int:
+    """Declare that ``team``'s job reads each registered dataset among ``identities``: a
+    verified OpenLineage JobEvent's inputs. Creates a subscription of the team naming the
+    job, with no endpoint and no filters, for each registered dataset it lacks one for; an
+    existing one (its endpoint and filters) is left as it is. Identities the catalog does
+    not know are skipped. Call inside the caller's transaction; safe under concurrency
+    (an insert that loses a race is ignored).
+
+    Args:
+        team: the job's verified owner (it claims the job namespace).
+        job_namespace, job_name: the OpenLineage job identity, as received.
+        identities: ``(namespace, name)`` dataset identities, already normalised.
+
+    Returns:
+        How many subscriptions it created (0 when all existed; one that a concurrent
+        declaration inserted first is counted too).
+    """
+    if not identities:
+        return 0
+    match = models.Q()
+    for namespace, name in identities:
+        match |= models.Q(namespace=namespace, name=name)
+    declared = Subscription.objects.filter(
+        team=team, dataset=models.OuterRef("pk"), job_namespace=job_namespace, job_name=job_name
+    )
+    wanted = Dataset.objects.filter(match).filter(~models.Exists(declared))
+    rows = [
+        Subscription(team=team, dataset=dataset, job_namespace=job_namespace, job_name=job_name)
+        for dataset in wanted.order_by("pk")
+    ]
+    Subscription.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
 # --- claims, jobs and observed usage (recorded by lineage) -----------------------------
 
 MAX_CLAIM_PATTERN_LENGTH = 255

@@ -22,3 +22,10 @@ class EventTimeInvalid(Problem):
 class RunNotFound(NotFound):
     code = "run_not_found"
     title = "Run not found"
+
+
+class LineageNodeNotFound(NotFound):
+    """The lineage graph's root: a dataset neither registered nor seen, or an unseen job."""
+
+    code = "lineage_node_not_found"
+    title = "No such dataset or job in lineage"

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -106,13 +106,21 @@ def lineage_event_receive(
         "body_bytes": body_bytes,
         "next_attempt_at": now,
     }
-    with transaction.atomic():
-        event, created = LineageEvent.objects.get_or_create(
-            team=actor.team, fingerprint=openlineage.event_fingerprint(payload), defaults=defaults
-        )
-        if created:
+    fingerprint = openlineage.event_fingerprint(payload)
+    # Insert first: a new event (the usual case) costs one INSERT and its commit; a repeat
+    # hits the unique (team, fingerprint) constraint and is read back.
+    try:
+        with transaction.atomic():
+            event = LineageEvent.objects.create(
+                team=actor.team, fingerprint=fingerprint, **defaults
+            )
             ring_after_commit()
-    return ReceiveResult(event=event, created=created)
+    except IntegrityError:
+        event = LineageEvent.objects.filter(team=actor.team, fingerprint=fingerprint).first()
+        if event is None:  # not a repeat: another constraint failed
+            raise
+        return ReceiveResult(event=event, created=False)
+    return ReceiveResult(event=event, created=True)
 
 
 def ring_after_commit() -> None:
@@ -172,8 +180,10 @@ def lineage_event_process(*, claim: EventClaim, now: datetime) -> str | None:
     state and times fold in the event (``lineage.runstate``); every input and every table
     its ``sql`` job facet's query reads (read), and every output (write), is recorded as
     usage of the run's job, counted once per run. Job
-    events record the job; every event keeps the received spelling of each dataset
-    identity that normalised to another.
+    events record the job; a verified one also declares its inputs that are catalog
+    datasets as subscriptions of the job's team naming the job (no endpoint), never
+    changing one that exists; unverified ones declare nothing. Every event keeps the
+    received spelling of each dataset identity that normalised to another.
 
     Args:
         now: aware UTC instant recorded as ``processed_at``.
@@ -243,6 +253,13 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             team=owner,
             seen_at=parsed.event_time,
         )
+        if owner is not None:  # a verified JobEvent's inputs declare what the job reads
+            catalog_services.subscription_declare_for_job(
+                team=owner,
+                job_namespace=parsed.job_namespace,
+                job_name=parsed.job_name,
+                identities=sorted({(ref.namespace, ref.name) for ref in parsed.inputs}),
+            )
     refs = [*parsed.inputs, *parsed.outputs, *([parsed.dataset] if parsed.dataset else [])]
     for ref in sorted(refs, key=lambda r: (r.received_namespace, r.received_name)):
         catalog_services.dataset_alias_record(

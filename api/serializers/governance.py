@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog.models import Claim
@@ -59,3 +60,76 @@ class UndeclaredReadOutputSerializer(serializers.Serializer):
             "name": obj.dataset.name,
             "owner": obj.dataset.owner.slug,
         }
+
+
+class _DatasetField(serializers.Serializer):
+    id = serializers.IntegerField()
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    owner = serializers.CharField(source="owner.slug")
+
+
+class _JobField(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+
+
+class ReportFilterSerializer(StrictSerializer):
+    team = serializers.SlugField(
+        required=False, help_text="With the governance scope: only this team's rows."
+    )
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class StaleDeclarationsFilterSerializer(ReportFilterSerializer):
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=3650,
+        required=False,
+        help_text="The window in days (default: TIDEMARK_STALE_DECLARATION_DAYS, 30).",
+    )
+
+
+class StaleDeclarationOutputSerializer(serializers.Serializer):
+    subscription = serializers.IntegerField(source="id", help_text="The subscription's id.")
+    team = serializers.CharField(source="team.slug", help_text="The subscribing team.")
+    job = serializers.SerializerMethodField(help_text="The job it names; null: none.")
+    dataset = _DatasetField()
+    created_at = serializers.DateTimeField(help_text="When it was declared.")
+    last_read_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The team's latest verified read of the dataset; null: never seen.",
+    )
+
+    @extend_schema_field(_JobField(allow_null=True))
+    def get_job(self, obj) -> dict | None:
+        if not obj.job_namespace and not obj.job_name:
+            return None
+        return {"namespace": obj.job_namespace, "name": obj.job_name}
+
+
+class UndeclaredWriteOutputSerializer(serializers.Serializer):
+    team = serializers.CharField(source="team.slug", help_text="The writing team.")
+    job = _JobField()
+    dataset = _DatasetField()
+    first_seen_at = serializers.DateTimeField()
+    last_seen_at = serializers.DateTimeField()
+    runs = serializers.IntegerField(source="run_count", help_text="Runs that wrote it.")
+
+
+class _UsageParty(serializers.Serializer):
+    team = serializers.CharField(source="team.slug")
+    job = _JobField()
+    last_seen_at = serializers.DateTimeField()
+    runs = serializers.IntegerField(source="run_count")
+
+
+class UncataloguedDatasetOutputSerializer(serializers.Serializer):
+    namespace = serializers.CharField(source="dataset_namespace", help_text="Normalised.")
+    name = serializers.CharField(source="dataset_name", help_text="Normalised.")
+    first_seen_at = serializers.DateTimeField(source="first_seen")
+    last_seen_at = serializers.DateTimeField(source="last_seen")
+    runs = serializers.IntegerField(help_text="Runs that read or wrote it, per job summed.")
+    readers = _UsageParty(many=True, help_text="Teams and jobs seen reading it.")
+    writers = _UsageParty(many=True, help_text="Teams and jobs seen writing it.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from lineage import graph
 from lineage.models import LineageRun
 from lineage.openlineage import EVENT_TYPES
 
@@ -129,3 +130,78 @@ class LineageEventOutputSerializer(serializers.Serializer):
 
     def get_event_type(self, obj) -> str | None:
         return obj.event_type or None
+
+
+# --- the lineage graph --------------------------------------------------------------------
+
+
+class LineageGraphFilterSerializer(StrictSerializer):
+    """The graph's root, one dataset (``namespace`` + ``name``) or one job
+    (``job_namespace`` + ``job_name``), and how far to walk."""
+
+    namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    name = serializers.CharField(max_length=1024, required=False, trim_whitespace=False)
+    job_namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    job_name = serializers.CharField(max_length=1024, required=False, trim_whitespace=False)
+    depth = serializers.IntegerField(
+        min_value=1,
+        max_value=graph.MAX_DEPTH,
+        default=graph.DEFAULT_DEPTH,
+        help_text="Job hops to walk from the root (1 to 5).",
+    )
+    direction = serializers.ChoiceField(graph.DIRECTIONS, default=graph.BOTH)
+    include_unverified = serializers.BooleanField(
+        default=False, help_text="Add the unverified edges (each marked verified: false)."
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        dataset = "namespace" in attrs or "name" in attrs
+        job = "job_namespace" in attrs or "job_name" in attrs
+        if dataset == job:
+            raise serializers.ValidationError(
+                {"namespace": "give a dataset (namespace, name) or a job (job_namespace, job_name)"}
+            )
+        pair = ("namespace", "name") if dataset else ("job_namespace", "job_name")
+        missing = [f for f in pair if f not in attrs]
+        if missing:
+            raise serializers.ValidationError({f: "This field is required." for f in missing})
+        return attrs
+
+
+class LineageGraphNodeSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="dataset:<namespace>:<name> or job:<namespace>:<name>")
+    type = serializers.ChoiceField([graph.DATASET, graph.JOB])
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    catalogued = serializers.BooleanField(
+        required=False, help_text="Datasets: a registered dataset has this identity."
+    )
+    dataset_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Datasets: the registered dataset's id."
+    )
+    team = serializers.CharField(
+        required=False, allow_null=True, help_text="Jobs: the verified owner team, if any."
+    )
+
+    def to_representation(self, instance: dict) -> dict:
+        # A dataset node has no team, a job node no catalogued/dataset_id: leave them out.
+        data = super().to_representation(instance)
+        return {key: value for key, value in data.items() if key in instance}
+
+
+class LineageGraphEdgeSerializer(serializers.Serializer):
+    source = serializers.CharField(help_text="A dataset's id for reads, the job's for writes.")
+    target = serializers.CharField()
+    direction = serializers.ChoiceField([graph.READ, graph.WRITE])
+    run_count = serializers.IntegerField(help_text="Runs that used it, over reporting teams.")
+    last_seen = serializers.DateTimeField()
+    verified = serializers.BooleanField()
+
+
+class LineageGraphOutputSerializer(serializers.Serializer):
+    root = serializers.CharField(help_text="The root node's id.")
+    truncated = serializers.BooleanField(
+        help_text="The walk stopped widening past 500 nodes before reaching its depth."
+    )
+    nodes = LineageGraphNodeSerializer(many=True)
+    edges = LineageGraphEdgeSerializer(many=True)

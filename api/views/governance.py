@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
@@ -12,6 +14,7 @@ from rest_framework.views import APIView
 from catalog import selectors, services
 from catalog.models import ApiKey
 
+from ..pagination import CursorPagination
 from ..serializers import governance as s
 from .base import actor_of, paginate
 
@@ -50,6 +53,21 @@ class ClaimDeleteApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _report_team(request: Request, slug: str | None):
+    """The team whose rows a report shows: a team sees its own; a key with the
+    ``governance`` scope sees every team's (None), or ``slug``'s when given.
+
+    Raises:
+        PermissionDenied: ``slug`` names another team and the key lacks ``governance``.
+        TeamNotFound: no team ``slug`` (404).
+    """
+    own = actor_of(request).team
+    governance = request.auth.has_scope(ApiKey.Scope.GOVERNANCE)
+    if slug and slug != own.slug and not governance:
+        raise PermissionDenied("only a key with the 'governance' scope sees other teams")
+    return selectors.team_get(slug=slug) if slug else (None if governance else own)
+
+
 _VERIFIED = {"true": True, "false": False, "all": None}
 
 
@@ -69,14 +87,88 @@ class UndeclaredReadsReportApi(APIView):
         filters = s.UndeclaredReadsFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        own = actor_of(request).team
-        governance = request.auth.has_scope(ApiKey.Scope.GOVERNANCE)
-        slug = f.get("team")
-        if slug and slug != own.slug and not governance:
-            raise PermissionDenied("only a key with the 'governance' scope sees other teams")
-        # Without a team filter, governance sees every team's rows, others their own.
-        team = selectors.team_get(slug=slug) if slug else (None if governance else own)
+        team = _report_team(request, f.get("team"))
         queryset = selectors.undeclared_reads_list(team=team, verified=_VERIFIED[f["verified"]])
         return paginate(
             self, request, queryset, s.UndeclaredReadOutputSerializer, ("-last_seen_at", "-id")
         )
+
+
+class StaleDeclarationsReportApi(APIView):
+    """Stale declarations: subscriptions whose team has not been seen reading the dataset
+    (verified usage by any of its jobs) for ``days`` days (``TIDEMARK_STALE_DECLARATION_DAYS``,
+    30 by default), including those never seen once they are that old; oldest declaration
+    first. A team sees its own rows; a ``governance`` key every team's (``team`` narrows)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.StaleDeclarationsFilterSerializer],
+        responses=s.StaleDeclarationOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.StaleDeclarationsFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        queryset = selectors.stale_declarations_list(
+            team=_report_team(request, f.get("team")),
+            days=f.get("days") or settings.TIDEMARK_STALE_DECLARATION_DAYS,
+            now=timezone.now(),
+        )
+        return paginate(
+            self, request, queryset, s.StaleDeclarationOutputSerializer, ("created_at", "id")
+        )
+
+
+class UndeclaredWritesReportApi(APIView):
+    """Verified writes to a registered dataset by a team that does not own it (per job),
+    most recently seen first. A team sees its own rows; a ``governance`` key every
+    team's (``team`` narrows)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.UndeclaredWriteOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.ReportFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        queryset = selectors.undeclared_writes_list(
+            team=_report_team(request, filters.validated_data.get("team"))
+        )
+        return paginate(
+            self, request, queryset, s.UndeclaredWriteOutputSerializer, ("-last_seen_at", "-id")
+        )
+
+
+class UncataloguedDatasetsReportApi(APIView):
+    """Dataset identities seen in verified lineage that the catalog does not know, with
+    the teams and jobs seen reading and writing each, most recently seen first: what is
+    ready to register. A team sees the identities its own jobs used (and only its own
+    usage); a ``governance`` key every team's (``team`` narrows)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.UncataloguedDatasetOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.ReportFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        team = _report_team(request, filters.validated_data.get("team"))
+        paginator = CursorPagination()
+        paginator.ordering = ("-last_seen", "dataset_namespace", "dataset_name")
+        page = paginator.paginate_queryset(
+            selectors.uncatalogued_datasets_list(team=team), request, view=self
+        )
+        usage = selectors.uncatalogued_usage_for(
+            team=team, identities=[(r["dataset_namespace"], r["dataset_name"]) for r in page]
+        )
+        for row in page:
+            rows = usage[(row["dataset_namespace"], row["dataset_name"])]
+            row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
+            row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
+        data = s.UncataloguedDatasetOutputSerializer(page, many=True).data
+        return paginator.get_paginated_response(data)

@@ -1,4 +1,5 @@
-"""Lineage API views: the OpenLineage endpoint, and reads of runs and their raw events."""
+"""Lineage API views: the OpenLineage endpoint, reads of runs and their raw events, and
+the lineage graph."""
 
 from __future__ import annotations
 
@@ -120,3 +121,29 @@ class RunEventListApi(APIView):
         return paginate(
             self, request, queryset, s.LineageEventOutputSerializer, ("event_time", "id")
         )
+
+
+class LineageGraphApi(APIView):
+    """The lineage graph around one dataset (``namespace`` + ``name``) or one job
+    (``job_namespace`` + ``job_name``): datasets and jobs as nodes, reads (dataset -> job)
+    and writes (job -> dataset) as edges, to ``depth`` job hops (default 2, at most 5)
+    ``upstream``, ``downstream`` or ``both`` (default), from observed usage of every team.
+    Verified edges only unless ``include_unverified=true``."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.LineageGraphFilterSerializer], responses=s.LineageGraphOutputSerializer
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.LineageGraphFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        f = filters.validated_data
+        result = selectors.lineage_graph(
+            dataset=(f["namespace"], f["name"]) if "namespace" in f else None,
+            job=(f["job_namespace"], f["job_name"]) if "job_namespace" in f else None,
+            depth=f["depth"],
+            direction=f["direction"],
+            include_unverified=f["include_unverified"],
+        )
+        return Response(s.LineageGraphOutputSerializer(result).data)

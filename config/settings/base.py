@@ -297,6 +297,9 @@ TIDEMARK_LINEAGE = {
     "backoff_base_seconds": 10.0,
     "backoff_cap_seconds": 3600.0,
 }
+# Governance: a subscription whose team has not been seen reading its dataset for this many
+# days is a stale declaration (GET /api/v1/reports/stale-declarations; ?days= overrides).
+TIDEMARK_STALE_DECLARATION_DAYS = env.int("TIDEMARK_STALE_DECLARATION_DAYS", default=30)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"
