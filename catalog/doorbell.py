@@ -9,14 +9,14 @@ After a failed ring the process stays quiet for ``QUIET_SECONDS``: during an out
 request would otherwise wait out a connect timeout and log a traceback, for a ring the
 30 s sweep makes up for anyway.
 
-Delivery rings coalesce per process: within ``settings.TIDEMARK_DOORBELL_INTERVAL``
-seconds (0.05; embedded: 0, no coalescing) of the last one, a commit's ring is left to a
-ringer thread, which sends one ring at the end of the interval for every commit made
-meanwhile. A ring costs about half a millisecond of CPU (a millisecond from a fresh
-thread: Celery sets up per thread), as much as a publish's own SQL, and a worker needs one
-wake-up per batch, not one per publish; so under a burst each process rings at most
-1/interval times a second, and a commit's ring is late by at most the interval. A lone
-commit still rings at once, from the committing thread.
+Rings coalesce per process and task: within ``settings.TIDEMARK_DOORBELL_INTERVAL``
+seconds (0.05; embedded: 0, no coalescing) of the last ring of the same task, a commit's
+ring is left to a ringer thread, which sends one ring of that task at the end of the
+interval for every commit made meanwhile. A ring costs about half a millisecond of CPU (a
+millisecond from a fresh thread: Celery sets up per thread), as much as a publish's own
+SQL, and a worker needs one wake-up per batch, not one per commit; so under a burst each
+process rings each task at most 1/interval times a second, and a commit's ring is late by
+at most the interval. A lone commit still rings at once, from the committing thread.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -38,55 +39,72 @@ QUIET_SECONDS = 5.0
 _quiet_until = 0.0
 _lock = threading.Lock()
 _ring_wanted = threading.Condition(_lock)
-_last_rung = float("-inf")  # time.monotonic() of this process's last delivery ring
-_pending = False  # a commit waits for the ringer thread's next ring
+_last_rung: dict[str, float] = {}  # task name -> time.monotonic() of this process's last ring
+_pending: set[str] = set()  # tasks a commit waits on the ringer thread's next ring of
 _ringer: threading.Thread | None = None
 
 
+def ring_after_commit(task_name: str) -> None:
+    """Ring the doorbell of the Celery task ``task_name`` once the current transaction
+    commits: at once, or at most ``settings.TIDEMARK_DOORBELL_INTERVAL`` seconds later
+    when this process has just rung it. Failures are logged, never raised."""
+    transaction.on_commit(partial(_ring_soon, task_name), robust=True)
+
+
 def ring_deliveries() -> None:
-    """Ring the delivery workers' doorbell once the current transaction commits: at once,
-    or at most ``settings.TIDEMARK_DOORBELL_INTERVAL`` seconds later when this process has
-    just rung."""
-    transaction.on_commit(_ring_deliveries_soon, robust=True)
+    """Ring the delivery workers' doorbell once the current transaction commits
+    (``ring_after_commit`` of ``deliver_due``)."""
+    ring_after_commit(DELIVER_DUE)
 
 
-def _ring_deliveries_soon() -> None:
-    global _last_rung, _pending, _ringer
+def _ring_soon(task_name: str) -> None:
+    global _ringer
     with _lock:
-        if _pending:
+        if task_name in _pending:
             return  # the ringer's next ring goes out after this commit, so it covers it
-        if time.monotonic() - _last_rung < settings.TIDEMARK_DOORBELL_INTERVAL:
-            _pending = True
+        last = _last_rung.get(task_name, float("-inf"))
+        if time.monotonic() - last < settings.TIDEMARK_DOORBELL_INTERVAL:
+            _pending.add(task_name)
             if _ringer is None:
                 _ringer = threading.Thread(target=_ring_pending, name="doorbell", daemon=True)
                 _ringer.start()
             _ring_wanted.notify()
             return
-        _last_rung = time.monotonic()
-    _send(DELIVER_DUE)
+        _last_rung[task_name] = time.monotonic()
+    _send(task_name)
 
 
 def _ring_pending() -> None:
-    """The ringer thread: one ring per interval while commits wait for one."""
-    global _last_rung, _pending
+    """The ringer thread: one ring per task and interval while commits wait for one.
+
+    It sleeps until the pending task rung longest ago is due; a task that becomes pending
+    meanwhile was rung less than an interval before, so it waits at most the interval."""
     while True:
         with _lock:
             while not _pending:
                 _ring_wanted.wait()
-            delay = _last_rung + settings.TIDEMARK_DOORBELL_INTERVAL - time.monotonic()
+            interval = settings.TIDEMARK_DOORBELL_INTERVAL
+            first_due = min(_last_rung.get(task, float("-inf")) for task in _pending) + interval
+            delay = first_due - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         with _lock:
-            _pending = False
-            _last_rung = time.monotonic()
-        _send(DELIVER_DUE)
+            now = time.monotonic()
+            due = sorted(
+                task for task in _pending if _last_rung.get(task, float("-inf")) + interval <= now
+            )
+            for task in due:
+                _pending.discard(task)
+                _last_rung[task] = now
+        for task in due:
+            _send(task)
 
 
 @atexit.register
 def _ring_pending_at_exit() -> None:
-    """A process exiting with a ring pending sends it (the ringer is a daemon thread)."""
-    if _pending:
-        _send(DELIVER_DUE)
+    """A process exiting with rings pending sends them (the ringer is a daemon thread)."""
+    for task_name in sorted(_pending):
+        _send(task_name)
 
 
 def _forget_after_fork() -> None:
@@ -94,7 +112,7 @@ def _forget_after_fork() -> None:
     global _lock, _ring_wanted, _last_rung, _pending, _ringer
     _lock = threading.Lock()
     _ring_wanted = threading.Condition(_lock)
-    _last_rung, _pending, _ringer = float("-inf"), False, None
+    _last_rung, _pending, _ringer = {}, set(), None
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -17,7 +17,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -124,9 +123,10 @@ def lineage_event_receive(
 
 
 def ring_after_commit() -> None:
-    """Ring the lineage workers' doorbell once the current transaction commits; a broker
-    failure is logged, never raised (the sweep processes what a lost ring left)."""
-    transaction.on_commit(partial(doorbell.ring_now, PROCESS_EVENTS), robust=True)
+    """Ring the lineage workers' doorbell once the current transaction commits, coalesced
+    with this process's other rings of it (``catalog.doorbell``); a broker failure is
+    logged, never raised (the sweep processes what a lost ring left)."""
+    doorbell.ring_after_commit(PROCESS_EVENTS)
 
 
 # --- processing -------------------------------------------------------------------------

@@ -305,10 +305,10 @@ TIDEMARK_STALE_DECLARATION_DAYS = env.int("TIDEMARK_STALE_DECLARATION_DAYS", def
 CELERY_DIR = VAR_DIR / "celery"
 CELERY_DIR.mkdir(exist_ok=True)  # beat keeps its schedule file here with any broker
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-# Delivery doorbells a process rings within this many seconds of its last one coalesce
-# into one at the end of the interval (catalog/doorbell.py). Embedded: every commit rings,
-# a local file write there, and the pause it puts between a publisher's SQLite
-# transactions lets the other writers (the worker) in.
+# Doorbells a process rings within this many seconds of its last ring of the same task
+# coalesce into one at the end of the interval (catalog/doorbell.py). Embedded: every
+# commit rings, a local file write there, and the pause it puts between a publisher's
+# SQLite transactions lets the other writers (the worker) in.
 TIDEMARK_DOORBELL_INTERVAL = env.float(
     "TIDEMARK_DOORBELL_INTERVAL", default=0.0 if EMBEDDED else 0.05
 )
