@@ -1676,6 +1676,84 @@ def usage_count_run(*, usage: DatasetUsage) -> None:
     DatasetUsage.objects.filter(pk=usage.pk).update(run_count=models.F("run_count") + 1)
 
 
+def usages_observe(
+    *,
+    job: Job,
+    edges: list[tuple[str, str, str]],
+    team: Team,
+    verified: bool,
+    seen_at: datetime,
+) -> dict[tuple[str, str, str], int]:
+    """Record that ``job`` read or wrote each of several datasets, as ``team`` reported,
+    at ``seen_at``: ``usage_observe`` for a whole event at once.
+
+    On PostgreSQL one statement looks up the datasets registered with these identities
+    and upserts every usage row (``INSERT ... ON CONFLICT DO UPDATE``, seen times widened
+    with LEAST/GREATEST), locking the rows in the order of ``edges``; elsewhere (SQLite,
+    the embedded mode) ``usage_observe`` runs for each edge. Does not count runs:
+    ``usage_count_runs`` does. Call inside the caller's transaction.
+
+    Args:
+        edges: distinct ``(direction, namespace, name)``, identities already normalised
+            with ``catalog.identity.normalise_dataset_identity``; sort them (by identity)
+            so that concurrent callers lock rows in one order.
+        verified: the reporting team claims the job's namespace.
+        seen_at: aware instant (the event's time), UTC.
+
+    Returns:
+        The usage row's id for each edge, keyed by the edge.
+    """
+    if not edges:
+        return {}
+    if connection.vendor != "postgresql":
+        return {
+            (direction, namespace, name): usage_observe(
+                job=job,
+                namespace=namespace,
+                name=name,
+                direction=direction,
+                team=team,
+                verified=verified,
+                seen_at=seen_at,
+            ).pk
+            for direction, namespace, name in edges
+        }
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(edges))
+    params: list[Any] = [job.pk, team.pk, verified, seen_at, seen_at, timezone.now()]
+    for position, (direction, namespace, name) in enumerate(edges):
+        params += [position, direction, namespace, name]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {DatasetUsage._meta.db_table} AS u (
+                job_id, team_id, verified, first_seen_at, last_seen_at, created_at,
+                run_count, dataset_id, direction, dataset_namespace, dataset_name
+            )
+            SELECT %s::bigint, %s::bigint, %s::boolean, %s::timestamptz, %s::timestamptz,
+                %s::timestamptz, 0, d.id, e.direction, e.namespace, e.name
+            FROM (VALUES {values}) AS e (position, direction, namespace, name)
+            LEFT JOIN {Dataset._meta.db_table} d
+                ON d.namespace = e.namespace AND d.name = e.name
+            ORDER BY e.position
+            ON CONFLICT ON CONSTRAINT uniq_dataset_usage DO UPDATE SET
+                dataset_id = COALESCE(EXCLUDED.dataset_id, u.dataset_id),
+                first_seen_at = LEAST(u.first_seen_at, EXCLUDED.first_seen_at),
+                last_seen_at = GREATEST(u.last_seen_at, EXCLUDED.last_seen_at)
+            RETURNING u.direction, u.dataset_namespace, u.dataset_name, u.id
+            """,  # noqa: S608 - model tables and placeholders only
+            params,
+        )
+        return {(direction, namespace, name): pk for direction, namespace, name, pk in cursor}
+
+
+def usage_count_runs(*, usage_ids: list[int]) -> None:
+    """Add one run to the ``run_count`` of each of these usage rows, in one statement
+    (in SQL, safe under concurrency). The caller makes sure each run is counted once per
+    usage row (lineage keeps a per-run edge)."""
+    if usage_ids:
+        DatasetUsage.objects.filter(pk__in=usage_ids).update(run_count=models.F("run_count") + 1)
+
+
 def dataset_alias_record(
     *, alias_namespace: str, alias_name: str, namespace: str, name: str, seen_at: datetime
 ) -> None:

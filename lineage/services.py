@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -315,21 +315,45 @@ def _apply_run_event(
     )
     if not edges:
         return
-    counted = set(LineageRunEdge.objects.filter(run=run).values_list("usage_id", flat=True))
-    for direction, namespace, name in edges:
-        usage = catalog_services.usage_observe(
-            job=run.job,
-            namespace=namespace,
-            name=name,
-            direction=direction,
-            team=event.team,
-            verified=verified,
-            seen_at=parsed.event_time,
+    usage_ids = catalog_services.usages_observe(
+        job=run.job,
+        edges=edges,
+        team=event.team,
+        verified=verified,
+        seen_at=parsed.event_time,
+    )
+    # The run row is locked: no one else adds its edges meanwhile.
+    new_ids = _run_edges_add(run, sorted(usage_ids.values()))
+    catalog_services.usage_count_runs(usage_ids=new_ids)
+
+
+def _run_edges_add(run: LineageRun, usage_ids: list[int]) -> list[int]:
+    """Insert the run's edges to these usage rows that it does not have yet.
+
+    Returns:
+        The usage ids whose edge is new: the runs these usage rows have not counted.
+    """
+    if connection.vendor != "postgresql":
+        known = set(
+            LineageRunEdge.objects.filter(run=run, usage_id__in=usage_ids).values_list(
+                "usage_id", flat=True
+            )
         )
-        if usage.pk not in counted:  # the run row is locked: no one else adds its edges
-            LineageRunEdge.objects.create(run=run, usage=usage)
-            catalog_services.usage_count_run(usage=usage)
-            counted.add(usage.pk)
+        new_ids = [pk for pk in usage_ids if pk not in known]
+        LineageRunEdge.objects.bulk_create([LineageRunEdge(run=run, usage_id=pk) for pk in new_ids])
+        return new_ids
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {LineageRunEdge._meta.db_table} (run_id, usage_id, created_at)
+            SELECT %s::bigint, usage_id, %s::timestamptz
+            FROM unnest(%s::bigint[]) AS usage_id
+            ON CONFLICT ON CONSTRAINT uniq_run_edge DO NOTHING
+            RETURNING usage_id
+            """,  # noqa: S608 - model tables and placeholders only
+            [run.pk, timezone.now(), usage_ids],
+        )
+        return sorted(pk for (pk,) in cursor)
 
 
 def _run_lock_or_create(

@@ -421,3 +421,47 @@ def test_process_due_stops_after_its_batches_and_says_more_is_due(receive):
     summary = services.lineage_events_process_due(now=NOW, batch_size=2)
     assert (summary.claimed, summary.more_due) == (1, False)
     assert LineageRun.objects.count() == 5
+
+
+def _statements_to_process(receive, payload: dict) -> list[str]:
+    receive(payload)
+    [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    with CaptureQueriesContext(connection) as captured:
+        assert services.lineage_event_process(claim=claim, now=NOW) == "processed"
+    return [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+
+
+@pytest.mark.parametrize("count", [1, 12])
+def test_an_events_edges_take_the_same_statements_whatever_their_number(receive, count):
+    DatasetFactory(namespace=ORDERS["namespace"], name=ORDERS["name"])
+    first = _statements_to_process(receive, _start_and_complete()[0])
+    inputs = [ORDERS, *(ev.dataset("postgres://warehouse:5432", f"raw.t{i}") for i in range(count))]
+    complete = ev.run_event(
+        "COMPLETE", event_time="2026-11-28T06:05:00Z", inputs=inputs, outputs=[ROLLUP]
+    )
+    second = _statements_to_process(receive, complete)
+    assert len(first) == len(second)
+    # dataset lookup and usage upsert, new run edges, run counts: three statements
+    edge_statements = [sql for sql in second if "datasetusage" in sql or "lineagerunedge" in sql]
+    assert len(edge_statements) == 3
+    assert DatasetUsage.objects.count() == count + 2
+    assert LineageRunEdge.objects.count() == count + 2
+    assert set(DatasetUsage.objects.values_list("run_count", flat=True)) == {1}
+
+
+def test_an_events_edges_widen_seen_times_link_datasets_and_count_each_run_once(receive, process):
+    late = ev.run_event("START", event_time="2026-11-28T06:10:00Z", inputs=[ORDERS])
+    early = ev.run_event("OTHER", event_time="2026-11-28T05:50:00Z", inputs=[ORDERS])
+    receive(late)
+    process()
+    dataset = DatasetFactory(namespace=ORDERS["namespace"], name=ORDERS["name"])
+    receive(early)
+    process()
+    usage = _usage("read")
+    assert usage.first_seen_at == datetime(2026, 11, 28, 5, 50, tzinfo=UTC)
+    assert usage.last_seen_at == datetime(2026, 11, 28, 6, 10, tzinfo=UTC)
+    assert usage.dataset_id == dataset.pk  # registered after the first event: linked now
+    assert usage.run_count == 1
+    receive(ev.run_event("START", run_id=str(uuid.uuid4()), inputs=[ORDERS]))
+    process()
+    assert _usage("read").run_count == 2

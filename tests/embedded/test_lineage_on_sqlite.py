@@ -1,0 +1,51 @@
+"""The embedded mode (SQLite) processes lineage events through the ORM path of the
+set-based edge writes, with the same result as PostgreSQL's."""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+
+from catalog.models import Claim, DatasetUsage
+from catalog.services import Actor
+from lineage import services
+from lineage.models import LineageRunEdge
+from tests.catalog.factories import DatasetFactory, TeamFactory
+from tests.lineage import events as ev
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 28, 7, 0, tzinfo=UTC)
+ORDERS = ev.dataset("postgres://warehouse:5432", "shop.public.orders")
+ROLLUP = ev.dataset("postgres://warehouse:5432", "shop.marts.daily_orders")
+
+
+def test_events_on_sqlite_record_usage_once_per_run_with_widened_seen_times():
+    assert connection.vendor == "sqlite"
+    team = TeamFactory(slug="team-a")
+    Claim.objects.create(team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=ev.JOB[0])
+    dataset = DatasetFactory(namespace=ORDERS["namespace"], name=ORDERS["name"])
+    actor = Actor(team=team)
+    for event_type, minute in (("COMPLETE", 5), ("START", 0), ("COMPLETE", 5)):
+        services.lineage_event_receive(
+            actor=actor,
+            payload=ev.run_event(
+                event_type,
+                event_time=f"2026-11-28T06:0{minute}:00Z",
+                inputs=[ORDERS],
+                outputs=[ROLLUP] if event_type == "COMPLETE" else [],
+            ),
+            now=NOW,
+        )
+    services.lineage_events_process_due(now=NOW)
+    read = DatasetUsage.objects.get(direction="read")
+    write = DatasetUsage.objects.get(direction="write")
+    assert (read.dataset_id, read.run_count, write.dataset_id, write.run_count) == (
+        dataset.pk,
+        1,
+        None,
+        1,
+    )
+    assert read.first_seen_at == datetime(2026, 11, 28, 6, 0, tzinfo=UTC)
+    assert read.last_seen_at == datetime(2026, 11, 28, 6, 5, tzinfo=UTC)
+    assert read.verified and LineageRunEdge.objects.count() == 2
