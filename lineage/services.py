@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -109,7 +110,8 @@ def lineage_event_receive(
     # Insert first: a new event (the usual case) costs one INSERT and its commit; a repeat
     # hits the unique (team, fingerprint) constraint and is read back.
     try:
-        with transaction.atomic():
+        # Outside a transaction the INSERT commits on its own: no BEGIN and COMMIT.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
             event = LineageEvent.objects.create(
                 team=actor.team, fingerprint=fingerprint, **defaults
             )

@@ -61,6 +61,29 @@ def test_post_stores_the_event_and_answers_201_with_what_it_understood(sender, t
     assert (event.state, event.content_encoding) == ("pending", "")
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        ev.run_event("START", event_time="2026-11-28T06:00:00.123456+02:00"),
+        ev.run_event("OTHER", event_time="2026-11-28T06:00:00"),
+        ev.run_event("START", run_facets={"nominalTime": {"nominalStartTime": 5}}),
+    ],
+    ids=["offset-and-microseconds", "assumed-utc", "with-problems"],
+)
+def test_post_answers_with_the_output_serializers_shape(sender, payload):
+    from api.serializers.lineage import LineageEventReceivedOutputSerializer
+
+    for status in (201, 200):  # new, then repeated (read back from the database)
+        response = post(sender, payload)
+        assert response.status_code == status, response.json()
+        body = response.json()
+        event = LineageEvent.objects.get(pk=body["id"])
+        expected = LineageEventReceivedOutputSerializer(
+            {**body, "event_time": event.event_time, "run_id": event.run_id}
+        ).data
+        assert body == json.loads(json.dumps(expected))
+
+
 def test_post_of_the_same_event_again_answers_200_and_stores_nothing(sender):
     payload = ev.run_event("START")
     first = post(sender, payload)
