@@ -704,12 +704,17 @@ class StorageSweep(models.Model):
 
 class Claim(models.Model):
     """A team's claim on a slice of a shared namespace: the one mechanism by which a team
-    owns part of one. ``job_namespace`` (the only kind so far): the team owns every job of
-    that OpenLineage job namespace, matched exactly (``airflow://team-a``, ``dbt-sales``),
-    so lineage events for those jobs sent with its keys are verified."""
+    owns part of one, matched exactly.
+
+    ``job_namespace``: the team owns every job of that OpenLineage job namespace
+    (``airflow://team-a``, ``dbt-sales``), so lineage events for those jobs sent with its
+    keys are verified. ``db_role``: the team owns a database role (or user) of one server,
+    named ``<dataset namespace of the server>/<role>`` (``postgres://db.example:5432/
+    reporting``), so what lineage collectors see that role read counts as the team's."""
 
     class Kind(models.TextChoices):
         JOB_NAMESPACE = "job_namespace"
+        DB_ROLE = "db_role"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="claims")
     kind = models.CharField(max_length=32, choices=Kind.choices, default=Kind.JOB_NAMESPACE)

@@ -333,6 +333,16 @@ def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
     ).exists()
 
 
+def claimants(*, kind: str, patterns: list[str]) -> dict[str, Team]:
+    """The team claiming each of these patterns of one ``Claim.Kind``, in one query.
+
+    Returns:
+        ``{pattern: team}`` for the claimed patterns only.
+    """
+    claims = Claim.objects.filter(kind=kind, pattern__in=patterns).select_related("team")
+    return {claim.pattern: claim.team for claim in claims}
+
+
 def undeclared_reads_list(
     *, team: Team | None = None, verified: bool | None = True
 ) -> QuerySet[DatasetUsage]:

@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import json
 import logging
+import re
 import time
 import unicodedata
 import uuid
@@ -1512,6 +1513,9 @@ def subscription_declare_for_job(
 # --- claims, jobs and observed usage (recorded by lineage) -----------------------------
 
 MAX_CLAIM_PATTERN_LENGTH = 255
+# A database role: the server's dataset namespace (lower case, as catalog.identity keeps
+# it), then the role as the server names it.
+_DB_ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9+.\-]*://[^/]+/[^/]+$")
 
 
 @transaction.atomic
@@ -1521,10 +1525,11 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
     Claiming what the team already claims changes nothing.
 
     Args:
-        kind: a ``Claim.Kind`` value (``job_namespace``).
-        pattern: for ``job_namespace``, the OpenLineage job namespace, matched exactly
-            (``airflow://team-a``, ``dbt-sales``): 1 to 255 characters, no whitespace or
-            control characters.
+        kind: a ``Claim.Kind`` value (``job_namespace``, ``db_role``).
+        pattern: 1 to 255 characters, no whitespace or control characters, matched
+            exactly. For ``job_namespace``, the OpenLineage job namespace
+            (``airflow://team-a``, ``dbt-sales``); for ``db_role``, the server's dataset
+            namespace, a slash and the role (``postgres://db.example:5432/reporting``).
 
     Returns:
         ``(claim, created)``.
@@ -1547,6 +1552,11 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
         raise ValidationProblem(
             "pattern must not contain whitespace, control or invisible characters",
             errors=[FieldError("pattern", "whitespace or control character", "whitespace")],
+        )
+    if kind == Claim.Kind.DB_ROLE and not _DB_ROLE_PATTERN.match(pattern):
+        raise ValidationProblem(
+            "a db_role pattern is '<scheme>://<authority>/<role>'",
+            errors=[FieldError("pattern", "scheme://authority/role", "format")],
         )
     claim = Claim.objects.select_related("team").filter(kind=kind, pattern=pattern).first()
     if claim is None:
@@ -1746,12 +1756,12 @@ def usages_observe(
         return {(direction, namespace, name): pk for direction, namespace, name, pk in cursor}
 
 
-def usage_count_runs(*, usage_ids: list[int]) -> None:
-    """Add one run to the ``run_count`` of each of these usage rows, in one statement
-    (in SQL, safe under concurrency). The caller makes sure each run is counted once per
-    usage row (lineage keeps a per-run edge)."""
-    if usage_ids:
-        DatasetUsage.objects.filter(pk__in=usage_ids).update(run_count=models.F("run_count") + 1)
+def usage_count_runs(*, usage_ids: list[int], runs: int = 1) -> None:
+    """Add ``runs`` runs to the ``run_count`` of each of these usage rows, in one
+    statement (in SQL, safe under concurrency). The caller makes sure each run is counted
+    once per usage row (lineage keeps a per-run edge; collectors count new executions)."""
+    if usage_ids and runs > 0:
+        DatasetUsage.objects.filter(pk__in=usage_ids).update(run_count=models.F("run_count") + runs)
 
 
 def dataset_alias_record(

@@ -64,6 +64,9 @@ def test_a_namespace_claimed_by_another_team_is_409_and_others_claims_are_hidden
         ({"kind": "job_namespace", "pattern": "x" * 256}, "pattern"),
         ({"kind": "database_role", "pattern": "analytics"}, "kind"),
         ({"pattern": "a", "extra": 1}, "extra"),
+        ({"kind": "db_role", "pattern": "reporting"}, "pattern"),
+        ({"kind": "db_role", "pattern": "postgres://db.example:5432/"}, "pattern"),
+        ({"kind": "db_role", "pattern": "Postgres://db.example:5432/reporting"}, "pattern"),
     ],
 )
 def test_a_malformed_claim_is_400_naming_the_field(client_for, team, body, field):
@@ -71,6 +74,17 @@ def test_a_malformed_claim_is_400_naming_the_field(client_for, team, body, field
     assert response.status_code == 400, response.json()
     assert [e["field"] for e in response.json()["errors"]] == [field]
     assert not Claim.objects.exists()
+
+
+def test_a_team_claims_a_database_role_of_a_server(client_for, team):
+    manager = client_for(team, scopes=["manage"])
+    response = manager.post(
+        URL, {"kind": "db_role", "pattern": "postgres://db.example:5432/reporting"}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["kind"] == "db_role"
+    # The same text as a job namespace is another claim.
+    assert claim(manager, "postgres://db.example:5432/reporting").status_code == 201
 
 
 def test_claims_need_manage_to_change_and_read_to_list(client_for, team):
