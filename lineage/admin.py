@@ -1,8 +1,9 @@
-"""Operator views of lineage: raw events (with their processing state) and runs."""
+"""Operator views of lineage: raw events (with their processing state), runs and
+collector cursors."""
 
 from django.contrib import admin
 
-from .models import LineageEvent, LineageRun
+from .models import CollectorCursor, LineageEvent, LineageRun
 
 
 @admin.register(LineageEvent)
@@ -31,3 +32,9 @@ class LineageRunAdmin(admin.ModelAdmin):
     list_filter = ("state",)
     search_fields = ("run_id", "job__namespace", "job__name")
     raw_id_fields = ("job",)
+
+
+@admin.register(CollectorCursor)
+class CollectorCursorAdmin(admin.ModelAdmin):
+    list_display = ("name", "runs", "last_run_at", "last_summary")
+    readonly_fields = ("name", "state", "runs", "last_run_at", "last_summary")

@@ -29,3 +29,10 @@ class LineageNodeNotFound(NotFound):
 
     code = "lineage_node_not_found"
     title = "No such dataset or job in lineage"
+
+
+class CollectorUnknown(NotFound):
+    """No lineage collector of that name in ``TIDEMARK_LINEAGE_COLLECTORS``."""
+
+    code = "collector_not_found"
+    title = "No such lineage collector"

@@ -140,3 +140,21 @@ class LineageRunEdge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} -> {self.usage_id}"
+
+
+class CollectorCursor(models.Model):
+    """Where a lineage collector (``lineage.collectors``, one per entry of the
+    ``TIDEMARK_LINEAGE_COLLECTORS`` setting) stopped: the state its next run starts from,
+    stored in the transaction that records what the run observed, so a run that fails
+    records nothing and the next one reads the same history again. Never credentials."""
+
+    name = models.CharField(max_length=100, unique=True)
+    state = models.JSONField(default=dict, blank=True, help_text="The collector's cursor.")
+    runs = models.PositiveIntegerField(default=0)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_summary = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"collector {self.name} ({self.runs} runs)"

@@ -28,11 +28,12 @@ from django.utils import timezone
 
 from catalog import doorbell, selectors
 from catalog import services as catalog_services
-from catalog.models import DatasetUsage, Job
+from catalog.models import Claim, DatasetUsage, Job
 from catalog.services import Actor
 
-from . import openlineage, runstate
-from .models import LineageEvent, LineageRun, LineageRunEdge
+from . import collectors, openlineage, runstate
+from .errors import CollectorUnknown
+from .models import CollectorCursor, LineageEvent, LineageRun, LineageRunEdge
 
 logger = logging.getLogger(__name__)
 
@@ -436,3 +437,134 @@ def lineage_events_process_due(
             summary.more_due = True
             break
     return summary
+
+
+# --- collectors (pulled access history) -------------------------------------------------
+
+COLLECT_LINEAGE = "lineage.tasks.collect_lineage"
+
+
+@dataclass
+class CollectSummary:
+    """What one collector run did: accesses observed, usage rows recorded (for
+    principals a team claims), principals no team claims (their jobs are recorded, their
+    usage is not), and whether history was left to read (``more``); ``skipped`` when
+    another run of the same collector held its cursor."""
+
+    collector: str
+    accesses: int = 0
+    recorded: int = 0
+    unclaimed_principals: list[str] = field(default_factory=list)
+    more: bool = False
+    skipped: bool = False
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as JSON-serialisable data (kept on the cursor row)."""
+        return {
+            "accesses": self.accesses,
+            "recorded": self.recorded,
+            "unclaimed_principals": self.unclaimed_principals,
+            "more": self.more,
+            **self.stats,
+        }
+
+    def __str__(self) -> str:
+        if self.skipped:
+            return f"{self.collector}: skipped (another run holds it)"
+        unclaimed = ", ".join(self.unclaimed_principals) or "none"
+        return (
+            f"{self.collector}: {self.accesses} accesses, {self.recorded} usage rows; "
+            f"unclaimed principals: {unclaimed}{'; more to read' if self.more else ''}"
+        )
+
+
+def collector_run(*, name: str, now: datetime) -> CollectSummary:
+    """Run one configured lineage collector once and record what it observed.
+
+    In one transaction: the collector's cursor row is locked (a concurrent run of the same
+    collector is skipped, not queued), the collector reads one bounded slice of its
+    source after the cursor, every observed access of a principal that a team claims
+    (``Claim`` kind ``db_role``, pattern ``<job namespace>/<principal>``) is recorded as
+    verified usage of the job ``<job namespace>`` / ``<principal>`` for that team (its
+    ``run_count`` grows by the access count), the jobs of unclaimed principals are
+    recorded without an owner, and the new cursor is stored. A failure rolls all of it
+    back, so the next run reads the same history again: running twice records once.
+
+    Args:
+        name: a key of ``TIDEMARK_LINEAGE_COLLECTORS``.
+        now: aware UTC instant of the run.
+
+    Returns:
+        A ``CollectSummary``.
+
+    Raises:
+        CollectorUnknown: no collector of that name is configured.
+        CollectorConfigError: its settings entry is malformed.
+        Whatever the source raises (``psycopg.Error`` ...): nothing is recorded.
+    """
+    config = collectors.configured()
+    if name not in config:
+        raise CollectorUnknown(f"no lineage collector {name!r} is configured")
+    collector = collectors.build(name, config[name])
+    summary = CollectSummary(collector=name)
+    CollectorCursor.objects.get_or_create(name=name)
+    with transaction.atomic():
+        row = CollectorCursor.objects.select_for_update(skip_locked=True).filter(name=name).first()
+        if row is None:
+            summary.skipped = True
+            return summary
+        collection = collector.collect(cursor=row.state or None, now=now)
+        summary.accesses = len(collection.accesses)
+        summary.more = collection.more
+        summary.stats = dict(collection.stats)
+        summary.recorded, summary.unclaimed_principals = _record_accesses(
+            collector, collection.accesses
+        )
+        CollectorCursor.objects.filter(pk=row.pk).update(
+            state=collection.cursor,
+            runs=F("runs") + 1,
+            last_run_at=now,
+            last_summary=summary.as_dict(),
+            updated_at=now,
+        )
+    return summary
+
+
+def _record_accesses(
+    collector: collectors.Collector, accesses: list[collectors.ObservedAccess]
+) -> tuple[int, list[str]]:
+    """Record accesses as usage, per principal in name order (so concurrent collectors
+    lock rows in one order). Returns (usage rows touched, unclaimed principals)."""
+    by_principal: dict[str, list[collectors.ObservedAccess]] = {}
+    for access in accesses:
+        by_principal.setdefault(access.principal, []).append(access)
+    patterns = {principal: f"{collector.job_namespace}/{principal}" for principal in by_principal}
+    teams = selectors.claimants(kind=Claim.Kind.DB_ROLE, patterns=sorted(patterns.values()))
+    recorded = 0
+    unclaimed: list[str] = []
+    for principal in sorted(by_principal):
+        team = teams.get(patterns[principal])
+        principal_accesses = by_principal[principal]
+        seen_at = max(access.observed_at for access in principal_accesses)
+        job = catalog_services.job_record(
+            namespace=collector.job_namespace, name=principal, team=team, seen_at=seen_at
+        )
+        if team is None:
+            unclaimed.append(principal)
+            continue
+        counts: dict[tuple[str, str, str], int] = {}
+        for access in principal_accesses:
+            edge = (access.direction, access.namespace, access.name)
+            counts[edge] = counts.get(edge, 0) + access.count
+        edges = sorted(counts, key=lambda edge: (edge[1], edge[2], edge[0]))
+        usage_ids = catalog_services.usages_observe(
+            job=job, edges=edges, team=team, verified=True, seen_at=seen_at
+        )
+        by_count: dict[int, list[int]] = {}
+        for edge, usage_id in usage_ids.items():
+            by_count.setdefault(counts[edge], []).append(usage_id)
+        for count, ids in sorted(by_count.items()):
+            catalog_services.usage_count_runs(usage_ids=sorted(ids), runs=count)
+        recorded += len(usage_ids)
+    return recorded, unclaimed

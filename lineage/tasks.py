@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
 from catalog import doorbell
 
-from . import services
+from . import collectors, services
 
 logger = logging.getLogger(__name__)
 
@@ -26,3 +27,21 @@ def process_events() -> str:
     if summary.more_due:
         doorbell.ring_now(services.PROCESS_EVENTS)
     return str(summary)
+
+
+@shared_task(name=services.COLLECT_LINEAGE)
+def collect_lineage() -> str:
+    """Run every configured lineage collector once (beat, every 5 minutes; queue
+    ``lineage``). A collector that fails is logged and tried again at the next beat; the
+    others still run."""
+    summaries = []
+    for name in sorted(collectors.configured()):
+        try:
+            summary = services.collector_run(name=name, now=timezone.now())
+        except Exception:  # one unreachable source must not stop the others
+            logger.exception("lineage collector %s failed", name)
+            summaries.append(f"{name}: failed")
+            continue
+        logger.info("lineage collector %s", summary)
+        summaries.append(str(summary))
+    return "; ".join(summaries)

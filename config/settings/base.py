@@ -297,6 +297,13 @@ TIDEMARK_LINEAGE = {
     "backoff_base_seconds": 10.0,
     "backoff_cap_seconds": 3600.0,
 }
+# Lineage collectors (lineage/collectors/): pull access history from systems that keep it,
+# every TIDEMARK_LINEAGE_COLLECT_SECONDS. JSON {name: config}; the only kind so far:
+# {"kind": "postgres", "dsn": "host=... user=... password=...", "namespace":
+#  "postgres://host:5432", "max_statements": 1000} (pg_stat_statements). Credentials live
+# here (the environment), never in the catalog's tables.
+TIDEMARK_LINEAGE_COLLECTORS = env.json("TIDEMARK_LINEAGE_COLLECTORS", default={})
+TIDEMARK_LINEAGE_COLLECT_SECONDS = env.int("TIDEMARK_LINEAGE_COLLECT_SECONDS", default=300)
 # Governance: a subscription whose team has not been seen reading its dataset for this many
 # days is a stale declaration (GET /api/v1/reports/stale-declarations; ?days= overrides).
 TIDEMARK_STALE_DECLARATION_DAYS = env.int("TIDEMARK_STALE_DECLARATION_DAYS", default=30)
@@ -351,6 +358,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
+    "lineage.tasks.collect_lineage": {"queue": "lineage"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
@@ -360,6 +368,10 @@ CELERY_BEAT_SCHEDULE = {
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
     "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
     "sweep-lineage": {"task": "lineage.tasks.process_events", "schedule": 30.0},
+    "collect-lineage": {
+        "task": "lineage.tasks.collect_lineage",
+        "schedule": float(TIDEMARK_LINEAGE_COLLECT_SECONDS),
+    },
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {
