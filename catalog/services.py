@@ -493,7 +493,8 @@ def readiness_publish(
         - a new version of a partition whose current revision is ready becomes current
           at once and is told as ``partition.restated`` (for unpartitioned datasets, each
           new version is a new snapshot: ``partition.ready``);
-        - re-publishing a superseded version changes nothing;
+        - re-publishing a superseded version changes nothing (a promotion supersedes
+          every other revision of the partitions it repoints);
         - a ready revision cannot become failed: publish a new version instead;
         - with ``restatement`` the revision is staged in that restatement (of this
           dataset, staged, the partition inside its range): ready but not current, told
@@ -732,6 +733,11 @@ def _publish(
         )
     if revision is not None and current is not None and revision.pk < current.pk:
         # A late retry of a superseded version must not roll the partition back.
+        return _publish_response(dataset, part, revision, status_code=200)
+    promoted = current is not None and current.restatement_id is not None
+    if revision is not None and promoted and revision.pk != current.pk:
+        # Nor undo a promotion: a version published while the restatement was staged (a
+        # newer row than the promoted one) was superseded by it.
         return _publish_response(dataset, part, revision, status_code=200)
     if (
         revision is None

@@ -291,3 +291,15 @@ def test_progress_lists_each_partition_of_the_range(actor, dataset, django_asser
         rows = selectors.restatement_progress(loaded)
     assert [r["state"] for r in rows] == ["ready", "ready"] + ["missing"] * 5
     assert rows[0]["current"] is False and rows[0]["code_version"] == "def2"
+
+
+def test_a_retry_of_a_version_published_while_staged_does_not_undo_the_promotion(actor, dataset):
+    restatement = _open(actor, dataset)
+    _stage_all(actor, dataset, restatement)
+    assert _publish(actor, dataset, KEYS[0], version="v1b").status_code == 201
+    assert _current_versions(dataset)[KEYS[0]] == "v1b"  # a plain publish still serves at once
+    restatements.restatement_promote(actor=actor, restatement=restatement, now=NOW)
+    assert _publish(actor, dataset, KEYS[0], version="v1b").status_code == 200
+    assert _current_versions(dataset)[KEYS[0]] == "v2"
+    assert _publish(actor, dataset, KEYS[0], version="v3").status_code == 201
+    assert _current_versions(dataset)[KEYS[0]] == "v3"
