@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog, change_notices, delivery, governance, lineage
+from .views import catalog, change_notices, delivery, governance, lineage, restatements
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -28,6 +28,11 @@ urlpatterns = [
         name="partition-latest",
     ),
     path(
+        "datasets/<int:dataset_id>/partitions/<str:key>",
+        catalog.PartitionDetailApi.as_view(),
+        name="partition-detail",
+    ),
+    path(
         "datasets/<int:dataset_id>/change-notices",
         change_notices.ChangeNoticeListCreateApi.as_view(),
         name="change-notice-list",
@@ -46,6 +51,26 @@ urlpatterns = [
         "datasets/<int:dataset_id>/change-notices/<int:notice_id>/apply-early",
         change_notices.ChangeNoticeApplyEarlyApi.as_view(),
         name="change-notice-apply-early",
+    ),
+    path(
+        "datasets/<int:dataset_id>/restatements",
+        restatements.RestatementListCreateApi.as_view(),
+        name="restatement-list",
+    ),
+    path(
+        "datasets/<int:dataset_id>/restatements/<int:restatement_id>",
+        restatements.RestatementDetailApi.as_view(),
+        name="restatement-detail",
+    ),
+    path(
+        "datasets/<int:dataset_id>/restatements/<int:restatement_id>/promote",
+        restatements.RestatementPromoteApi.as_view(),
+        name="restatement-promote",
+    ),
+    path(
+        "datasets/<int:dataset_id>/restatements/<int:restatement_id>/abandon",
+        restatements.RestatementAbandonApi.as_view(),
+        name="restatement-abandon",
     ),
     path("readiness", catalog.ReadinessPublishApi.as_view(), name="readiness-publish"),
     path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),

@@ -20,6 +20,7 @@ from .models import (
     Partition,
     PartitionRevision,
     ReadinessEvent,
+    Restatement,
     Subscription,
     Team,
 )
@@ -57,7 +58,7 @@ class DatasetAdmin(admin.ModelAdmin):
 class RevisionInline(admin.TabularInline):
     model = PartitionRevision
     extra = 0
-    fields = ("version", "state", "ready_at", "detected_by", "code_version")
+    fields = ("version", "state", "ready_at", "detected_by", "code_version", "restatement")
     readonly_fields = fields
 
 
@@ -219,3 +220,13 @@ class DatasetUsageAdmin(admin.ModelAdmin):
     list_filter = ("direction", "verified", "team")
     search_fields = ("dataset_namespace", "dataset_name", "job__name")
     raw_id_fields = ("job", "dataset")
+
+
+@admin.register(Restatement)
+class RestatementAdmin(ReadOnlyAdmin):
+    """Read-only: restatements are opened, promoted and abandoned through the API, which
+    checks the range and promotes in one transaction."""
+
+    list_display = ("dataset", "version", "first_partition", "last_partition", "state")
+    list_filter = ("state",)
+    search_fields = ("dataset__name", "version")

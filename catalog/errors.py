@@ -151,3 +151,40 @@ class ClaimTaken(Conflict):
 class ClaimNotFound(NotFound):
     code = "claim_not_found"
     title = "Claim not found"
+
+
+class RestatementNotFound(NotFound):
+    code = "restatement_not_found"
+    title = "Restatement not found"
+
+
+class RestatementExists(Conflict):
+    code = "restatement_exists"
+    title = "The dataset already has a restatement (or a revision) with this version"
+
+
+class InvalidRestatementRange(Problem):
+    code = "invalid_restatement_range"
+    title = "The restatement's range of partitions is not valid"
+    status = 422
+
+
+class RestatementClosed(Conflict):
+    code = "restatement_closed"
+    title = "The restatement is no longer staged"
+
+
+class PartitionOutsideRestatement(Problem):
+    code = "partition_outside_restatement"
+    title = "The partition is not inside the restatement's range"
+    status = 422
+
+
+class RestatementIncomplete(Conflict):
+    code = "restatement_incomplete"
+    title = "Not every partition of the restatement is ready"
+
+
+class RevisionStaged(Conflict):
+    code = "revision_staged"
+    title = "This version is staged in a restatement"

@@ -227,9 +227,56 @@ class Partition(models.Model):
         return f"{self.dataset}@{self.key or '-'}"
 
 
+class Restatement(models.Model):
+    """A new version of a range of a dataset's partitions, published as a batch.
+
+    While ``staged`` its revisions are ready but not current: readers keep seeing the
+    current revisions. Promotion repoints every partition of the range at once; an
+    abandoned restatement changes nothing readers see.
+    """
+
+    class State(models.TextChoices):
+        STAGED = "staged"
+        PROMOTED = "promoted"
+        ABANDONED = "abandoned"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="restatements")
+    version = models.CharField(max_length=128)
+    first_partition = models.CharField(max_length=32, help_text="First key of the range.")
+    last_partition = models.CharField(max_length=32, help_text="Last key, inclusive.")
+    partition_keys = models.JSONField(default=list, help_text="Every key of the range, in order.")
+    code_version = models.CharField(max_length=128, blank=True)
+    reason = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.STAGED)
+    opened_by = models.CharField(max_length=200)
+    opened_at = models.DateTimeField()
+    closed_by = models.CharField(max_length=200, blank=True)
+    closed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was promoted or abandoned."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "version"], name="uniq_restatement_version"),
+            models.CheckConstraint(
+                condition=Q(state="staged", closed_at__isnull=True)
+                | (~Q(state="staged") & Q(closed_at__isnull=False)),
+                name="restatement_closed_has_closed_at",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} {self.version} [{self.first_partition}..{self.last_partition}]"
+
+    def covers(self, key: str) -> bool:
+        """Whether partition ``key`` is inside the range (exact keys, not string order)."""
+        return key in self.partition_keys
+
+
 class PartitionRevision(models.Model):
     """One version of a partition's content. ``version`` is the producer's label;
-    ``""`` is the revision published without one."""
+    ``""`` is the revision published without one. A revision staged in a restatement
+    (``restatement`` set) becomes current only when the restatement is promoted."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -251,6 +298,9 @@ class PartitionRevision(models.Model):
         max_length=16, choices=DetectedBy.choices, default=DetectedBy.EVENT
     )
     ready_at = models.DateTimeField(null=True, blank=True)
+    restatement = models.ForeignKey(
+        Restatement, null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -411,6 +461,7 @@ class Notification(models.Model):
         CHANGE_NOTICE_ANNOUNCED = "change_notice.announced"
         CHANGE_NOTICE_REMINDER = "change_notice.reminder"
         CHANGE_NOTICE_EFFECTIVE = "change_notice.effective"
+        DATASET_VERSION_PROMOTED = "dataset.version_promoted"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)

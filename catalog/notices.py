@@ -109,6 +109,14 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
     dataset = data.get("dataset") or {}
     if kind.startswith("change_notice."):
         return _change_notice_text(kind, data)
+    if kind == Notification.Type.DATASET_VERSION_PROMOTED:
+        name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+        subject = f"Tidemark: version {data.get('version')} of {name} promoted"
+        text = (
+            f"{name} partitions {data.get('first_partition')} to {data.get('last_partition')} "
+            f"now serve version {data.get('version')} (code {data.get('code_version') or '-'})."
+        )
+        return subject, text
     subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
     return subject, f"{subject} partition {data.get('partition')}"
 

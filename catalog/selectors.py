@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
 from django.utils import timezone
 
 from . import errors
@@ -20,6 +32,7 @@ from .models import (
     Endpoint,
     Partition,
     PartitionRevision,
+    Restatement,
     Subscription,
     Team,
 )
@@ -143,6 +156,19 @@ def partition_list(
     return queryset.order_by("-start_at", "-key")
 
 
+def partition_get(*, dataset: Dataset, key: str) -> Partition:
+    """One partition of ``dataset`` by key, its current revision joined (never a revision
+    staged in a restatement); raises PartitionNotFound."""
+    partition = (
+        Partition.objects.filter(dataset=dataset, key=key)
+        .select_related("current_revision")
+        .first()
+    )
+    if partition is None:
+        raise errors.PartitionNotFound(f"{dataset} has no partition {key!r}")
+    return partition
+
+
 def partition_latest_ready(*, dataset: Dataset) -> Partition | None:
     """The newest partition whose current revision is ready, or None."""
     return (
@@ -153,6 +179,67 @@ def partition_latest_ready(*, dataset: Dataset) -> Partition | None:
         .order_by("-start_at", "-key")
         .first()
     )
+
+
+def restatement_list(*, dataset: Dataset) -> QuerySet[Restatement]:
+    """A dataset's restatements, newest first, each with its staged revisions (and their
+    partition keys) prefetched as ``staged``, for ``restatement_progress``."""
+    return (
+        Restatement.objects.filter(dataset=dataset)
+        .prefetch_related(
+            Prefetch(
+                "revisions",
+                queryset=PartitionRevision.objects.select_related("partition").only(
+                    "id",
+                    "state",
+                    "version",
+                    "code_version",
+                    "ready_at",
+                    "manifest",
+                    "restatement_id",
+                    "partition__id",
+                    "partition__key",
+                    "partition__current_revision_id",
+                ),
+                to_attr="staged",
+            )
+        )
+        .order_by("-opened_at", "-id")
+    )
+
+
+def restatement_get(*, dataset: Dataset, restatement_id: int) -> Restatement:
+    """One restatement of ``dataset``, staged revisions prefetched; raises
+    RestatementNotFound (also for another dataset's restatement)."""
+    restatement = (
+        restatement_list(dataset=dataset).filter(pk=restatement_id).first()
+        if 0 < restatement_id <= MAX_ID
+        else None
+    )
+    if restatement is None:
+        raise errors.RestatementNotFound(f"{dataset} has no restatement {restatement_id}")
+    restatement.dataset = dataset  # with its owner, as the caller loaded it
+    return restatement
+
+
+def restatement_progress(restatement: Restatement) -> list[dict]:
+    """Per partition of the range, in key order: ``{"partition", "state" (missing,
+    pending, ready, failed), "current" (the staged revision is current: promoted),
+    "code_version", "ready_at"}``. Uses the ``staged`` prefetch of ``restatement_list``."""
+    staged = {rev.partition.key: rev for rev in restatement.staged}
+    rows = []
+    for key in restatement.partition_keys:
+        rev = staged.get(key)
+        rows.append(
+            {
+                "partition": key,
+                "state": rev.state if rev else "missing",
+                "current": bool(rev and rev.partition.current_revision_id == rev.pk),
+                "code_version": rev.code_version if rev else None,
+                "ready_at": rev.ready_at if rev else None,
+            }
+        )
+    return rows
 
 
 def subscription_list(*, team: Team) -> QuerySet[Subscription]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import hashlib
 import json
 import logging
@@ -38,6 +39,7 @@ from . import (
     freshness,
     keys,
     notices,
+    restatements,
     storage,
     watchdog_feed,
 )
@@ -473,6 +475,7 @@ def readiness_publish(
     manifest: dict | None = None,
     metadata: dict | None = None,
     code_version: str = "",
+    restatement: int | None = None,
     idempotency_key: str | None = None,
     now: datetime,
 ) -> PublishResult:
@@ -491,12 +494,19 @@ def readiness_publish(
         - a new version of a partition whose current revision is ready becomes current
           at once and is told as ``partition.restated`` (for unpartitioned datasets, each
           new version is a new snapshot: ``partition.ready``);
-        - re-publishing a superseded version changes nothing;
-        - a ready revision cannot become failed: publish a new version instead.
+        - re-publishing a superseded version changes nothing (a promotion supersedes
+          every other revision of the partitions it repoints);
+        - a ready revision cannot become failed: publish a new version instead;
+        - with ``restatement`` the revision is staged in that restatement (of this
+          dataset, staged, the partition inside its range): ready but not current, told
+          to no consumer and not changing freshness until the restatement is promoted
+          (``restatements.revision_stage``);
+        - a version staged in a restatement is published only through it.
 
     Args:
         partition: key in the dataset's partitioning format; ``""`` when unpartitioned.
         state: ``ready`` or ``failed``.
+        restatement: id of a staged restatement of the dataset to publish into.
         idempotency_key: the request's ``Idempotency-Key``, scoped to the actor's team.
         now: the instant the publish is recorded at (aware, UTC).
 
@@ -506,7 +516,9 @@ def readiness_publish(
     Raises:
         DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
         InvalidPartitionKey (400), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
-        IdempotencyKeyInProgress (409).
+        IdempotencyKeyInProgress (409), RevisionStaged (409); with ``restatement`` also
+        RestatementNotFound (404), RestatementClosed (409), PartitionOutsideRestatement
+        (422).
     """
     identity = normalised_identity(namespace, name)
     request_fingerprint = _fingerprint(
@@ -519,6 +531,8 @@ def readiness_publish(
             "manifest": manifest,
             "metadata": metadata,
             "code_version": code_version,
+            # Only when sent: the fingerprints of plain publishes stay as they were.
+            **({"restatement": restatement} if restatement is not None else {}),
         }
     )
     with transaction.atomic():
@@ -529,7 +543,12 @@ def readiness_publish(
             )
             if replay is not None:
                 return replay
-        result = _publish(
+        publish = (
+            _publish
+            if restatement is None
+            else functools.partial(_publish_staged, restatement_id=restatement)
+        )
+        result = publish(
             actor=actor,
             namespace=identity.namespace,
             name=identity.name,
@@ -547,6 +566,70 @@ def readiness_publish(
             record.save(update_fields=["status_code", "response_body"])
     crashpoint("publish.after_commit")
     return result
+
+
+def _publish_staged(
+    *,
+    actor: Actor,
+    restatement_id: int,
+    namespace: str,
+    name: str,
+    key: str,
+    version: str | None,
+    state: str,
+    manifest: dict | None,
+    metadata: dict,
+    code_version: str,
+    now: datetime,
+) -> PublishResult:
+    """A publish into a restatement: the checks of ``_publish``, then
+    ``restatements.revision_stage``."""
+    dataset = _publishable_dataset(actor, namespace, name, key)
+    part, revision, event_id = restatements.revision_stage(
+        actor=actor,
+        dataset=dataset,
+        restatement_id=restatement_id,
+        key=key,
+        version=version,
+        state=state,
+        manifest=manifest,
+        metadata=metadata,
+        code_version=code_version,
+        now=now,
+    )
+    return _publish_response(
+        dataset,
+        part,
+        revision,
+        status_code=200 if event_id is None else 201,
+        event_id=event_id,
+        restatement_id=restatement_id,
+    )
+
+
+def _publishable_dataset(actor: Actor, namespace: str, name: str, key: str) -> Dataset:
+    """The dataset a staged publish names, checked as ``_publish`` checks it."""
+    dataset = Dataset.objects.select_related("owner").filter(namespace=namespace, name=name).first()
+    if dataset is None:
+        raise errors.DatasetNotFound(
+            f"no dataset {namespace}/{name} is registered",
+            errors=[FieldError("name", "no such dataset in this namespace", "exists")],
+        )
+    _check_may_publish(actor, dataset)
+    if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
+        raise errors.DatasetRetired(
+            f"{dataset} is retired; readiness can no longer be published",
+            errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
+        )
+    try:
+        parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+    except PartitionKeyError as exc:
+        raise errors.InvalidPartitionKey(
+            str(exc),
+            errors=[FieldError("partition", str(exc), "partition_key_format")],
+            extra={"expected_format": exc.expected_format},
+        ) from exc
+    return dataset
 
 
 def _publish(
@@ -642,8 +725,20 @@ def _publish(
         revision = current
     else:
         revision = PartitionRevision.objects.filter(partition=part, version=version).first()
+    if revision is not None and revision.restatement_id is not None and revision != current:
+        raise errors.RevisionStaged(
+            f"partition {key!r} version {version!r} is staged in restatement "
+            f"{revision.restatement_id}: publish it with that restatement, and promote it",
+            errors=[FieldError("version", "staged in a restatement", "restatement")],
+            extra={"rule": "staged_via_restatement", "restatement": revision.restatement_id},
+        )
     if revision is not None and current is not None and revision.pk < current.pk:
         # A late retry of a superseded version must not roll the partition back.
+        return _publish_response(dataset, part, revision, status_code=200)
+    promoted = current is not None and current.restatement_id is not None
+    if revision is not None and promoted and revision.pk != current.pk:
+        # Nor undo a promotion: a version published while the restatement was staged (a
+        # newer row than the promoted one) was superseded by it.
         return _publish_response(dataset, part, revision, status_code=200)
     if (
         revision is None
@@ -1231,6 +1326,7 @@ def _publish_response(
     *,
     status_code: int,
     event_id: int | None = None,
+    restatement_id: int | None = None,
 ) -> PublishResult:
     if event_id is None:
         event_id = (
@@ -1250,6 +1346,8 @@ def _publish_response(
         "current_version": current_version or None,
         "event_id": event_id,
     }
+    if restatement_id is not None:
+        body["restatement"] = restatement_id
     return PublishResult(status_code=status_code, body=body)
 
 

@@ -7,8 +7,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils.functional import cached_property
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from catalog import selectors
 from catalog.models import (
     ApiKey,
     ChangeNotice,
@@ -16,6 +18,7 @@ from catalog.models import (
     Delivery,
     Notification,
     PartitionRevision,
+    Restatement,
 )
 
 
@@ -179,6 +182,12 @@ class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
     manifest = ManifestSerializer(required=False)
     metadata = serializers.DictField(required=False)
     code_version = serializers.CharField(max_length=128, allow_blank=True, default="")
+    restatement = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="Stage the revision in this staged restatement of the dataset: ready but "
+        "not current (readers, freshness and consumers see nothing) until it is promoted.",
+    )
 
 
 class ReadinessPublishOutputSerializer(serializers.Serializer):
@@ -193,6 +202,9 @@ class ReadinessPublishOutputSerializer(serializers.Serializer):
     ready_at = serializers.DateTimeField(allow_null=True)
     current_version = serializers.CharField(allow_null=True)
     event_id = serializers.IntegerField(allow_null=True)
+    restatement = serializers.IntegerField(
+        required=False, help_text="The restatement the revision is staged in, if any."
+    )
 
 
 class RevisionOutputSerializer(serializers.Serializer):
@@ -516,3 +528,56 @@ class ChangeNoticeOutputSerializer(serializers.Serializer):
     def get_pending_acknowledgements(self, obj) -> list[str]:
         acknowledged = {a.team.slug for a in obj.acknowledgements.all()}
         return [slug for slug in self.context["consumers"] if slug not in acknowledged]
+
+
+# --- restatements -------------------------------------------------------------------------
+
+
+class RestatementOpenInputSerializer(StrictSerializer):
+    version = serializers.CharField(max_length=128, help_text="The new version's label.")
+    first_partition = serializers.CharField(max_length=32)
+    last_partition = serializers.CharField(max_length=32, help_text="Inclusive.")
+    code_version = serializers.CharField(
+        max_length=128,
+        allow_blank=True,
+        default="",
+        help_text="What produces the new version (e.g. the commit of the logic fix).",
+    )
+    reason = serializers.CharField(max_length=2000, allow_blank=True, default="")
+
+
+class RestatementPartitionOutputSerializer(serializers.Serializer):
+    partition = serializers.CharField()
+    state = serializers.CharField(help_text="missing, pending, ready or failed.")
+    current = serializers.BooleanField(help_text="The staged revision is current (promoted).")
+    code_version = serializers.CharField(allow_null=True)
+    ready_at = serializers.DateTimeField(allow_null=True)
+
+
+class RestatementOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    dataset_id = serializers.IntegerField()
+    version = serializers.CharField()
+    code_version = serializers.CharField()
+    first_partition = serializers.CharField()
+    last_partition = serializers.CharField()
+    reason = serializers.CharField()
+    state = serializers.ChoiceField(Restatement.State.choices)
+    opened_by = serializers.CharField()
+    opened_at = serializers.DateTimeField()
+    closed_by = serializers.CharField(help_text="Who promoted or abandoned it.")
+    closed_at = serializers.DateTimeField(allow_null=True)
+    partitions_total = serializers.SerializerMethodField()
+    partitions_ready = serializers.SerializerMethodField()
+    partitions = serializers.SerializerMethodField()
+
+    def get_partitions_total(self, obj) -> int:
+        return len(obj.partition_keys)
+
+    def get_partitions_ready(self, obj) -> int:
+        return sum(1 for rev in obj.staged if rev.state == PartitionRevision.State.READY)
+
+    @extend_schema_field(RestatementPartitionOutputSerializer(many=True))
+    def get_partitions(self, obj) -> list[dict]:
+        rows = selectors.restatement_progress(obj)
+        return RestatementPartitionOutputSerializer(rows, many=True).data

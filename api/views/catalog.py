@@ -191,6 +191,16 @@ class PartitionLatestReadyApi(APIView):
         return Response(s.PartitionOutputSerializer(partition).data)
 
 
+class PartitionDetailApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(responses=s.PartitionOutputSerializer)
+    def get(self, request: Request, dataset_id: int, key: str) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        partition = selectors.partition_get(dataset=dataset, key=key)
+        return Response(s.PartitionOutputSerializer(partition).data)
+
+
 class ReadinessPublishApi(APIView):
     required_scope = ApiKey.Scope.PUBLISH
 

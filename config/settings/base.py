@@ -165,6 +165,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ClaimKindEnum": "catalog.models.Claim.Kind",
         "ChangeNoticeKindEnum": "catalog.models.ChangeNotice.Kind",
+        "RestatementStateEnum": "catalog.models.Restatement.State",
     },
 }
 

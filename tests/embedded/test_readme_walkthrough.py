@@ -1,4 +1,4 @@
-"""README.md's Walkthrough and its Change notices examples, run as written against a
+"""README.md's Walkthrough, Change notices and Restatements examples, run as written against a
 ``make run`` stack: they must not drift."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MARK = "=== tidemark-walkthrough block {} ==="
 
 
 # README sections whose shell blocks run, in this order, in one shell.
-SECTIONS = ("Walkthrough", "Change notices")
+SECTIONS = ("Walkthrough", "Change notices", "Restatements")
 
 
 def _walkthrough_blocks() -> list[str]:
@@ -173,6 +173,16 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
 
     [sunset] = _block_with(blocks, outputs, '"sunset_at"')
     assert (sunset["status"], sunset["code"]) == (422, "sunset_too_soon"), report
+
+    week = _block_with(blocks, outputs, '"version": "v1"')
+    assert [p["current_version"] for p in week] == ["v1"] * 7, report
+    staged = _block_with(blocks, outputs, "\"restatement\": '$RESTATEMENT'")
+    assert [(p["version"], p["current_version"]) for p in staged] == [("v2", "v1")] * 7, report
+    progress, promoted, partitions = _block_with(blocks, outputs, "/promote")
+    assert (progress["state"], progress["partitions_ready"]) == ("staged", 7), report
+    assert (promoted["state"], promoted["partitions_total"]) == ("promoted", 7), report
+    assert {p["current_revision"]["version"] for p in partitions["results"]} == {"v2"}, report
+    assert len(partitions["results"]) == 7, report
 
     [pinged] = [out for block, out in zip(blocks, outputs, strict=True) if "$PING?" in block]
     assert pinged.startswith("OK"), report  # the ping's tiny text answer, then the list
