@@ -183,6 +183,12 @@ def lineage_event_process(*, claim: EventClaim, now: datetime) -> str | None:
     return lineage_events_process_claimed(claims=[claim], now=now)[claim.event_id]
 
 
+# Events applied per transaction: each writes under a savepoint (a subtransaction with its
+# own xid), and past 64 of them in one transaction PostgreSQL's per-backend subtransaction
+# cache overflows, which slows every other session's visibility checks.
+EVENTS_PER_TRANSACTION = 50
+
+
 def lineage_events_process_claimed(
     *, claims: list[EventClaim], now: datetime
 ) -> dict[int, str | None]:
@@ -200,7 +206,8 @@ def lineage_events_process_claimed(
     received spelling of each dataset identity that normalised to another.
 
     Each event is applied under its own savepoint: one that fails is rolled back alone
-    and scheduled for a retry (or failed), as if it had been processed on its own. Events
+    and scheduled for a retry (or failed), as if it had been processed on its own; a
+    transaction takes at most ``EVENTS_PER_TRANSACTION`` of the claims. Events
     are applied in order of job, run and id, so that concurrent workers take the job, run
     and usage rows' locks in one order. Should the batch's transaction fail as a whole
     (a deadlock, a lost connection), each claim is processed in a transaction of its own.
@@ -215,18 +222,23 @@ def lineage_events_process_claimed(
         (another worker took the event after the lease expired, or it was processed
         already): nothing is written for it then.
     """
-    if not claims:
-        return {}
+    states: dict[int, str | None] = {}
+    for start in range(0, len(claims), EVENTS_PER_TRANSACTION):
+        states.update(_process_chunk(claims[start : start + EVENTS_PER_TRANSACTION], now=now))
+    return states
+
+
+def _process_chunk(claims: list[EventClaim], *, now: datetime) -> dict[int, str | None]:
     try:
         return _process_together(claims, now=now)
-    except Exception as exc:  # the batch's transaction failed: nothing of it was written
+    except Exception as exc:  # the transaction failed as a whole: nothing of it was written
         if len(claims) == 1:
             logger.exception("lineage event %s: processing failed", claims[0].event_id)
             return {claims[0].event_id: _record_failure(claims[0], _describe(exc))}
         logger.exception("lineage events: a batch of %d failed; one at a time", len(claims))
         states: dict[int, str | None] = {}
         for claim in claims:
-            states.update(lineage_events_process_claimed(claims=[claim], now=now))
+            states.update(_process_chunk([claim], now=now))
         return states
 
 

@@ -558,3 +558,15 @@ def test_a_runs_events_in_one_batch_reach_one_final_state_in_any_order(receive, 
         datetime(2026, 11, 28, 6, 5, tzinfo=UTC),
     )
     assert [u[4] for u in usage] == [1, 1, 1]
+
+
+def test_a_batch_is_applied_in_transactions_of_at_most_so_many_events(receive, monkeypatch):
+    monkeypatch.setattr(services, "EVENTS_PER_TRANSACTION", 2)
+    for n in range(5):
+        receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
+    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    with CaptureQueriesContext(connection) as captured:
+        states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+    assert set(states.values()) == {"processed"} and len(states) == 5
+    locks = [q["sql"] for q in captured.captured_queries if "FOR UPDATE OF" in q["sql"]]
+    assert len(locks) == 3
