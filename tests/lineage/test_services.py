@@ -81,6 +81,18 @@ def test_receive_stores_the_raw_event_pending_and_attributed(receive, team_a):
     assert not LineageRun.objects.exists()  # processed later, not in the request
 
 
+@pytest.mark.parametrize("claimed", [True, False])
+def test_receive_decides_verified_inside_its_one_insert(receive, team_a, claimed):
+    if not claimed:
+        Claim.objects.filter(team=team_a).delete()
+    with CaptureQueriesContext(connection) as captured:
+        result = receive(ev.run_event("START", inputs=[ORDERS]))
+    statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 1 and statements[0].startswith("INSERT")
+    assert result.event.verified is claimed
+    assert LineageEvent.objects.get().verified is claimed
+
+
 def test_receive_rings_the_lineage_doorbell_after_commit(
     receive, monkeypatch, django_capture_on_commit_callbacks
 ):
