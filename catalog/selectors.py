@@ -415,9 +415,14 @@ def claim_list(*, team: Team) -> QuerySet[Claim]:
 
 def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
     """Whether ``team`` claims the OpenLineage job namespace ``namespace`` (exactly)."""
-    return Claim.objects.filter(
-        team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=namespace
-    ).exists()
+    return job_namespace_claim_list(team=team, namespace=namespace).exists()
+
+
+def job_namespace_claim_list(*, team: Team, namespace: str) -> QuerySet[Claim]:
+    """``team``'s claims on the job namespace ``namespace`` (at most one): wrap it in
+    ``Exists`` to decide "claimed" inside another statement, as the lineage event INSERT
+    does."""
+    return Claim.objects.filter(team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=namespace)
 
 
 def claimants(*, kind: str, patterns: list[str]) -> dict[str, Team]:

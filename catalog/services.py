@@ -1700,9 +1700,17 @@ def job_record(*, namespace: str, name: str, team: Team | None, seen_at: datetim
             the owner.
         seen_at: aware instant (the event's time), UTC.
 
+    On PostgreSQL this is one statement (``INSERT ... ON CONFLICT DO UPDATE``, which
+    locks the job row until the caller's transaction ends); elsewhere (SQLite, the
+    embedded mode) a get-or-create and, when a seen time widens or the owner changes, an
+    update.
+
     Returns:
-        The job row (its seen times as before this call when it existed).
+        The job row: on PostgreSQL as this call left it; elsewhere with its seen times as
+        before this call when it existed.
     """
+    if connection.vendor == "postgresql":
+        return _job_upsert(namespace=namespace, name=name, team=team, seen_at=seen_at)
     job, created = Job.objects.get_or_create(
         namespace=namespace,
         name=name,
@@ -1722,6 +1730,32 @@ def job_record(*, namespace: str, name: str, team: Team | None, seen_at: datetim
         Job.objects.filter(pk=job.pk).update(**changes)
         if team is not None:
             job.team = team
+    return job
+
+
+def _job_upsert(*, namespace: str, name: str, team: Team | None, seen_at: datetime) -> Job:
+    """``job_record`` in one PostgreSQL statement."""
+    columns = ["id", "namespace", "name", "team_id", "first_seen_at", "last_seen_at", "created_at"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Job._meta.db_table} AS j
+                (namespace, name, team_id, first_seen_at, last_seen_at, created_at)
+            VALUES (%s, %s, %s, %s, %s, %s)
+            ON CONFLICT ON CONSTRAINT uniq_job_identity DO UPDATE SET
+                team_id = COALESCE(EXCLUDED.team_id, j.team_id),
+                first_seen_at = LEAST(j.first_seen_at, EXCLUDED.first_seen_at),
+                last_seen_at = GREATEST(j.last_seen_at, EXCLUDED.last_seen_at)
+            RETURNING {", ".join(columns)}
+            """,  # noqa: S608 - model table and placeholders only
+            [namespace, name, team.pk if team else None, seen_at, seen_at, timezone.now()],
+        )
+        row = cursor.fetchone()
+    job = Job(**dict(zip(columns, row, strict=True)))
+    job._state.adding = False
+    job._state.db = connection.alias
+    if team is not None:
+        job.team = team
     return job
 
 

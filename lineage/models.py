@@ -35,7 +35,8 @@ class LineageEvent(models.Model):
     api_key = models.ForeignKey(
         ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    verified = models.BooleanField(default=False)
+    # db_default: the INSERT returns it, so receiving reads back the EXISTS it was given.
+    verified = models.BooleanField(default=False, db_default=False)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     event_type = models.CharField(max_length=16, blank=True, help_text="Empty: none given.")
     event_time = models.DateTimeField(help_text="The event's eventTime, UTC.")

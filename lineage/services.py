@@ -4,8 +4,9 @@ observed usage. Every function is keyword-only and typed.
 Receiving stores the raw event in one short transaction and rings the lineage doorbell
 after commit. Processing is the outbox pattern of catalog deliveries (DESIGN.md
 principles 1 and 2): pending events are claimed with a lease under ``FOR UPDATE SKIP
-LOCKED``, each is applied in its own transaction fenced by its claim token, and the beat
-sweep finds events whose doorbell was lost or whose worker died. Applying an event is
+LOCKED``, a claimed batch is applied in one transaction fenced by its claim token (each
+event under its own savepoint, so one failing event does not undo the others), and the
+beat sweep finds events whose doorbell was lost or whose worker died. Applying an event is
 idempotent and order-independent, so processing one twice, or its run's events in any
 order, leaves the same runs, jobs and usage.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -88,8 +89,9 @@ def lineage_event_receive(
     Side effects: rings the lineage doorbell after commit (never fails the request).
     """
     parsed = openlineage.parse_event(payload)
-    verified = parsed.job_namespace is not None and selectors.job_namespace_claimed_by(
-        team=actor.team, namespace=parsed.job_namespace
+    # Decided by the INSERT itself (EXISTS over the team's claims), which returns it.
+    verified = parsed.job_namespace is not None and Exists(
+        selectors.job_namespace_claim_list(team=actor.team, namespace=parsed.job_namespace)
     )
     defaults = {
         "api_key": actor.api_key,
@@ -175,8 +177,25 @@ def lineage_event_claim_due(*, limit: int, lease_seconds: int) -> list[EventClai
 
 
 def lineage_event_process(*, claim: EventClaim, now: datetime) -> str | None:
-    """Apply one claimed event to runs, jobs and usage, in one transaction fenced by the
-    claim token, and mark it processed.
+    """Apply one claimed event: ``lineage_events_process_claimed`` for a single claim.
+
+    Returns:
+        The event's new state, or None when the claim was lost.
+    """
+    return lineage_events_process_claimed(claims=[claim], now=now)[claim.event_id]
+
+
+# Events applied per transaction: each writes under a savepoint (a subtransaction with its
+# own xid), and past 64 of them in one transaction PostgreSQL's per-backend subtransaction
+# cache overflows, which slows every other session's visibility checks.
+EVENTS_PER_TRANSACTION = 50
+
+
+def lineage_events_process_claimed(
+    *, claims: list[EventClaim], now: datetime
+) -> dict[int, str | None]:
+    """Apply claimed events to runs, jobs and usage, in one transaction fenced by their
+    claim tokens, and mark them processed.
 
     Run events: the job is recorded (its owner set when the event is verified); the run
     is created or locked, keeps the job, team and parent it was first given, and its
@@ -188,40 +207,93 @@ def lineage_event_process(*, claim: EventClaim, now: datetime) -> str | None:
     changing one that exists; unverified ones declare nothing. Every event keeps the
     received spelling of each dataset identity that normalised to another.
 
+    Each event is applied under its own savepoint: one that fails is rolled back alone
+    and scheduled for a retry (or failed), as if it had been processed on its own; a
+    transaction takes at most ``EVENTS_PER_TRANSACTION`` of the claims. Events
+    are applied in order of job, run and id, so that concurrent workers take the job, run
+    and usage rows' locks in one order. Should the batch's transaction fail as a whole
+    (a deadlock, a lost connection), each claim is processed in a transaction of its own.
+
     Args:
+        claims: claims from ``lineage_event_claim_due``.
         now: aware UTC instant recorded as ``processed_at``.
 
     Returns:
-        The event's new state (``processed``, ``pending`` for a retry, ``failed`` after
-        ``max_attempts``), or None when the claim was lost (another worker took the event
-        after the lease expired, or it was processed already): nothing is written then.
+        Each claimed event's new state (``processed``, ``pending`` for a retry,
+        ``failed`` after ``max_attempts``) by event id, or None when the claim was lost
+        (another worker took the event after the lease expired, or it was processed
+        already): nothing is written for it then.
     """
+    states: dict[int, str | None] = {}
+    for start in range(0, len(claims), EVENTS_PER_TRANSACTION):
+        states.update(_process_chunk(claims[start : start + EVENTS_PER_TRANSACTION], now=now))
+    return states
+
+
+def _process_chunk(claims: list[EventClaim], *, now: datetime) -> dict[int, str | None]:
     try:
-        with transaction.atomic():
-            event = (
-                # Only the event row: locking its team would hold up every insert that
-                # references the team (FOR KEY SHARE) until this event is processed.
-                LineageEvent.objects.select_for_update(of=("self",))
-                .select_related("team")
-                .filter(
-                    pk=claim.event_id, claim_token=claim.token, state=LineageEvent.State.PENDING
-                )
-                .first()
-            )
-            if event is None:
-                return None
-            _apply(event, now=now)
-            LineageEvent.objects.filter(pk=event.pk).update(
+        return _process_together(claims, now=now)
+    except Exception as exc:  # the transaction failed as a whole: nothing of it was written
+        if len(claims) == 1:
+            logger.exception("lineage event %s: processing failed", claims[0].event_id)
+            return {claims[0].event_id: _record_failure(claims[0], _describe(exc))}
+        logger.exception("lineage events: a batch of %d failed; one at a time", len(claims))
+        states: dict[int, str | None] = {}
+        for claim in claims:
+            states.update(_process_chunk([claim], now=now))
+        return states
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _process_together(claims: list[EventClaim], *, now: datetime) -> dict[int, str | None]:
+    by_id = {claim.event_id: claim for claim in claims}
+    states: dict[int, str | None] = dict.fromkeys(by_id)
+    failures: list[tuple[EventClaim, str]] = []
+    with transaction.atomic():
+        fence = Q()
+        for token in {claim.token for claim in claims}:
+            ids = [claim.event_id for claim in claims if claim.token == token]
+            fence |= Q(pk__in=ids, claim_token=token)
+        events = list(
+            # Only the event rows: locking their team would hold up every insert that
+            # references the team (FOR KEY SHARE) until these events are processed.
+            LineageEvent.objects.select_for_update(of=("self",))
+            .select_related("team")
+            .filter(fence, state=LineageEvent.State.PENDING)
+            .order_by("id")
+        )
+        events.sort(key=_lock_order)
+        done: list[int] = []
+        for event in events:
+            try:
+                with transaction.atomic():  # a savepoint: a failure undoes this event only
+                    _apply(event, now=now)
+            except Exception as exc:  # one bad event must not stop the batch; it is retried
+                logger.exception("lineage event %s: processing failed", event.pk)
+                failures.append((by_id[event.pk], _describe(exc)))
+            else:
+                done.append(event.pk)
+        if done:
+            # Fenced by the row locks taken above: no other claim can have these events.
+            LineageEvent.objects.filter(pk__in=done).update(
                 state=LineageEvent.State.PROCESSED,
                 processed_at=now,
                 claim_token=None,
                 claimed_until=None,
                 last_error="",
             )
-        return LineageEvent.State.PROCESSED
-    except Exception as exc:  # one bad event must not stop the batch; it is retried
-        logger.exception("lineage event %s: processing failed", claim.event_id)
-        return _record_failure(claim, f"{type(exc).__name__}: {exc}")
+            states.update(dict.fromkeys(done, LineageEvent.State.PROCESSED))
+        for claim, error in failures:
+            states[claim.event_id] = _record_failure(claim, error)
+    return states
+
+
+def _lock_order(event: LineageEvent) -> tuple:
+    """Job, then run, then arrival: the order rows are locked in by every worker."""
+    return (event.job_namespace, event.job_name, str(event.run_id or ""), event.pk)
 
 
 def _record_failure(claim: EventClaim, error: str) -> str | None:
@@ -363,26 +435,80 @@ def _run_lock_or_create(
     parsed: openlineage.OpenLineageEvent, *, job: Job, event: LineageEvent
 ) -> LineageRun:
     """The run row, locked for this transaction; created (with this event's job, team
-    and parent) when it is the first event of the run to be processed."""
+    and parent) when it is the first event of the run to be processed.
+
+    On PostgreSQL one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` creates or locks
+    it; elsewhere an insert that ignores conflicts, then a locking read."""
     parent = parsed.parent
-    LineageRun.objects.bulk_create(
-        [
-            LineageRun(
-                run_id=parsed.run_id,
-                job=job,
-                team=event.team,
-                parent_run_id=parent.run_id if parent else None,
-                parent_job_namespace=parent.job_namespace if parent else "",
-                parent_job_name=parent.job_name if parent else "",
-            )
-        ],
-        ignore_conflicts=True,
+    run = LineageRun(
+        run_id=parsed.run_id,
+        job=job,
+        team=event.team,
+        parent_run_id=parent.run_id if parent else None,
+        parent_job_namespace=parent.job_namespace if parent else "",
+        parent_job_name=parent.job_name if parent else "",
     )
+    if connection.vendor == "postgresql":
+        return _run_upsert(run)
+    LineageRun.objects.bulk_create([run], ignore_conflicts=True)
     return (
         LineageRun.objects.select_for_update(of=("self",))
         .select_related("job")
         .get(run_id=parsed.run_id)
     )
+
+
+_RUN_COLUMNS = [
+    "id",
+    "run_id",
+    "job_id",
+    "team_id",
+    "parent_run_id",
+    "parent_job_namespace",
+    "parent_job_name",
+    "state",
+    "started_at",
+    "ended_at",
+    "last_event_at",
+    "created_at",
+    "updated_at",
+]
+
+
+def _run_upsert(new: LineageRun) -> LineageRun:
+    """Insert the run, or lock the existing row (the no-op update takes its row lock),
+    and read it back, in one statement."""
+    stamp = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {LineageRun._meta.db_table} AS r (
+                run_id, job_id, team_id, parent_run_id, parent_job_namespace,
+                parent_job_name, state, created_at, updated_at
+            )
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+            ON CONFLICT (run_id) DO UPDATE SET run_id = r.run_id
+            RETURNING {", ".join(f"r.{column}" for column in _RUN_COLUMNS)}
+            """,  # noqa: S608 - model table and placeholders only
+            [
+                new.run_id,
+                new.job_id,
+                new.team_id,
+                new.parent_run_id,
+                new.parent_job_namespace,
+                new.parent_job_name,
+                LineageRun.State.NEW,
+                stamp,
+                stamp,
+            ],
+        )
+        row = cursor.fetchone()
+    run = LineageRun(**dict(zip(_RUN_COLUMNS, row, strict=True)))
+    run._state.adding = False
+    run._state.db = connection.alias
+    if run.job_id == new.job_id:
+        run.job = new.job
+    return run
 
 
 @dataclass
@@ -412,7 +538,7 @@ def lineage_events_process_due(
 
     Args:
         now: aware UTC instant for ``processed_at`` (default: the current time, read
-            for each event).
+            for each batch).
 
     Returns:
         A summary; ``more_due`` says the pass stopped with work possibly left.
@@ -427,8 +553,8 @@ def lineage_events_process_due(
         if not claims:
             break
         summary.claimed += len(claims)
-        for claim in claims:
-            state = lineage_event_process(claim=claim, now=now or timezone.now())
+        states = lineage_events_process_claimed(claims=claims, now=now or timezone.now())
+        for state in states.values():
             if state is None:
                 summary.lost += 1
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -78,6 +79,18 @@ def test_receive_stores_the_raw_event_pending_and_attributed(receive, team_a):
     assert event.state == LineageEvent.State.PENDING
     assert event.next_attempt_at == NOW
     assert not LineageRun.objects.exists()  # processed later, not in the request
+
+
+@pytest.mark.parametrize("claimed", [True, False])
+def test_receive_decides_verified_inside_its_one_insert(receive, team_a, claimed):
+    if not claimed:
+        Claim.objects.filter(team=team_a).delete()
+    with CaptureQueriesContext(connection) as captured:
+        result = receive(ev.run_event("START", inputs=[ORDERS]))
+    statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 1 and statements[0].startswith("INSERT")
+    assert result.event.verified is claimed
+    assert LineageEvent.objects.get().verified is claimed
 
 
 def test_receive_rings_the_lineage_doorbell_after_commit(
@@ -465,3 +478,107 @@ def test_an_events_edges_widen_seen_times_link_datasets_and_count_each_run_once(
     receive(ev.run_event("START", run_id=str(uuid.uuid4()), inputs=[ORDERS]))
     process()
     assert _usage("read").run_count == 2
+
+
+# --- batches: one transaction, a savepoint per event ---------------------------------------
+
+
+def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
+    receive, process, monkeypatch
+):
+    runs = [str(uuid.uuid4()) for _ in range(5)]
+    poison = runs[2]
+    for run_id in runs:
+        for payload in _start_and_complete(run_id):
+            receive(payload)
+    apply_run_event = services._apply_run_event
+
+    def poisoned(event, parsed, **kwargs):
+        apply_run_event(event, parsed, **kwargs)  # writes the run and its usage, then fails
+        if str(parsed.run_id) == poison:
+            raise RuntimeError("poison")
+
+    monkeypatch.setattr(services, "_apply_run_event", poisoned)
+    summary = process()
+    assert (summary.claimed, summary.by_state) == (10, {"processed": 8, "pending": 2})
+    bad = LineageEvent.objects.filter(run_id=poison)
+    assert {(e.state, e.last_error, e.claim_token) for e in bad} == {
+        ("pending", "RuntimeError: poison", None)
+    }
+    # The poison run's writes were rolled back with its savepoint; the others' stayed once.
+    assert set(LineageRun.objects.values_list("run_id", flat=True)) == {
+        uuid.UUID(r) for r in runs if r != poison
+    }
+    assert LineageRunEdge.objects.count() == 4 * 2
+    assert {(u.direction, u.run_count) for u in DatasetUsage.objects.all()} == {
+        ("read", 4),
+        ("write", 4),
+    }
+
+    monkeypatch.setattr(services, "_apply_run_event", apply_run_event)
+    bad.update(next_attempt_at=NOW)
+    assert process().by_state == {"processed": 2}
+    assert LineageRun.objects.filter(state="complete").count() == 5
+    assert LineageRunEdge.objects.count() == 5 * 2
+    assert {(u.direction, u.run_count) for u in DatasetUsage.objects.all()} == {
+        ("read", 5),
+        ("write", 5),
+    }
+    attempts = dict(LineageEvent.objects.values_list("run_id", "attempts").distinct())
+    assert attempts == {**{uuid.UUID(r): 1 for r in runs}, uuid.UUID(poison): 2}
+
+
+def test_a_batch_with_a_lost_claim_skips_that_event_only(receive):
+    for payload in _start_and_complete():
+        receive(payload)
+    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    LineageEvent.objects.filter(pk=claims[0].event_id).update(claim_token=uuid.uuid4())
+    states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+    assert states == {claims[0].event_id: None, claims[1].event_id: "processed"}
+    assert LineageEvent.objects.get(pk=claims[0].event_id).state == "pending"
+
+
+def test_a_runs_events_in_one_batch_reach_one_final_state_in_any_order(receive, process):
+    start, complete = _start_and_complete()
+    running = ev.run_event(
+        "RUNNING",
+        event_time="2026-11-28T06:02:00Z",
+        inputs=[ORDERS, ev.dataset("postgres://warehouse:5432", "shop.public.items")],
+    )
+    orders = list(itertools.permutations([start, running, complete]))
+    for n, order in enumerate(orders):  # each order its own run and job, all in one batch
+        run_id, job = str(uuid.uuid4()), {"namespace": ev.JOB[0], "name": f"rollup_{n}"}
+        for payload in order:
+            receive({**payload, "run": {"runId": run_id}, "job": job})
+    assert process().by_state == {"processed": 3 * len(orders)}
+
+    def final_state(job: Job) -> tuple:
+        run = LineageRun.objects.values_list(
+            "state", "started_at", "ended_at", "last_event_at"
+        ).get(job=job)
+        usage = DatasetUsage.objects.filter(job=job).values_list(
+            "dataset_name", "direction", "first_seen_at", "last_seen_at", "run_count"
+        )
+        return run, tuple(sorted(usage)), (job.first_seen_at, job.last_seen_at)
+
+    states = {final_state(job) for job in Job.objects.all()}
+    assert len(states) == 1
+    [(run, usage, _)] = states
+    assert run[:3] == (
+        "complete",
+        datetime(2026, 11, 28, 6, 0, tzinfo=UTC),
+        datetime(2026, 11, 28, 6, 5, tzinfo=UTC),
+    )
+    assert [u[4] for u in usage] == [1, 1, 1]
+
+
+def test_a_batch_is_applied_in_transactions_of_at_most_so_many_events(receive, monkeypatch):
+    monkeypatch.setattr(services, "EVENTS_PER_TRANSACTION", 2)
+    for n in range(5):
+        receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
+    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    with CaptureQueriesContext(connection) as captured:
+        states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+    assert set(states.values()) == {"processed"} and len(states) == 5
+    locks = [q["sql"] for q in captured.captured_queries if "FOR UPDATE OF" in q["sql"]]
+    assert len(locks) == 3
