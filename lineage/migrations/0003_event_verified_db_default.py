@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('lineage', '0001_events_runs_and_edges'),
+        ('lineage', '0002_collector_cursors'),
     ]
 
     operations = [
