@@ -108,7 +108,7 @@ DATABASES = {
     "default": _database(
         "DATABASE_URL",
         "catalog.sqlite3",
-        server_side_binding=env.bool("DATABASE_SERVER_SIDE_BINDING", default=False),
+        server_side_binding=env.bool("DATABASE_SERVER_SIDE_BINDING", default=True),
     ),
     "watchdog": _database(
         "WATCHDOG_DATABASE_URL",
