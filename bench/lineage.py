@@ -318,9 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         + "\n"
     )
-    print(
-        f"wrote {args.output.relative_to(Path.cwd()) if args.output.is_absolute() else args.output}"
-    )
+    print(f"wrote {args.output}")
     return 1 if args.check and not met else 0
 
 
