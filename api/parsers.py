@@ -8,6 +8,7 @@ import zlib
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 
+from catalog import declarations
 from httpkit.parsers import StrictJSONParser
 from problems import FieldError, Problem
 
@@ -102,3 +103,16 @@ def _too_large(limit: int, how: str) -> PayloadTooLarge:
 
 def _malformed(detail: str) -> MalformedCompressedBody:
     return MalformedCompressedBody(detail, errors=[FieldError("body", detail, "gzip")])
+
+
+class DeclarationYAMLParser(BaseParser):
+    """A catalog declaration as YAML (``application/yaml``), read with the safe loader and
+    bounded by ``catalog.declarations.MAX_BYTES`` (read from the stream, so the API-wide
+    limit does not apply)."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = declarations.MAX_BYTES
+        raw = stream.read(limit + 1) if stream is not None else b""
+        return declarations.load(raw)

@@ -7,6 +7,7 @@ urlpatterns = [
     path("keys", catalog.ApiKeyListCreateApi.as_view(), name="key-list"),
     path("keys/<str:public_id>", catalog.ApiKeyRevokeApi.as_view(), name="key-revoke"),
     path("datasets", catalog.DatasetListCreateApi.as_view(), name="dataset-list"),
+    path("catalog/apply", catalog.CatalogApplyApi.as_view(), name="catalog-apply"),
     path("datasets/<int:dataset_id>", catalog.DatasetDetailApi.as_view(), name="dataset-detail"),
     path(
         "datasets/<int:dataset_id>/audit", catalog.DatasetAuditApi.as_view(), name="dataset-audit"

@@ -188,3 +188,8 @@ class RestatementIncomplete(Conflict):
 class RevisionStaged(Conflict):
     code = "revision_staged"
     title = "This version is staged in a restatement"
+
+
+class DeclarationForAnotherTeam(PermissionDenied):
+    code = "declaration_for_another_team"
+    title = "The declaration names another team"

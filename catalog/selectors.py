@@ -19,7 +19,9 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from . import errors
+from problems import FieldError
+
+from . import declarations, errors
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
     ApiKey,
@@ -586,3 +588,44 @@ def uncatalogued_usage_for(
     for row in usage:
         rows[(row.dataset_namespace, row.dataset_name)].append(row)
     return rows
+
+
+def declarations_plan(*, team: Team, document: declarations.Document) -> declarations.Plan:
+    """The plan that brings ``team``'s datasets to ``document`` (nothing is written).
+
+    Returns:
+        ``declarations.Plan``: one item per declared dataset in file order, and the team's
+        datasets the file does not declare.
+
+    Raises:
+        DeclarationForAnotherTeam: the document's ``team`` is not ``team`` (403).
+        NotDatasetOwner: a declared dataset exists and another team owns it (403, naming it).
+    """
+    if document.team != team.slug:
+        raise errors.DeclarationForAnotherTeam(
+            f"the declaration is for team {document.team!r}; this key acts for {team.slug!r}",
+            errors=[FieldError("team", f"must be {team.slug}", "owner_team")],
+        )
+    identities = Q()
+    for d in document.datasets:
+        identities |= Q(namespace=d.namespace, name=d.name)
+    found = (
+        {(ds.namespace, ds.name): ds for ds in Dataset.objects.filter(identities)}
+        if document.datasets
+        else {}
+    )
+    for d in document.datasets:
+        existing = found.get((d.namespace, d.name))
+        if existing is not None and existing.owner_id != team.pk:
+            raise errors.NotDatasetOwner(
+                f"{d.path} ({d.label}) is owned by another team",
+                errors=[FieldError(f"{d.path}.name", "owned by another team", "owner_team")],
+            )
+    current = {key: {f: getattr(ds, f) for f in declarations.FIELDS} for key, ds in found.items()}
+    owned = [
+        f"{ns}/{name}"
+        for ns, name in Dataset.objects.filter(owner=team)
+        .order_by("namespace", "name")
+        .values_list("namespace", "name")
+    ]
+    return declarations.plan(document, current=current, owned=owned)

@@ -22,7 +22,7 @@ from django.db import IntegrityError, OperationalError, connection, models, tran
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
-from problems import FieldError, ValidationProblem
+from problems import FieldError, Problem, ValidationProblem
 from schedules import CronError, validate_cron
 from schedules.periods import (
     LogicalInterval,
@@ -33,6 +33,7 @@ from schedules.periods import (
 
 from . import (
     change_notices,
+    declarations,
     delivery,
     doorbell,
     errors,
@@ -40,6 +41,7 @@ from . import (
     keys,
     notices,
     restatements,
+    selectors,
     storage,
     watchdog_feed,
 )
@@ -375,6 +377,66 @@ def dataset_update(
             changes=audited,
         )
     return dataset
+
+
+@transaction.atomic
+def declarations_apply(*, actor: Actor, document: declarations.Document) -> declarations.Plan:
+    """Bring the actor's team's datasets to ``document``: an idempotent upsert.
+
+    All or nothing: every declared dataset is created (``dataset_register``, then
+    ``dataset_update`` for ``lifecycle``/``sunset_at`` so the lifecycle rules apply) or
+    updated (``dataset_update`` with only the fields that differ) in one transaction, so
+    the first problem refuses the whole document. Unchanged datasets are not touched and
+    the team's datasets not in the document are left alone.
+
+    Returns:
+        The plan that was applied (``selectors.declarations_plan``).
+
+    Raises:
+        DeclarationForAnotherTeam, NotDatasetOwner (403); any problem of the services
+        (ValidationProblem 400, LifecycleNoticeRequired 409, SunsetTooSoon 422,
+        PartitioningLocked...) with the same code and status, its detail naming the
+        dataset and its field paths prefixed with ``datasets[i].``.
+
+    Side effects: those of ``dataset_register`` and ``dataset_update`` (audit entries).
+    """
+    result = selectors.declarations_plan(team=actor.team, document=document)
+    for item in result.items:
+        if item.action == "unchanged":
+            continue
+        declaration = item.declaration
+        changes = {c.field: c.new for c in item.changes}
+        try:
+            if item.action == "create":
+                create = {k: v for k, v in changes.items() if k in declarations.CREATE_FIELDS}
+                dataset = dataset_register(
+                    actor=actor,
+                    namespace=declaration.namespace,
+                    name=declaration.name,
+                    **create,
+                )
+                later = {k: v for k, v in changes.items() if k in declarations.LIFECYCLE_FIELDS}
+                if later:
+                    dataset_update(actor=actor, dataset=dataset, **later)
+            else:
+                dataset = Dataset.objects.get(
+                    namespace=declaration.namespace, name=declaration.name
+                )
+                dataset_update(actor=actor, dataset=dataset, **changes)
+        except Problem as exc:
+            raise _in_declaration(exc, declaration) from exc
+    return result
+
+
+def _in_declaration(exc: Problem, declaration: declarations.Declaration) -> Problem:
+    """The same problem (class, code, status), naming the dataset and its path."""
+    named = type(exc)(
+        f"{declaration.path} ({declaration.label}): {exc.detail}",
+        errors=[FieldError(f"{declaration.path}.{e.field}", e.detail, e.rule) for e in exc.errors]
+        or [FieldError(declaration.path, exc.detail, exc.code)],
+        extra={**exc.extra, "dataset": declaration.label},
+    )
+    return named
 
 
 SLA_FIELDS = {"sla_cron", "sla_timezone", "sla_grace_seconds", "partitioning", "partition_timezone"}

@@ -140,6 +140,35 @@ class DatasetOutputSerializer(serializers.Serializer):
     )
 
 
+class CatalogApplyQuerySerializer(StrictSerializer):
+    dry_run = serializers.BooleanField(
+        default=True, help_text="true (the default): only show the plan; false: apply it."
+    )
+
+
+class FieldChangeOutputSerializer(serializers.Serializer):
+    old = serializers.JSONField(allow_null=True)
+    new = serializers.JSONField(allow_null=True)
+
+
+class DeclaredDatasetOutputSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    action = serializers.ChoiceField(["create", "update", "unchanged"])
+    changes = serializers.DictField(child=FieldChangeOutputSerializer())
+
+
+class CatalogPlanOutputSerializer(serializers.Serializer):
+    team = serializers.CharField()
+    dry_run = serializers.BooleanField()
+    changed = serializers.BooleanField(help_text="Whether any declared dataset differs.")
+    datasets = DeclaredDatasetOutputSerializer(many=True)
+    not_declared = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="namespace/name of the team's datasets the declaration leaves alone.",
+    )
+
+
 class DatasetListFilterSerializer(StrictSerializer):
     owner = serializers.SlugField(required=False)
     namespace = serializers.CharField(max_length=255, required=False)

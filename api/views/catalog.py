@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import errors, freshness, selectors, services, watchdog_feed
+from catalog import declarations, errors, freshness, selectors, services, watchdog_feed
 from catalog.models import ApiKey, AuditEntry
+from httpkit.parsers import StrictJSONParser
 from problems import FieldError, ValidationProblem
 
+from ..parsers import DeclarationYAMLParser
 from ..serializers import catalog as s
 from .base import actor_of, paginate
 
@@ -124,6 +127,33 @@ class DatasetDetailApi(APIView):
             actor=actor_of(request), dataset=dataset, **data.validated_data
         )
         return Response(s.DatasetOutputSerializer(dataset).data)
+
+
+class CatalogApplyApi(APIView):
+    """Declarations as code: show the plan that brings the calling team's datasets to a
+    declaration (``team`` + ``datasets``, YAML or JSON) and, with ``dry_run=false``, apply
+    it all or nothing through the same rules as the dataset endpoints."""
+
+    required_scope = ApiKey.Scope.MANAGE
+    parser_classes = [DeclarationYAMLParser, StrictJSONParser]
+
+    @extend_schema(
+        parameters=[s.CatalogApplyQuerySerializer],
+        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        responses=s.CatalogPlanOutputSerializer,
+    )
+    def post(self, request: Request) -> Response:
+        query = s.CatalogApplyQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        dry_run = query.validated_data["dry_run"]
+        document = declarations.validate(request.data)
+        actor = actor_of(request)
+        if dry_run:
+            result = selectors.declarations_plan(team=actor.team, document=document)
+        else:
+            result = services.declarations_apply(actor=actor, document=document)
+        body = {**declarations.plan_as_dict(result), "dry_run": dry_run}
+        return Response(s.CatalogPlanOutputSerializer(body).data)
 
 
 class DatasetAuditApi(APIView):

@@ -1,0 +1,211 @@
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from catalog import declarations, selectors, services
+from catalog.errors import DeclarationForAnotherTeam, LifecycleNoticeRequired
+from catalog.models import AuditEntry, Dataset
+from tests.catalog.factories import DatasetFactory, TeamFactory
+
+DOC = """
+team: orders
+datasets:
+  - namespace: s3://Lake/
+    name: raw/orders
+    description: Orders as they land
+    criticality: high
+    sla_cron: "0 6 * * *"
+    sla_timezone: Europe/Paris
+    change_notice_days: 7
+  - namespace: s3://lake
+    name: raw/refunds
+"""
+
+
+def test_validate_normalises_identities_and_keeps_only_declared_fields():
+    document = declarations.validate(declarations.load(DOC))
+    assert document.team == "orders"
+    first, second = document.datasets
+    assert (first.namespace, first.name) == ("s3://lake", "raw/orders")
+    assert first.fields["criticality"] == "high"
+    assert second.fields == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "rule"),
+    [
+        ("team: [", "body", "yaml"),
+        ("- 1", "body", "type"),
+        ("datasets: []", "team", "required"),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x, sla_grace_seconds: -1}]",
+            "datasets[0].sla_grace_seconds",
+            "range",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x}, {namespace: s3://l, name: y, "
+            "criticality: huge}]",
+            "datasets[1].criticality",
+            "invalid_choice",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x, slacron: x}]",
+            "datasets[0].slacron",
+            "unknown",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: has space}]",
+            "datasets[0].name",
+            "whitespace",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x}, {namespace: s3://l, name: x}]",
+            "datasets[1].name",
+            "duplicate",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x, sunset_at: 2030-01-01T00:00:00}]",
+            "datasets[0].sunset_at",
+            "aware_datetime",
+        ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x, description: 5}]",
+            "datasets[0].description",
+            "string",
+        ),
+    ],
+)
+def test_validate_names_the_offending_path(text, path, rule):
+    with pytest.raises(declarations.InvalidDeclaration) as caught:
+        declarations.validate(declarations.load(text))
+    assert (caught.value.errors[0].field, caught.value.errors[0].rule) == (path, rule)
+
+
+def test_load_refuses_unsafe_tags_and_oversize_documents():
+    with pytest.raises(declarations.InvalidDeclaration):
+        declarations.load("team: !!python/object/apply:os.system ['true']")
+    with pytest.raises(declarations.InvalidDeclaration) as caught:
+        declarations.load(b"#" * (declarations.MAX_BYTES + 1))
+    assert caught.value.errors[0].rule == "max_bytes"
+
+
+def test_plan_diffs_fields_and_reports_not_declared():
+    document = declarations.validate(declarations.load(DOC))
+    current = {
+        ("s3://lake", "raw/orders"): {
+            **{f: None for f in declarations.FIELDS},
+            "description": "Orders as they land",
+            "criticality": "low",
+            "sla_cron": "0 6 * * *",
+            "sla_timezone": "Europe/Paris",
+            "change_notice_days": 7,
+        }
+    }
+    plan = declarations.plan(document, current=current, owned=["s3://lake/raw/orders", "s3://x/y"])
+    update, create = plan.items
+    assert update.action == "update"
+    assert [(c.field, c.old, c.new) for c in update.changes] == [("criticality", "low", "high")]
+    assert create.action == "create"
+    assert plan.not_declared == ("s3://x/y",)
+
+
+# --- against the catalog ----------------------------------------------------------------
+
+
+@pytest.fixture
+def actor(team):
+    return services.Actor(team=team, username="test")
+
+
+def _doc(text=DOC):
+    return declarations.validate(declarations.load(text))
+
+
+@pytest.mark.django_db
+def test_dry_run_changes_nothing_and_shows_the_plan(actor):
+    plan = selectors.declarations_plan(team=actor.team, document=_doc())
+    assert [i.action for i in plan.items] == ["create", "create"]
+    assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_apply_creates_then_updates_and_twice_is_a_no_op(actor):
+    services.declarations_apply(actor=actor, document=_doc())
+    orders = Dataset.objects.get(name="raw/orders")
+    assert (orders.owner, orders.criticality, orders.change_notice_days) == (actor.team, "high", 7)
+    assert Dataset.objects.filter(name="raw/refunds").exists()
+
+    again = services.declarations_apply(actor=actor, document=_doc())
+    assert {i.action for i in again.items} == {"unchanged"}
+    assert AuditEntry.objects.filter(action="dataset.updated").count() == 0
+
+    changed = services.declarations_apply(
+        actor=actor, document=_doc(DOC.replace("criticality: high", "criticality: low"))
+    )
+    assert changed.items[0].action == "update"
+    orders.refresh_from_db()
+    assert orders.criticality == "low"
+    entry = AuditEntry.objects.get(action="dataset.updated")
+    assert entry.changes == {"criticality": ["high", "low"]}
+
+
+@pytest.mark.django_db
+def test_apply_leaves_undeclared_datasets_alone(actor):
+    other = DatasetFactory(owner=actor.team, namespace="s3://lake", name="raw/old")
+    plan = services.declarations_apply(actor=actor, document=_doc())
+    assert plan.not_declared == ("s3://lake/raw/old",)
+    assert Dataset.objects.filter(pk=other.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_lifecycle_change_without_its_notice_refuses_the_whole_apply(actor):
+    DatasetFactory(owner=actor.team, namespace="s3://lake", name="raw/refunds")
+    text = DOC + "    lifecycle: deprecated\n    sunset_at: 2099-01-01T00:00:00Z\n"
+    with pytest.raises(LifecycleNoticeRequired) as caught:
+        services.declarations_apply(actor=actor, document=_doc(text))
+    assert "datasets[1]" in caught.value.detail
+    assert caught.value.errors[0].field == "datasets[1].lifecycle"
+    assert not Dataset.objects.filter(name="raw/orders").exists()  # all or nothing
+    assert Dataset.objects.get(name="raw/refunds").lifecycle == "active"
+
+
+@pytest.mark.django_db
+def test_a_declaration_for_another_team_or_dataset_is_refused(actor):
+    with pytest.raises(DeclarationForAnotherTeam):
+        services.declarations_apply(actor=actor, document=_doc(DOC.replace("orders\n", "x\n", 1)))
+    DatasetFactory(owner=TeamFactory(slug="billing"), namespace="s3://lake", name="raw/refunds")
+    with pytest.raises(Exception, match=r"datasets\[1\]"):
+        services.declarations_apply(actor=actor, document=_doc())
+    assert not Dataset.objects.filter(name="raw/orders").exists()
+
+
+@pytest.mark.django_db
+def test_apply_catalog_command_is_a_dry_run_unless_asked(team, tmp_path, capsys):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(DOC)
+    call_command("apply_catalog", str(path))
+    out = capsys.readouterr().out
+    assert "+ s3://lake/raw/orders (create)" in out
+    assert "criticality: 'high'" in out
+    assert not Dataset.objects.exists()
+    call_command("apply_catalog", str(path), "--apply")
+    assert Dataset.objects.count() == 2
+    call_command("apply_catalog", str(path), "--apply")
+    assert "no changes" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="declares team"):
+        call_command("apply_catalog", str(path), "--team", "billing")
+
+
+@pytest.mark.django_db
+def test_apply_catalog_command_reports_problems_with_their_path(team, tmp_path):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(DOC.replace('"0 6 * * *"', '"61 * * * *"'))
+    with pytest.raises(CommandError, match=r"datasets\[0\]\.sla_cron"):
+        call_command("apply_catalog", str(path), "--apply")
+    assert not Dataset.objects.exists()
+
+
+def test_sunset_at_keeps_its_offset():
+    document = _doc(DOC + "    sunset_at: 2030-01-01T00:00:00Z\n")
+    assert document.datasets[1].fields["sunset_at"] == datetime(2030, 1, 1, tzinfo=UTC)
