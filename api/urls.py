@@ -107,6 +107,21 @@ urlpatterns = [
         catalog.SubscriptionDeleteApi.as_view(),
         name="subscription-delete",
     ),
+    path(
+        "datasets/<int:dataset_id>/transfers",
+        governance.DatasetTransferCreateApi.as_view(),
+        name="dataset-transfer-list",
+    ),
+    path(
+        "datasets/<int:dataset_id>/transfers/<int:transfer_id>/accept",
+        governance.DatasetTransferAcceptApi.as_view(),
+        name="dataset-transfer-accept",
+    ),
+    path(
+        "datasets/<int:dataset_id>/transfers/<int:transfer_id>/cancel",
+        governance.DatasetTransferCancelApi.as_view(),
+        name="dataset-transfer-cancel",
+    ),
     path("claims", governance.ClaimListCreateApi.as_view(), name="claim-list"),
     path("claims/<int:claim_id>", governance.ClaimDeleteApi.as_view(), name="claim-delete"),
     path(

@@ -153,6 +153,31 @@ class ClaimNotFound(NotFound):
     title = "Claim not found"
 
 
+class ClaimOverDatasets(Conflict):
+    code = "claim_over_datasets"
+    title = "Other teams own datasets under this prefix"
+
+
+class PrefixClaimed(Conflict):
+    code = "prefix_claimed"
+    title = "Another team claims this dataset prefix"
+
+
+class TransferNotFound(NotFound):
+    code = "transfer_not_found"
+    title = "Transfer not found"
+
+
+class TransferPending(Conflict):
+    code = "transfer_pending"
+    title = "The dataset already has an open transfer"
+
+
+class TransferClosed(Conflict):
+    code = "transfer_closed"
+    title = "The transfer was already accepted or cancelled"
+
+
 class RestatementNotFound(NotFound):
     code = "restatement_not_found"
     title = "Restatement not found"

@@ -94,3 +94,58 @@ def _check_text(field: str, value: object, max_length: int) -> str:
             f"{field} must not contain whitespace, control or invisible characters",
         )
     return value
+
+
+# --- dataset prefixes (Claim kind ``dataset_prefix``) -----------------------------------
+
+_PREFIX_NAMESPACE_RE = re.compile(
+    r"^(?P<namespace>[A-Za-z][A-Za-z0-9+.\-]*(?:://[^\s/]+)?)(?:/(?P<path>.*))?$"
+)
+
+
+def dataset_location(namespace: str, name: str) -> str:
+    """Where a dataset lives, for prefix claims: ``f"{namespace}/{name}"`` of its
+    normalised identity (``s3://lake`` + ``sales/orders`` -> ``s3://lake/sales/orders``)."""
+    return f"{namespace}/{name}"
+
+
+def normalise_dataset_prefix(prefix: str) -> str:
+    """Validate and normalise a dataset prefix: a dataset namespace, optionally followed by
+    ``/`` and the start of a name.
+
+    The namespace is normalised as a dataset's is, and the name part is folded as the
+    engine folds names; a bare namespace becomes ``namespace + "/"`` (every dataset of
+    it). A prefix covers a dataset when :func:`dataset_location` starts with it, as plain
+    text: ``s3://lake/sales/`` covers ``s3://lake`` + ``sales/orders`` but not
+    ``sales_archive/x``, which ``s3://lake/sales`` (no slash) would also cover.
+
+    Args:
+        prefix: ``s3://Lake/sales/``, ``postgres://db:5432/analytics.sales.``, ``bigquery/p.``.
+
+    Returns:
+        The normalised prefix (``s3://lake/sales/``).
+
+    Raises:
+        IdentityError: with ``field`` "pattern" and ``rule`` ``required``,
+            ``whitespace`` or ``format``.
+    """
+    prefix = _check_text("pattern", prefix, MAX_NAMESPACE_LENGTH)
+    match = _PREFIX_NAMESPACE_RE.match(prefix)
+    if not match:
+        raise IdentityError(
+            "pattern",
+            "format",
+            "a dataset prefix starts with a dataset namespace (scheme://authority), "
+            f"got {prefix!r}",
+        )
+    path = match["path"] or ""
+    try:
+        identity = normalise_dataset_identity(match["namespace"], path or "x")
+    except IdentityError as exc:
+        raise IdentityError("pattern", exc.rule, str(exc)) from exc
+    return dataset_location(identity.namespace, identity.name if path else "")
+
+
+def prefix_covers(prefix: str, location: str) -> bool:
+    """Whether the normalised ``prefix`` covers the dataset at ``location``."""
+    return location.startswith(prefix)

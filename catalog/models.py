@@ -761,11 +761,16 @@ class Claim(models.Model):
     (``airflow://team-a``, ``dbt-sales``), so lineage events for those jobs sent with its
     keys are verified. ``db_role``: the team owns a database role (or user) of one server,
     named ``<dataset namespace of the server>/<role>`` (``postgres://db.example:5432/
-    reporting``), so what lineage collectors see that role read counts as the team's."""
+    reporting``), so what lineage collectors see that role read counts as the team's.
+    ``dataset_prefix``: the team owns every dataset whose location (``namespace/name``)
+    starts with the normalised prefix (``s3://lake/sales/``, see
+    ``catalog.identity.normalise_dataset_prefix``); no other team registers or receives
+    one there, and two teams' prefixes never overlap."""
 
     class Kind(models.TextChoices):
         JOB_NAMESPACE = "job_namespace"
         DB_ROLE = "db_role"
+        DATASET_PREFIX = "dataset_prefix"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="claims")
     kind = models.CharField(max_length=32, choices=Kind.choices, default=Kind.JOB_NAMESPACE)
@@ -881,3 +886,37 @@ class DatasetAlias(models.Model):
 
     def __str__(self) -> str:
         return f"{self.alias_namespace}/{self.alias_name} -> {self.namespace}/{self.name}"
+
+
+class DatasetTransfer(models.Model):
+    """A proposal by a dataset's owner team to hand it to another team: the receiving team
+    accepts it (the owner changes) or either side cancels it. One open at a time."""
+
+    class State(models.TextChoices):
+        PROPOSED = "proposed"
+        ACCEPTED = "accepted"
+        CANCELLED = "cancelled"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="transfers")
+    from_team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    to_team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PROPOSED)
+    proposed_by = models.CharField(max_length=200)
+    decided_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset"],
+                condition=Q(state="proposed"),
+                name="uniq_open_dataset_transfer",
+            ),
+            models.CheckConstraint(
+                condition=~Q(from_team=models.F("to_team")), name="transfer_to_another_team"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id}: {self.from_team_id} -> {self.to_team_id} ({self.state})"

@@ -29,6 +29,7 @@ from .models import (
     ChangeNoticeAcknowledgement,
     Claim,
     Dataset,
+    DatasetTransfer,
     DatasetUsage,
     Delivery,
     Endpoint,
@@ -413,6 +414,20 @@ def change_notice_acknowledgement_list(
 def claim_list(*, team: Team) -> QuerySet[Claim]:
     """The team's claims, newest first."""
     return Claim.objects.filter(team=team).select_related("team").order_by("-id")
+
+
+def dataset_transfer_get(*, dataset: Dataset, transfer_id: int) -> DatasetTransfer:
+    """One transfer of ``dataset`` with both teams; raises TransferNotFound."""
+    transfer = (
+        DatasetTransfer.objects.select_related("from_team", "to_team")
+        .filter(pk=transfer_id, dataset=dataset)
+        .first()
+        if 0 < transfer_id <= MAX_ID
+        else None
+    )
+    if transfer is None:
+        raise errors.TransferNotFound(f"{dataset} has no transfer {transfer_id}")
+    return transfer
 
 
 def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:

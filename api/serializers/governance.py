@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from catalog.models import Claim
+from catalog.models import Claim, DatasetTransfer
 
 from .catalog import StrictSerializer
 
@@ -15,7 +15,10 @@ class ClaimCreateInputSerializer(StrictSerializer):
     pattern = serializers.CharField(
         max_length=255,
         trim_whitespace=False,
-        help_text="For job_namespace: the OpenLineage job namespace, matched exactly.",
+        help_text="For job_namespace: the OpenLineage job namespace, matched exactly. "
+        "For db_role: <server dataset namespace>/<role>. For dataset_prefix: a dataset "
+        "namespace and the start of a name (s3://lake/sales/), normalised like a dataset's "
+        "identity and matched as a prefix of namespace/name.",
     )
 
 
@@ -25,6 +28,22 @@ class ClaimOutputSerializer(serializers.Serializer):
     kind = serializers.CharField()
     pattern = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+class DatasetTransferCreateInputSerializer(StrictSerializer):
+    to_team = serializers.SlugField(max_length=64, help_text="The receiving team's slug.")
+
+
+class DatasetTransferOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    dataset = serializers.IntegerField(source="dataset_id")
+    from_team = serializers.CharField(source="from_team.slug")
+    to_team = serializers.CharField(source="to_team.slug")
+    state = serializers.ChoiceField(DatasetTransfer.State.choices)
+    proposed_by = serializers.CharField()
+    decided_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
 
 
 class UndeclaredReadsFilterSerializer(StrictSerializer):

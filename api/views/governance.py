@@ -53,6 +53,56 @@ class ClaimDeleteApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class DatasetTransferCreateApi(APIView):
+    """The dataset's owner team proposes handing it to another team."""
+
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(
+        request=s.DatasetTransferCreateInputSerializer,
+        responses={201: s.DatasetTransferOutputSerializer},
+    )
+    def post(self, request: Request, dataset_id: int) -> Response:
+        data = s.DatasetTransferCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        transfer = services.dataset_transfer_propose(
+            actor=actor_of(request), dataset=dataset, **data.validated_data
+        )
+        return Response(
+            s.DatasetTransferOutputSerializer(transfer).data, status=status.HTTP_201_CREATED
+        )
+
+
+class DatasetTransferAcceptApi(APIView):
+    """The receiving team accepts a transfer: the dataset becomes its own."""
+
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
+    def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        services.dataset_transfer_accept(
+            actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
+        )
+        transfer = selectors.dataset_transfer_get(dataset=dataset, transfer_id=transfer_id)
+        return Response(s.DatasetTransferOutputSerializer(transfer).data)
+
+
+class DatasetTransferCancelApi(APIView):
+    """Either side cancels an open transfer."""
+
+    required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
+    def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
+        dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
+        transfer = services.dataset_transfer_cancel(
+            actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
+        )
+        return Response(s.DatasetTransferOutputSerializer(transfer).data)
+
+
 def _report_team(request: Request, slug: str | None):
     """The team whose rows a report shows: a team sees its own; a key with the
     ``governance`` scope sees every team's (None), or ``slug``'s when given.

@@ -1,6 +1,12 @@
 import pytest
 
-from catalog.identity import IdentityError, normalise_dataset_identity
+from catalog.identity import (
+    IdentityError,
+    dataset_location,
+    normalise_dataset_identity,
+    normalise_dataset_prefix,
+    prefix_covers,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,3 +49,48 @@ def test_normalise_dataset_identity_names_the_field_and_rule(namespace, name, fi
     with pytest.raises(IdentityError) as info:
         normalise_dataset_identity(namespace, name)
     assert (info.value.field, info.value.rule) == (field, rule)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("s3://lake/sales/", "s3://lake/sales/"),
+        ("S3://Lake/Sales/", "s3://lake/Sales/"),
+        ("s3://lake", "s3://lake/"),
+        ("s3://lake/", "s3://lake/"),
+        ("postgresql://DB:5432/Analytics.Sales.", "postgres://db:5432/analytics.sales."),
+        ("snowflake://acct/db.sch", "snowflake://acct/DB.SCH"),
+        ("bigquery/proj.", "bigquery/proj."),
+    ],
+)
+def test_normalise_dataset_prefix_follows_the_identity_rules(prefix, expected):
+    assert normalise_dataset_prefix(prefix) == expected
+
+
+@pytest.mark.parametrize(
+    ("prefix", "rule"),
+    [
+        ("", "required"),
+        ("s3://lake/a b", "whitespace"),
+        ("://lake/x", "format"),
+        ("1x://a", "format"),
+    ],
+)
+def test_normalise_dataset_prefix_rejects_what_is_not_a_namespace(prefix, rule):
+    with pytest.raises(IdentityError) as caught:
+        normalise_dataset_prefix(prefix)
+    assert (caught.value.field, caught.value.rule) == ("pattern", rule)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "namespace", "name", "covered"),
+    [
+        ("s3://lake/sales/", "s3://lake", "sales/orders", True),
+        ("s3://lake/sales/", "s3://lake", "sales_archive/orders", False),
+        ("s3://lake/sales", "s3://lake", "sales_archive/orders", True),
+        ("s3://lake/", "s3://lake", "anything", True),
+        ("s3://lake/", "s3://lakehouse", "anything", False),
+    ],
+)
+def test_a_prefix_covers_datasets_whose_location_starts_with_it(prefix, namespace, name, covered):
+    assert prefix_covers(prefix, dataset_location(namespace, name)) is covered
