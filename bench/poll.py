@@ -10,7 +10,7 @@ every-minute pass, with ``boot_at`` after a restart) and ``services.readiness_pu
 readiness events, in simulated time (``now=`` everywhere, ``time_machine`` frozen at the
 same instant for what reads the clock). Storage is an in-memory S3 stand-in
 (``FakeS3.call_s3("list_objects_v2", ...)`` honouring Prefix, Delimiter, MaxKeys,
-StartAfter and ContinuationToken) that counts every request; ``catalog.storage.Lister`` is
+StartAfter and ContinuationToken) that counts every request; ``catalog.objectstore.Lister`` is
 replaced, in this process only, by a subclass that lists it. Nothing in ``catalog`` is
 changed.
 
@@ -214,10 +214,10 @@ STORE = FakeS3()
 
 
 def install_lister() -> None:
-    """Make every ``storage.Lister`` the poll builds list ``STORE`` (this process only)."""
-    from catalog import storage
+    """Make every ``objectstore.Lister`` the poll builds list ``STORE`` (this process only)."""
+    import objectstore
 
-    original = storage.Lister
+    original = objectstore.Lister
     if getattr(original, "bench_fake", False):
         return
 
@@ -227,7 +227,7 @@ def install_lister() -> None:
         def __init__(self, source, *, fs=None):
             super().__init__(source, fs=fs if fs is not None else STORE)
 
-    storage.Lister = BenchLister
+    objectstore.Lister = BenchLister
 
 
 def partition_objects(prefix: str) -> list[tuple[str, int]]:
@@ -657,6 +657,7 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
     import time_machine
     from django.conf import settings
 
+    import objectstore
     from catalog import polling, services, storage
     from catalog.models import StorageGroup
 
@@ -703,7 +704,7 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
                 clock.move_to(at)
                 group.refresh_from_db()
                 before = STORE.counts()
-                lister = storage.Lister(source, fs=STORE)
+                lister = objectstore.Lister(source, fs=STORE)
                 t0 = time.perf_counter()
                 report = polling.sweep_group(group, now=at, full=full, lister=lister)
                 wall = time.perf_counter() - t0

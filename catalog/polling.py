@@ -33,6 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Min, Q
 
+import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
 
 from . import services, storage
@@ -82,7 +83,7 @@ def _is_data_file(name: str, dataset: Dataset) -> bool:
     )
 
 
-def judge(dataset: Dataset, objects: list[storage.StoredObject], read_manifest) -> Verdict:
+def judge(dataset: Dataset, objects: list[objectstore.StoredObject], read_manifest) -> Verdict:
     """Decide whether a partition is complete from the objects under its location.
 
     Args:
@@ -104,7 +105,7 @@ def judge(dataset: Dataset, objects: list[storage.StoredObject], read_manifest) 
         return Verdict(False, f"no {dataset.manifest_name} yet")
     try:
         manifest = read_manifest(dataset.manifest_name, names[dataset.manifest_name])
-    except storage.StorageError as exc:
+    except objectstore.StorageError as exc:
         return Verdict(False, f"manifest unreadable: {exc}", found={"files": len(data)})
     expected, listed, problem = _manifest_rule(manifest)
     if problem:
@@ -230,7 +231,7 @@ def sweep_group(
     now: datetime,
     full: bool = False,
     only: Dataset | None = None,
-    lister: storage.Lister | None = None,
+    lister: objectstore.Lister | None = None,
 ) -> SweepReport:
     """Sweep one group now, record what it found, store the sweep and schedule the next.
 
@@ -249,8 +250,8 @@ def sweep_group(
     try:
         source = storage.sources().get(group.source)
         if source is None:
-            raise storage.StorageError(f"storage source {group.source!r} is not configured")
-        lister = lister or storage.Lister(source)
+            raise objectstore.StorageError(f"storage source {group.source!r} is not configured")
+        lister = lister or objectstore.Lister(source)
         datasets = list(
             group.datasets.filter(completion_signal__in=Dataset.POLLED_SIGNALS)
             .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
@@ -259,7 +260,7 @@ def sweep_group(
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
         found_any, publishes_events = _sweep(group, datasets, lister, report, now=now, full=full)
-    except storage.StorageError as exc:
+    except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
         logger.warning("poll of %s failed: %s", group, exc)
     finally:
@@ -278,7 +279,7 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
     if not datasets:
         return False, True
     locations = {
-        d.pk: storage.parse_template(
+        d.pk: objectstore.parse_template(
             d.location_template, partitioned=d.partitioning != Dataset.Partitioning.NONE
         )
         for d in datasets
@@ -326,7 +327,7 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
             report.partitions_checked += 1
             inner = locations[dataset.pk].inner
             mine = [
-                storage.StoredObject(o.name[len(inner) :], o.size)
+                objectstore.StoredObject(o.name[len(inner) :], o.size)
                 for o in objects
                 if o.name.startswith(inner)
             ]

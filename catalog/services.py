@@ -22,6 +22,7 @@ from django.db import IntegrityError, OperationalError, connection, models, tran
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
+import objectstore
 from problems import FieldError, Problem, ValidationProblem
 from schedules import CronError, validate_cron
 from schedules.periods import (
@@ -42,7 +43,6 @@ from . import (
     notices,
     restatements,
     selectors,
-    storage,
     watchdog_feed,
 )
 from .crashpoints import crashpoint
@@ -468,11 +468,11 @@ def _attach_poll_group(dataset: Dataset, *, now: datetime) -> None:
     location = None
     if dataset.location_template:
         try:
-            location = storage.parse_template(
+            location = objectstore.parse_template(
                 dataset.location_template,
                 partitioned=dataset.partitioning != Dataset.Partitioning.NONE,
             )
-        except storage.TemplateError as exc:
+        except objectstore.TemplateError as exc:
             problems.append(FieldError("location_template", str(exc), "location_template"))
     for name in ("storage_source", "location_template"):
         if polled and not getattr(dataset, name):

@@ -7,46 +7,14 @@ or local path. Every filesystem is opened with its listings cache off: each swee
 store as it is.
 
 The settings-free parts live in the pure ``objectstore`` package (shared with the watchdog's
-storage check); this module reads the catalog's settings and keeps the names the poll uses.
+storage check); this module reads the catalog's settings.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from objectstore import (
-    MANIFEST_MAX_BYTES,
-    PAGE_SIZE,
-    PLACEHOLDER,
-    S3_CLIENT_CONFIG,
-    S3FS_RETRIES,
-    Lister,
-    ListingCounts,
-    Location,
-    Source,
-    StorageError,
-    StoredObject,
-    TemplateError,
-    parse_source,
-    parse_template,
-)
-
-__all__ = [
-    "MANIFEST_MAX_BYTES",
-    "PAGE_SIZE",
-    "PLACEHOLDER",
-    "S3FS_RETRIES",
-    "S3_CLIENT_CONFIG",
-    "Lister",
-    "ListingCounts",
-    "Location",
-    "Source",
-    "StorageError",
-    "StoredObject",
-    "TemplateError",
-    "parse_template",
-    "sources",
-]
+from objectstore import Source, parse_source
 
 
 def sources() -> dict[str, Source]:

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 import time_machine
 
-from catalog import polling, services, storage
+import objectstore
+from catalog import polling, services
 from catalog.models import (
     Dataset,
     Delivery,
@@ -260,8 +261,8 @@ def test_a_storage_error_is_recorded_and_does_not_stop_other_groups(lake, produc
     ],
 )
 def test_templates_that_could_escape_the_root_are_refused(template, partitioned, message):
-    with pytest.raises(storage.TemplateError, match=message):
-        storage.parse_template(template, partitioned=partitioned)
+    with pytest.raises(objectstore.TemplateError, match=message):
+        objectstore.parse_template(template, partitioned=partitioned)
 
 
 def test_a_polled_signal_needs_a_source_and_a_template(db, producer, lake):
