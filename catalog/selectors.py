@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import TypeVar
 
 from django.db.models import (
     Count,
@@ -41,6 +42,13 @@ from .models import (
 )
 
 MAX_ID = 2**63 - 1  # a bigint: larger ids cannot exist (and overflow SQLite)
+T = TypeVar("T")
+
+
+def _one(queryset: QuerySet[T], pk: int) -> T | None:
+    """The row of ``queryset`` with primary key ``pk``, or None (also for ids no row can
+    have: they are not even sent to the database)."""
+    return queryset.filter(pk=pk).first() if 0 < pk <= MAX_ID else None
 
 
 def team_get(*, slug: str) -> Team:
@@ -121,11 +129,7 @@ def dataset_get(*, namespace: str, name: str) -> Dataset:
 
 def dataset_get_by_id(*, dataset_id: int) -> Dataset:
     """The dataset with primary key ``dataset_id``; raises DatasetNotFound."""
-    dataset = (
-        Dataset.objects.select_related("owner").filter(pk=dataset_id).first()
-        if 0 < dataset_id <= MAX_ID
-        else None
-    )
+    dataset = _one(Dataset.objects.select_related("owner"), dataset_id)
     if dataset is None:
         raise errors.DatasetNotFound(f"no dataset with id {dataset_id}")
     return dataset
@@ -214,11 +218,7 @@ def restatement_list(*, dataset: Dataset) -> QuerySet[Restatement]:
 def restatement_get(*, dataset: Dataset, restatement_id: int) -> Restatement:
     """One restatement of ``dataset``, staged revisions prefetched; raises
     RestatementNotFound (also for another dataset's restatement)."""
-    restatement = (
-        restatement_list(dataset=dataset).filter(pk=restatement_id).first()
-        if 0 < restatement_id <= MAX_ID
-        else None
-    )
+    restatement = _one(restatement_list(dataset=dataset), restatement_id)
     if restatement is None:
         raise errors.RestatementNotFound(f"{dataset} has no restatement {restatement_id}")
     restatement.dataset = dataset  # with its owner, as the caller loaded it
@@ -291,11 +291,7 @@ def endpoint_list(*, team: Team) -> QuerySet[Endpoint]:
 
 def endpoint_get(*, team: Team, endpoint_id: int) -> Endpoint:
     """One of the team's endpoints; raises EndpointNotFound (others' are hidden)."""
-    endpoint = (
-        Endpoint.objects.filter(team=team, pk=endpoint_id).first()
-        if 0 < endpoint_id <= MAX_ID
-        else None
-    )
+    endpoint = _one(Endpoint.objects.filter(team=team), endpoint_id)
     if endpoint is None:
         raise errors.EndpointNotFound(f"your team has no endpoint {endpoint_id}")
     return endpoint
@@ -386,11 +382,7 @@ def change_notice_list(*, dataset: Dataset) -> QuerySet[ChangeNotice]:
 def change_notice_get(*, dataset: Dataset, notice_id: int) -> ChangeNotice:
     """One change notice of ``dataset``, acknowledgements prefetched; raises
     ChangeNoticeNotFound (also for another dataset's notice)."""
-    notice = (
-        change_notice_list(dataset=dataset).filter(pk=notice_id).first()
-        if 0 < notice_id <= MAX_ID
-        else None
-    )
+    notice = _one(change_notice_list(dataset=dataset), notice_id)
     if notice is None:
         raise errors.ChangeNoticeNotFound(f"{dataset} has no change notice {notice_id}")
     notice.dataset = dataset  # with its owner, as the caller loaded it
@@ -418,12 +410,9 @@ def claim_list(*, team: Team) -> QuerySet[Claim]:
 
 def dataset_transfer_get(*, dataset: Dataset, transfer_id: int) -> DatasetTransfer:
     """One transfer of ``dataset`` with both teams; raises TransferNotFound."""
-    transfer = (
-        DatasetTransfer.objects.select_related("from_team", "to_team")
-        .filter(pk=transfer_id, dataset=dataset)
-        .first()
-        if 0 < transfer_id <= MAX_ID
-        else None
+    transfer = _one(
+        DatasetTransfer.objects.select_related("from_team", "to_team").filter(dataset=dataset),
+        transfer_id,
     )
     if transfer is None:
         raise errors.TransferNotFound(f"{dataset} has no transfer {transfer_id}")
