@@ -36,15 +36,7 @@ class MonitorAdmin(admin.ModelAdmin):
     search_fields = ("name", "owner", "external_id")
     readonly_fields = (
         "ping_key",
-        "state",
-        "deadline_at",
-        "check_at",
-        "start_expected_at",
-        "start_check_at",
-        "last_ping_at",
-        "last_ping_kind",
-        "last_success_at",
-        "last_partition",
+        *monitors.STATE_FIELDS,
         "last_start_at",
         "rate_window_start",
         "rate_count",

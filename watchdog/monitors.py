@@ -27,6 +27,18 @@ SCHEDULE_FIELDS = {
     "start_cron",
     "start_grace_seconds",
 }
+# The watchdog's own state of a monitor: shown, never set by its managers.
+STATE_FIELDS = [
+    "state",
+    "deadline_at",
+    "check_at",
+    "start_expected_at",
+    "start_check_at",
+    "last_ping_at",
+    "last_ping_kind",
+    "last_success_at",
+    "last_partition",
+]
 
 
 def validate(monitor: Monitor) -> None:
