@@ -14,6 +14,7 @@ of silence would only repeat the same page).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -199,10 +200,8 @@ def _judge(
     """Walk the monitor's deadlines up to ``now``; returns the incidents to open and moves
     its deadline on (in memory: the caller saves)."""
     openings = []
-    deadline = monitor.deadline_at
-    for _ in range(MAX_DEADLINES_PER_MONITOR):
-        if deadline is None or schedule.check_at(monitor, deadline) > now:
-            break
+    following = monitor.deadline_at
+    for deadline in _due_deadlines(monitor, now=now):
         gap = _missing_partition(monitor, deadline, pings)
         while gap and datacheck.partition_landed(monitor, gap):
             # The data landed without its ping: the storage check records the success.
@@ -221,12 +220,23 @@ def _judge(
             openings.append(_Opening(monitor, deadline, gap, summary, page))
             monitor.state = Monitor.State.DOWN
             if monitor.kind == Monitor.Kind.PERIOD:
-                deadline = None  # wait for the next ping
+                following = None  # wait for the next ping
                 break
-        deadline = schedule.next_deadline(monitor, deadline)
-    monitor.deadline_at = deadline
-    monitor.check_at = schedule.check_at(monitor, deadline) if deadline else None
+        following = schedule.next_deadline(monitor, deadline)
+    monitor.deadline_at = following
+    monitor.check_at = schedule.check_at(monitor, following) if following else None
     return openings
+
+
+def _due_deadlines(monitor: Monitor, *, now: datetime) -> Iterator[datetime]:
+    """The monitor's deadlines whose grace has passed by ``now``, from ``deadline_at`` on,
+    oldest first; at most ``MAX_DEADLINES_PER_MONITOR`` (the rest wait for a later cycle)."""
+    deadline = monitor.deadline_at
+    for _ in range(MAX_DEADLINES_PER_MONITOR):
+        if deadline is None or schedule.check_at(monitor, deadline) > now:
+            return
+        yield deadline
+        deadline = schedule.next_deadline(monitor, deadline)
 
 
 def _question(monitor: Monitor, deadline: datetime) -> tuple:
@@ -282,16 +292,12 @@ class _PingFacts:
         for monitor in monitors:
             if monitor.kind != Monitor.Kind.DEADLINE:
                 continue
-            deadline = monitor.deadline_at
-            for _ in range(MAX_DEADLINES_PER_MONITOR):
-                if deadline is None or schedule.check_at(monitor, deadline) > now:
-                    break
+            for deadline in _due_deadlines(monitor, now=now):
                 question = _question(monitor, deadline)
                 if question[0] == "partitions":
                     keys.update((monitor.pk, key) for key in question[1])
                 elif question[0] == "window":
                     windows.append((monitor.pk, question[1], question[2]))
-                deadline = schedule.next_deadline(monitor, deadline)
         self._asked_keys = keys
         self._pinged = _pinged_partitions(keys)
         self._windows = dict.fromkeys(windows, False) | dict.fromkeys(_windows_met(windows), True)
