@@ -16,6 +16,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bin/ensure-services
+	bin/ensure-browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(PY) -m pytest --ds=config.settings.test_embedded tests/embedded $(PYTEST_ARGS)
 

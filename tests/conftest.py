@@ -86,3 +86,49 @@ def s3_bucket(moto_endpoint):
     """``s3_bucket(bucket, root) -> S3Store``, on a moto server reset for this test."""
     reset_moto(moto_endpoint)
     return lambda bucket, root: s3_store(moto_endpoint, bucket, root)
+
+
+# --- browser ----------------------------------------------------------------------------
+
+CHROMIUM = os.environ.get("TIDEMARK_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOT_DIR = os.environ.get("TIDEMARK_SCREENSHOT_DIR", "var/screenshots")
+_CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright's launch arguments, pointed at Debian's chromium (never a
+    downloaded browser). Browser tests skip, naming the binary, where it is missing."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"chromium not found at {CHROMIUM}: apt-get install -y chromium")
+    # Playwright's sync API keeps an event loop on the test's thread, which Django's
+    # async-safety check mistakes for async code; the test's ORM calls are synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "headless": True,
+        "args": _CHROMIUM_ARGS,
+    }
+
+
+@pytest.fixture
+def screenshot():
+    """``screenshot(page, name)``: saves a full-page PNG as ``<TIDEMARK_SCREENSHOT_DIR>/
+    <name>.png`` (default ``var/screenshots``), the artifact the browser tests leave."""
+    from pathlib import Path
+
+    def take(page, name: str) -> Path:
+        path = Path(SCREENSHOT_DIR) / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
