@@ -86,8 +86,11 @@ def _check_text(field: str, value: object, max_length: int) -> str:
     if len(value) > max_length:
         raise IdentityError(field, "max_length", f"{field} is longer than {max_length} characters")
     # Separators, control and invisible format characters (zero-width space, BOM, bidi
-    # overrides) would let two identities look the same.
-    if any(ch.isspace() or unicodedata.category(ch)[0] in "CZ" for ch in value):
+    # overrides) would let two identities look the same. Printable ASCII without a space
+    # has none of them: the common case skips the per-character look-up.
+    if not (value.isascii() and value.isprintable() and " " not in value) and any(
+        ch.isspace() or unicodedata.category(ch)[0] in "CZ" for ch in value
+    ):
         raise IdentityError(
             field,
             "whitespace",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rest_framework import parsers
@@ -11,6 +12,8 @@ from rest_framework.exceptions import ParseError
 from problems import FieldError, ValidationProblem
 
 MAX_DEPTH = 64
+# What jsonb and UTF-8 cannot store: NUL, and a UTF-16 surrogate left unpaired by \uXXXX.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _no_constant(name: str) -> None:
@@ -64,7 +67,7 @@ def _check(value: Any, path: str, depth: int) -> None:
 
 
 def _check_text(text: str, path: str) -> None:
-    if "\x00" in text or any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+    if _UNSTORABLE.search(text):
         raise ValidationProblem(
             f"{path or 'body'} holds a NUL character or a lone UTF-16 surrogate",
             errors=[FieldError(path or "body", "NUL or lone surrogate in a string", "text")],
