@@ -423,23 +423,19 @@ def _apply_run_event(
     )
     run = _run_lock_or_create(parsed, job=job, event=event)
 
-    changes: dict[str, Any] = {}
+    changed = False
     facts = runstate.apply(run.facts(), event_type=parsed.event_type, event_time=parsed.event_time)
     if facts != run.facts():
-        changes.update(
-            state=facts.state,
-            started_at=facts.started_at,
-            ended_at=facts.ended_at,
-            last_event_at=facts.last_event_at,
-        )
+        run.state, run.started_at = facts.state, facts.started_at
+        run.ended_at, run.last_event_at = facts.ended_at, facts.last_event_at
+        changed = True
     if run.parent_run_id is None and parsed.parent is not None:
-        changes.update(
-            parent_run_id=parsed.parent.run_id,
-            parent_job_namespace=parsed.parent.job_namespace,
-            parent_job_name=parsed.parent.job_name,
-        )
-    if changes:
-        LineageRun.objects.filter(pk=run.pk).update(**changes, updated_at=now)
+        run.parent_run_id = parsed.parent.run_id
+        run.parent_job_namespace = parsed.parent.job_namespace
+        run.parent_job_name = parsed.parent.job_name
+        changed = True
+    if changed:
+        _run_save(run, now=now)
 
     # An event naming another job than its run's reports for the run's job, which its
     # team's claim does not cover: unverified.
@@ -464,6 +460,34 @@ def _apply_run_event(
     # The run row is locked: no one else adds its edges meanwhile.
     new_ids = _run_edges_add(run, sorted(usage_ids.values()))
     catalog_services.usage_count_runs(usage_ids=new_ids)
+
+
+_RUN_SAVED_FIELDS = [
+    "state",
+    "started_at",
+    "ended_at",
+    "last_event_at",
+    "parent_run_id",
+    "parent_job_namespace",
+    "parent_job_name",
+]
+
+
+def _run_save(run: LineageRun, *, now: datetime) -> None:
+    """Write the locked run's state, times and parent. One fixed UPDATE whatever changed,
+    so PostgreSQL prepares it once (the ORM's update compiled anew for every event)."""
+    run.updated_at = now
+    if connection.vendor != "postgresql":
+        LineageRun.objects.filter(pk=run.pk).update(
+            **{column: getattr(run, column) for column in _RUN_SAVED_FIELDS}, updated_at=now
+        )
+        return
+    assignments = ", ".join(f"{column} = %s" for column in [*_RUN_SAVED_FIELDS, "updated_at"])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {LineageRun._meta.db_table} SET {assignments} WHERE id = %s",  # noqa: S608
+            [*(getattr(run, column) for column in _RUN_SAVED_FIELDS), now, run.pk],
+        )
 
 
 def _run_edges_add(run: LineageRun, usage_ids: list[int]) -> list[int]:
