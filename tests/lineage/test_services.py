@@ -480,7 +480,7 @@ def test_an_events_edges_widen_seen_times_link_datasets_and_count_each_run_once(
     assert _usage("read").run_count == 2
 
 
-# --- batches: one transaction, a savepoint per event ---------------------------------------
+# --- batches: one transaction; a savepoint per event once one fails ----------------------
 
 
 def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
@@ -526,6 +526,18 @@ def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
     }
     attempts = dict(LineageEvent.objects.values_list("run_id", "attempts").distinct())
     assert attempts == {**{uuid.UUID(r): 1 for r in runs}, uuid.UUID(poison): 2}
+
+
+def test_a_clean_batch_is_applied_without_a_savepoint_per_event(receive):
+    for n in range(4):
+        receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
+    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    with CaptureQueriesContext(connection) as captured:
+        states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+    assert set(states.values()) == {"processed"} and len(states) == 4
+    savepoints = [q for q in captured.captured_queries if q["sql"].startswith("SAVEPOINT")]
+    assert len(savepoints) == 1  # the batch's transaction, nested in the test's
+    assert LineageRun.objects.count() == 4
 
 
 def test_a_batch_with_a_lost_claim_skips_that_event_only(receive):
