@@ -64,7 +64,8 @@ def oncall_world(db, channel):
 
     from django.utils import timezone
 
-    from watchdog import incidents, monitors
+    from schedules import deadlines
+    from watchdog import incidents, monitors, schedule
     from watchdog.models import Monitor, Page
 
     now = timezone.now()
@@ -72,26 +73,33 @@ def oncall_world(db, channel):
     channel.save()
     nightly = monitors.monitor_create(
         channels=[channel],
-        now=now - timedelta(days=1),
+        now=now - timedelta(days=2),
         name="orders nightly",
         owner="orders",
         kind=Monitor.Kind.DEADLINE,
         cron="30 6 * * *",
         timezone="Europe/Berlin",
+        partitioning="daily",
+        partition_timezone="Europe/Berlin",
         grace_seconds=600,
     )
+    # Its last deadline passed without the partition: down, paged, watching the next one.
+    missed = deadlines.previous_deadline(nightly.cron, nightly.timezone, now)
+    late = missed + timedelta(seconds=nightly.grace_seconds)
     incident = incidents.open_incident(
         nightly,
         reason="missed",
-        deadline_at=now - timedelta(hours=2),
-        partition="2026-11-28",
+        deadline_at=missed,
+        partition=schedule.expected_partitions(nightly, missed)[-1],
         summary="orders nightly missed its deadline",
-        now=now - timedelta(hours=2),
+        now=late,
     )
     Page.objects.filter(incident=incident).update(
-        state=Page.State.SENT, attempts=1, sent_at=now - timedelta(hours=2), last_status=202
+        state=Page.State.SENT, attempts=1, sent_at=late, last_status=202
     )
-    Monitor.objects.filter(pk=nightly.pk).update(state=Monitor.State.DOWN)
+    nightly.state = Monitor.State.DOWN
+    monitors.reschedule(nightly, now=now)
+    nightly.save()
     hourly = monitors.monitor_create(
         now=now, name="orders hourly", owner="orders", period_seconds=3600
     )
