@@ -383,7 +383,7 @@ class LoginThrottle(models.Model):
     window, in the watchdog's own database (it uses no cache server)."""
 
     key = models.CharField(max_length=200, unique=True)
-    window_start = models.DateTimeField()
+    window_start = models.DateTimeField(db_index=True)
     failures = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:

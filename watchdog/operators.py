@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, Q, Value, When
 
 from problems import FieldError, ValidationProblem
 
@@ -103,6 +103,17 @@ def operator_update(
     return operator
 
 
+def validate_labels(labels: list[str], *, all_labels: bool) -> None:
+    """Check an operator's labels (team slugs; at least one unless ``all_labels``).
+
+    Raises:
+        ValidationProblem: naming the ``labels`` field.
+    """
+    problems = [p for p in _account_problems("x", None, labels, all_labels) if p.field == "labels"]
+    if problems:
+        raise ValidationProblem("The operator account is not valid.", errors=problems)
+
+
 def _account_problems(
     username: str, password: str | None, labels: list[str], all_labels: bool
 ) -> list[FieldError]:
@@ -152,8 +163,9 @@ def sign_in(*, username: str, password: str, remote_addr: str, now: datetime) ->
     1. Refuse at once while the username or the client address is over its failure limit
        in the current window (``WATCHDOG_ONCALL``), without checking the password.
     2. Check the password (an unknown username costs the same hashing time).
-    3. On failure count it against both keys; on success clear the username's count,
-       drop the operator's expired sessions and open a new one.
+    3. On failure count it against both keys (dropping counts of windows that ended); on
+       success clear the username's count, drop sessions that ended unsigned-out and
+       open a new one.
 
     Raises:
         SignInRefused: throttled, or wrong credentials or an inactive account.
@@ -178,14 +190,20 @@ def sign_in(*, username: str, password: str, remote_addr: str, now: datetime) ->
         ok = check_password(password, operator.password, setter=_rehasher(operator))
         ok = ok and operator.is_active
     if not ok:
+        # Counts of windows that ended are dropped, so guessed names leave no lasting rows.
+        LoginThrottle.objects.filter(window_start__lte=window_start).delete()
         for key in keys:
             _count_failure(key, window_start=window_start, now=now)
         raise SignInRefused(throttled=False)
 
     key = secrets.token_urlsafe(32)
+    idle = timedelta(seconds=_config()["idle_seconds"])
     with transaction.atomic(using=db.alias()):
         LoginThrottle.objects.filter(key=f"user:{username}").delete()
-        OperatorSession.objects.filter(operator=operator, expires_at__lte=now).delete()
+        # Sessions that ended without a sign-out (everyone's: a handful of rows).
+        OperatorSession.objects.filter(
+            Q(expires_at__lte=now) | Q(last_seen_at__lte=now - idle)
+        ).delete()
         session = OperatorSession.objects.create(
             operator=operator,
             key_digest=_digest(key),

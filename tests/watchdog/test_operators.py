@@ -191,3 +191,23 @@ def test_create_operator_refuses_bad_input_and_updates_only_with_update(monkeypa
     call_command("create_operator", "alice", "--update", "--label", "billing", stdout=io.StringIO())
     alice.refresh_from_db()
     assert alice.labels == ["billing"]
+
+
+def test_ended_sessions_and_throttle_counts_are_dropped_not_kept(alice):
+    bob = operators.operator_create(username="bob", password=PASSWORD, labels=["billing"])
+    operators.sign_in(username="bob", password=PASSWORD, remote_addr="10.0.0.5", now=T0)
+    with pytest.raises(operators.SignInRefused):
+        _sign_in(username="guessed", password="x", now=T0)
+    assert LoginThrottle.objects.count() == 2
+
+    # A day later: bob's session went idle and the guesses' window ended.
+    later = T0 + timedelta(days=1)
+    with pytest.raises(operators.SignInRefused):
+        _sign_in(username="other", password="x", addr="10.0.0.9", now=later)
+    assert set(LoginThrottle.objects.values_list("key", flat=True)) == {
+        "user:other",
+        "addr:10.0.0.9",
+    }
+    _sign_in(now=later)
+    assert list(OperatorSession.objects.values_list("operator", flat=True)) == [alice.pk]
+    assert bob.sessions.count() == 0
