@@ -102,6 +102,10 @@ class Monitor(models.Model):
     # The earliest scheduled start not yet judged, and when it is judged (+ start grace).
     start_expected_at = models.DateTimeField(null=True, blank=True)
     start_check_at = models.DateTimeField(null=True, blank=True)
+    # Who paused it (an operator's username, or "API token <name>") and when; blank unless
+    # paused.
+    paused_by = models.CharField(max_length=150, blank=True, default="", db_default="")
+    paused_at = models.DateTimeField(null=True, blank=True)
     # Per-monitor ping rate limit, kept in this row (the watchdog uses no cache server).
     rate_window_start = models.DateTimeField(null=True, blank=True)
     rate_count = models.PositiveIntegerField(default=0)

@@ -238,7 +238,10 @@ def _act(request: HttpRequest, monitor_id: int, action) -> HttpResponse:
     monitor = selectors.monitor_get(operator=request.operator, monitor_id=monitor_id)
     if monitor is None:
         return _not_found(request)
-    action(monitor, now=timezone.now())
+    if action is monitors.monitor_pause:
+        action(monitor, now=timezone.now(), by=request.operator.username)
+    else:
+        action(monitor, now=timezone.now())
     logger.info(
         "monitor %s %s by operator %s",
         monitor.pk,

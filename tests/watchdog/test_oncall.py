@@ -234,14 +234,17 @@ def test_pause_and_resume_go_through_the_watchdog_services(oncall_world, orders_
     assert Incident.objects.get(pk=incident.pk).resolved_at is not None
     # The sent trigger is followed by its resolve.
     assert Page.objects.filter(incident=incident, action="resolve", state="pending").count() == 1
+    assert (nightly.paused_by, nightly.paused_at is not None) == ("olga", True)
     shown = client.get(f"/oncall/monitors/{nightly.pk}").content.decode()
     assert 'class="state state-paused">paused<' in shown
+    assert "Paused by <strong>olga</strong>" in shown
     assert f'action="/oncall/monitors/{nightly.pk}/resume"' in shown
 
     resumed = client.post(f"/oncall/monitors/{nightly.pk}/resume", {"csrfmiddlewaretoken": token})
     assert resumed.status_code == 302
     nightly.refresh_from_db()
     assert nightly.state == Monitor.State.NEW and nightly.deadline_at is not None
+    assert (nightly.paused_by, nightly.paused_at) == ("", None)
 
 
 def test_posts_without_a_csrf_token_are_refused(oncall_world, orders_oncall):

@@ -120,6 +120,7 @@ def test_an_operator_pauses_and_resumes_a_down_monitor_in_the_browser(
     page.get_by_role("button", name="Pause").click()
     expect(page.locator("h1 .state")).to_have_text("paused")
     expect(page.get_by_text("(0 open)")).to_be_visible()
+    expect(page.locator(".actions")).to_contain_text("Paused by olga")
     expect(page.get_by_role("button", name="Resume")).to_be_visible()
     assert Monitor.objects.get(pk=nightly.pk).state == Monitor.State.PAUSED
     assert not Incident.objects.filter(monitor=nightly, resolved_at__isnull=True).exists()
