@@ -8,7 +8,9 @@ depend on none of that: operators sign in with the watchdog's own accounts
 (``watchdog.operators``), and every view carries its own CSRF protection.
 
 Every page needs a signed-in operator, and shows only the monitors it may see; another
-label's monitor answers 404, exactly as one that does not exist.
+label's monitor answers 404, exactly as one that does not exist. Django's own login is not
+theirs: they are marked ``login_not_required`` for a host that turns on
+``LoginRequiredMiddleware`` for its pages.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.middleware.csrf import CsrfViewMiddleware
@@ -131,6 +134,7 @@ def _safe_next(request: HttpRequest, target: str) -> str:
     return target if match.namespace == "oncall" and parts.path.startswith(home) else home
 
 
+@login_not_required
 @csrf_protect
 @require_http_methods(["GET", "POST"])
 def login(request: HttpRequest) -> HttpResponse:
@@ -164,6 +168,7 @@ def login(request: HttpRequest) -> HttpResponse:
     return response
 
 
+@login_not_required
 @csrf_protect
 @require_POST
 def logout(request: HttpRequest) -> HttpResponse:
@@ -176,6 +181,7 @@ def logout(request: HttpRequest) -> HttpResponse:
 # --- pages -------------------------------------------------------------------------------
 
 
+@login_not_required
 @csrf_protect
 @require_GET
 @operator_required
@@ -210,6 +216,7 @@ def monitor_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+@login_not_required
 @csrf_protect
 @require_GET
 @operator_required
@@ -251,6 +258,7 @@ def _act(request: HttpRequest, monitor_id: int, action) -> HttpResponse:
     return HttpResponseRedirect(reverse("oncall:monitor-detail", args=[monitor.pk]))
 
 
+@login_not_required
 @csrf_protect
 @require_POST
 @operator_required
@@ -259,6 +267,7 @@ def monitor_pause(request: HttpRequest, monitor_id: int) -> HttpResponse:
     return _act(request, monitor_id, monitors.monitor_pause)
 
 
+@login_not_required
 @csrf_protect
 @require_POST
 @operator_required
@@ -267,6 +276,7 @@ def monitor_resume(request: HttpRequest, monitor_id: int) -> HttpResponse:
     return _act(request, monitor_id, monitors.monitor_resume)
 
 
+@login_not_required
 @csrf_protect
 @require_GET
 @operator_required

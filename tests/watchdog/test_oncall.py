@@ -388,3 +388,16 @@ def test_the_pages_work_with_the_watchdogs_own_urls_and_middleware(oncall_world,
     assert Monitor.objects.get(pk=nightly.pk).state == Monitor.State.PAUSED
     billing = oncall_world["billing"]
     assert client.get(f"/oncall/monitors/{billing.pk}").status_code == 404
+
+
+def test_the_pages_keep_their_own_sign_in_where_the_host_requires_djangos_login(
+    settings, oncall_world, orders_oncall
+):
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    ]
+    anonymous = Client().get("/oncall/")
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/oncall/login")
+    assert Client().get("/oncall/login").status_code == 200
+    assert _client_for(orders_oncall).get("/oncall/").status_code == 200
