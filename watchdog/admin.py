@@ -3,6 +3,10 @@
 A monitor edited here goes through the same rules as the REST API: its fields are checked
 by ``monitors.validate`` (errors shown on the form) and a changed schedule re-plans its next
 deadline and start from now.
+
+Operators of the on-call pages are made with ``manage.py create_operator`` (which sets the
+password); here their labels can be changed and an account deactivated (its sessions end
+at once).
 """
 
 from django import forms
@@ -11,8 +15,8 @@ from django.utils import timezone
 
 from problems import ValidationProblem
 
-from . import monitors
-from .models import Channel, Incident, Monitor, Page
+from . import monitors, operators
+from .models import Channel, Incident, Monitor, Operator, Page
 
 
 class MonitorForm(forms.ModelForm):
@@ -65,3 +69,33 @@ class IncidentAdmin(admin.ModelAdmin):
 class PageAdmin(admin.ModelAdmin):
     list_display = ("incident", "channel", "action", "state", "attempts", "last_status")
     list_filter = ("state", "action")
+
+
+class OperatorForm(forms.ModelForm):
+    """Labels and the active flag of an operator, checked as ``create_operator`` does."""
+
+    def clean(self):
+        cleaned = super().clean()
+        labels = cleaned.get("labels") or []
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            self.add_error("labels", 'a list of owner labels, e.g. ["orders"]')
+            return cleaned
+        try:
+            operators.validate_labels(labels, all_labels=cleaned.get("all_labels", False))
+        except ValidationProblem as problem:
+            for error in problem.errors:
+                self.add_error(error.field if error.field in self.fields else None, error.detail)
+        return cleaned
+
+
+@admin.register(Operator)
+class OperatorAdmin(admin.ModelAdmin):
+    form = OperatorForm
+    list_display = ("username", "all_labels", "labels", "is_active", "last_login_at")
+    list_filter = ("is_active", "all_labels")
+    search_fields = ("username",)
+    fields = ("username", "is_active", "all_labels", "labels", "created_at", "last_login_at")
+    readonly_fields = ("username", "created_at", "last_login_at")
+
+    def has_add_permission(self, request):
+        return False  # manage.py create_operator, which takes the password safely

@@ -168,6 +168,11 @@ def _monitor(monitor_id: int) -> Monitor:
     return monitor
 
 
+def _caller(request: Request) -> str:
+    """Who made an API call, as a monitor's ``paused_by`` names it."""
+    return f"API token {request.auth.name}" if request.auth is not None else "API"
+
+
 class MonitorListCreateApi(WatchdogApiView):
     def get(self, request: Request) -> Response:
         queryset = Monitor.objects.prefetch_related("channels").order_by("id")
@@ -205,7 +210,9 @@ class MonitorDetailApi(WatchdogApiView):
 
 class MonitorPauseApi(WatchdogApiView):
     def post(self, request: Request, monitor_id: int) -> Response:
-        monitor = monitors.monitor_pause(_monitor(monitor_id), now=timezone.now())
+        monitor = monitors.monitor_pause(
+            _monitor(monitor_id), now=timezone.now(), by=_caller(request)
+        )
         return Response(MonitorOutputSerializer(monitor).data)
 
 
@@ -295,7 +302,7 @@ class ExternalMonitorApi(WatchdogApiView):
             **fields,
         )
         if changed and not active and monitor.state != Monitor.State.PAUSED:
-            monitor = monitors.monitor_pause(monitor, now=timezone.now())
+            monitor = monitors.monitor_pause(monitor, now=timezone.now(), by=_caller(request))
         elif changed and active and monitor.state == Monitor.State.PAUSED:
             monitor = monitors.monitor_resume(monitor, now=timezone.now())
         return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)

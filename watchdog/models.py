@@ -102,6 +102,10 @@ class Monitor(models.Model):
     # The earliest scheduled start not yet judged, and when it is judged (+ start grace).
     start_expected_at = models.DateTimeField(null=True, blank=True)
     start_check_at = models.DateTimeField(null=True, blank=True)
+    # Who paused it (an operator's username, or "API token <name>") and when; blank unless
+    # paused.
+    paused_by = models.CharField(max_length=150, blank=True, default="", db_default="")
+    paused_at = models.DateTimeField(null=True, blank=True)
     # Per-monitor ping rate limit, kept in this row (the watchdog uses no cache server).
     rate_window_start = models.DateTimeField(null=True, blank=True)
     rate_count = models.PositiveIntegerField(default=0)
@@ -190,6 +194,8 @@ class Run(models.Model):
                 fields=["overdue_at"], name="run_overdue", condition=Q(overdue_at__isnull=False)
             ),
             models.Index(fields=["monitor", "run_id"], name="run_by_id"),
+            # A monitor's recent runs (its on-call page).
+            models.Index(fields=["monitor", "-started_at"], name="run_recent"),
         ]
 
     def __str__(self) -> str:
@@ -223,7 +229,9 @@ class Incident(models.Model):
         indexes = [
             models.Index(
                 fields=["monitor"], name="incident_open", condition=Q(resolved_at__isnull=True)
-            )
+            ),
+            # The most recent incidents first (the on-call incidents page).
+            models.Index(fields=["-opened_at"], name="incident_recent"),
         ]
 
     def __str__(self) -> str:
@@ -332,3 +340,55 @@ class LoopState(models.Model):
 
     def __str__(self) -> str:
         return f"watchdog loop, last cycle {self.last_cycle_at}"
+
+
+class Operator(models.Model):
+    """A person who may use the on-call pages, kept in the watchdog's own database (not
+    Django's ``auth.User``, which lives in the catalog's), so the pages work when the
+    watchdog is deployed alone and while the catalog is down.
+
+    An operator sees and acts on the monitors whose owner label is in ``labels`` (team
+    slugs, as the catalog sets them), or on every monitor with ``all_labels``.
+    """
+
+    username = models.CharField(max_length=150, unique=True)
+    password = models.CharField(max_length=128, help_text="A django.contrib.auth hash.")
+    is_active = models.BooleanField(default=True)
+    all_labels = models.BooleanField(default=False, help_text="Sees every owner label.")
+    labels = models.JSONField(default=list, blank=True, help_text="Owner labels it may see.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.username
+
+    def may_see(self, owner: str) -> bool:
+        """Whether a monitor with this owner label is visible to (and may be paused by)
+        this operator."""
+        return self.all_labels or owner in self.labels
+
+
+class OperatorSession(models.Model):
+    """A signed-in browser: the cookie holds a random key, this row its SHA-256 digest.
+    Ended by logging out, after ``idle`` without a request, or at ``expires_at``."""
+
+    operator = models.ForeignKey(Operator, on_delete=models.CASCADE, related_name="sessions")
+    key_digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    expires_at = models.DateTimeField(help_text="Absolute end, however active the session.")
+
+    def __str__(self) -> str:
+        return f"session of {self.operator_id} from {self.created_at}"
+
+
+class LoginThrottle(models.Model):
+    """Failed sign-ins counted per key (``user:<name>`` or ``addr:<ip>``) in a fixed
+    window, in the watchdog's own database (it uses no cache server)."""
+
+    key = models.CharField(max_length=200, unique=True)
+    window_start = models.DateTimeField(db_index=True)
+    failures = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.failures} since {self.window_start}"

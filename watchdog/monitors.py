@@ -38,6 +38,8 @@ STATE_FIELDS = [
     "last_ping_kind",
     "last_success_at",
     "last_partition",
+    "paused_by",
+    "paused_at",
 ]
 
 
@@ -164,10 +166,17 @@ def monitor_update(
     return monitor
 
 
-def monitor_pause(monitor: Monitor, *, now: datetime) -> Monitor:
-    """Stop judging deadlines and resolve what is open (no pages while paused)."""
+def monitor_pause(monitor: Monitor, *, now: datetime, by: str = "") -> Monitor:
+    """Stop judging deadlines and resolve what is open (no pages while paused).
+
+    Args:
+        by: who pauses it, kept with the time until it is resumed (a second pause of a
+            paused monitor keeps the first).
+    """
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        if monitor.state != Monitor.State.PAUSED:
+            monitor.paused_by, monitor.paused_at = by[:150], now
         monitor.state = Monitor.State.PAUSED
         reschedule(monitor, now=now)
         monitor.save()
@@ -180,6 +189,7 @@ def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
         monitor.state = Monitor.State.UP if monitor.last_success_at else Monitor.State.NEW
+        monitor.paused_by, monitor.paused_at = "", None
         if monitor.kind == Monitor.Kind.PERIOD:
             # A resumed period monitor gets a full period before it can be late.
             if monitor.last_success_at:

@@ -296,6 +296,18 @@ WATCHDOG_PAGING = {
     # up on what queued during the outage (data that landed resolves without a page).
     "hold_after_recovery_seconds": env.int("WATCHDOG_HOLD_AFTER_RECOVERY", default=120),
 }
+# The watchdog's on-call pages (/oncall/), signed in with its own operator accounts
+# (manage.py create_operator). Seconds throughout. Their cookie is Secure as Django's
+# session cookie is (SESSION_COOKIE_SECURE), or when the request came over https.
+WATCHDOG_ONCALL = {
+    # A session ends after this long without a request, and in any case after max_age.
+    "idle_seconds": env.int("WATCHDOG_ONCALL_IDLE", default=12 * 3600),
+    "max_age_seconds": env.int("WATCHDOG_ONCALL_MAX_AGE", default=7 * 86400),
+    # Failed sign-ins allowed per username and per client address in one window.
+    "login_window_seconds": env.int("WATCHDOG_ONCALL_LOGIN_WINDOW", default=900),
+    "login_failures_per_user": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_USER", default=10),
+    "login_failures_per_addr": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_ADDR", default=50),
+}
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 

@@ -7,7 +7,7 @@ run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
 """
 
 from .base import *  # noqa: F403
-from .base import _database, env
+from .base import WATCHDOG_PUBLIC_URL, _database, env
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -20,6 +20,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
 ]
 ROOT_URLCONF = "config.urls_watchdog"
+# The on-call pages' cookies (sign-in, CSRF) go only over https when the watchdog is
+# served over https.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool(
+    "WATCHDOG_SECURE_COOKIES", default=WATCHDOG_PUBLIC_URL.startswith("https://")
+)
 WSGI_APPLICATION = "config.wsgi_watchdog.application"
 DATABASES = {
     "default": _database(

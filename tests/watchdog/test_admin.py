@@ -43,3 +43,26 @@ def test_a_monitor_added_in_the_admin_is_checked_and_scheduled(admin_client):
     assert changed.status_code == 302
     monitor.refresh_from_db()
     assert monitor.deadline_at == datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+
+
+def test_operators_are_listed_relabelled_and_deactivated_in_the_admin(admin_client):
+    from watchdog import operators
+    from watchdog.models import Operator
+
+    olga = operators.operator_create(username="olga", password="tide-watch-4417", labels=["orders"])
+    key = operators.sign_in(
+        username="olga", password="tide-watch-4417", remote_addr="10.0.0.1", now=T0
+    ).key
+    assert "olga" in admin_client.get("/admin/watchdog/operator/").content.decode()
+    assert admin_client.get("/admin/watchdog/operator/add/").status_code == 403
+    url = f"/admin/watchdog/operator/{olga.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert "pbkdf2" not in page and "md5$" not in page  # the hash is never shown
+
+    bad = admin_client.post(url, {"is_active": "on", "labels": '["Not A Slug"]'})
+    assert bad.status_code == 200 and "not owner labels" in bad.content.decode()
+    changed = admin_client.post(url, {"labels": '["orders", "billing"]'})  # inactive
+    assert changed.status_code == 302
+    olga = Operator.objects.get(pk=olga.pk)
+    assert olga.labels == ["orders", "billing"] and not olga.is_active
+    assert operators.session_for(key, now=T0) is None

@@ -312,6 +312,8 @@ def test_pause_stops_judging_and_resume_watches_again(api, pagerduty_channel, cl
     assert paused.status_code == 200, paused.content
     assert paused.json()["state"] == "paused"
     assert paused.json()["check_at"] is None and paused.json()["deadline_at"] is None
+    assert paused.json()["paused_by"] == "API token test"
+    assert paused.json()["paused_at"] == "2026-11-29T05:00:00Z"
 
     # Deadlines pass while paused: no incident, no page, even for a ping received meanwhile.
     assert _cycle(clock, datetime(2026, 11, 29, 7, 0, tzinfo=UTC)).missed == []
@@ -327,6 +329,7 @@ def test_pause_stops_judging_and_resume_watches_again(api, pagerduty_channel, cl
     resumed = api.post(f"/api/v1/monitors/{monitor_id}/resume")
     assert resumed.status_code == 200, resumed.content
     assert resumed.json()["state"] == "up"  # it had a success ping
+    assert (resumed.json()["paused_by"], resumed.json()["paused_at"]) == ("", None)
     assert resumed.json()["deadline_at"] == "2026-12-03T06:00:00Z"  # the next one after now
 
     # Watched again: the next deadline, missed, opens an incident.

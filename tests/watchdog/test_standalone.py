@@ -181,3 +181,78 @@ def test_system_check_refuses_a_watchdog_database_shared_with_the_catalog(
     separate = _run([MANAGE, "check"], env)
     assert separate.returncode == 0, separate.stdout + separate.stderr
     assert "watchdog.E001" not in separate.stdout + separate.stderr
+
+
+# Runs inside the standalone process: an operator signs in to the on-call pages, lists its
+# monitors, opens one and pauses it, with CSRF enforced, through the watchdog's own URLs.
+ONCALL_SCRIPT = r"""
+import json, re, sys
+
+import django
+django.setup()
+
+from django.test import Client
+from django.utils import timezone
+
+from watchdog import monitors
+from watchdog.models import Monitor
+
+now = timezone.now()
+mine = monitors.monitor_create(now=now, name="orders nightly", owner="orders", period_seconds=60)
+other = monitors.monitor_create(now=now, name="billing export", owner="billing", period_seconds=60)
+
+client = Client(HTTP_HOST="127.0.0.1", enforce_csrf_checks=True)
+anonymous = client.get("/oncall/")
+login_page = client.get("/oncall/login")
+token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page.content.decode())[1]
+signed_in = client.post(
+    "/oncall/login", {"username": "olga", "password": sys.argv[1], "csrfmiddlewaretoken": token}
+)
+listed = client.get("/oncall/")
+detail = client.get(f"/oncall/monitors/{mine.pk}")
+token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', detail.content.decode())[1]
+no_token = client.post(f"/oncall/monitors/{mine.pk}/pause")
+paused = client.post(f"/oncall/monitors/{mine.pk}/pause", {"csrfmiddlewaretoken": token})
+others = client.get(f"/oncall/monitors/{other.pk}")
+incidents = client.get("/oncall/incidents")
+
+print("RESULT " + json.dumps({
+    "anonymous": [anonymous.status_code, anonymous.get("Location")],
+    "login_page": login_page.status_code,
+    "signed_in": [signed_in.status_code, signed_in.get("Location")],
+    "listed": [listed.status_code, re.findall(r'monitors/\d+">([^<]+)<', listed.content.decode())],
+    "detail": detail.status_code,
+    "no_token": no_token.status_code,
+    "paused": paused.status_code,
+    "state": Monitor.objects.get(pk=mine.pk).state,
+    "others": others.status_code,
+    "incidents": incidents.status_code,
+    "modules": sorted(sys.modules),
+}))
+"""
+
+
+def test_standalone_watchdog_serves_the_on_call_pages_to_its_own_operators(standalone_env):
+    env = {**standalone_env, "WATCHDOG_OPERATOR_PASSWORD": "tide-watch-4417"}
+    created = _run([MANAGE, "create_operator", "olga", "--label", "orders"], env)
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert created.stdout.strip() == "operator olga (orders)"
+    assert "tide-watch-4417" not in created.stdout + created.stderr
+
+    done = _run(["-c", ONCALL_SCRIPT, "tide-watch-4417"], standalone_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    result = json.loads(line.removeprefix("RESULT "))
+
+    assert result["anonymous"] == [302, "/oncall/login?next=%2Foncall%2F"]
+    assert result["login_page"] == 200
+    assert result["signed_in"] == [302, "/oncall/"]
+    assert result["listed"] == [200, ["orders nightly"]]
+    assert result["detail"] == 200
+    assert result["no_token"] == 403
+    assert result["paused"] == 302
+    assert result["state"] == "paused"
+    assert result["others"] == 404
+    assert result["incidents"] == 200
+    assert "watchdog.oncall" in result["modules"]
+    assert _forbidden(result["modules"]) == []
