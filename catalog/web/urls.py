@@ -1,0 +1,21 @@
+"""The catalog's web pages, mounted at the site root (``config.urls``)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.dataset_list_page, name="datasets"),
+    path("datasets/<int:dataset_id>/", views.dataset_page, name="dataset"),
+    path("teams/<slug:slug>/", views.team_page, name="team"),
+    path("governance/", views.governance_page, name="governance"),
+]
+
+# Django's own login and logout views (namespaced ``login``/``logout`` at the root).
+auth_urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
