@@ -31,7 +31,14 @@ from .models import (
 )
 
 GOVERNANCE_PERMISSION = "catalog.view_datasetusage"
-FRESHNESS_FILTERS = ("fresh", "awaiting", "due", "late", "no_sla")
+# The catalog page's freshness filter: {value: label}. Fresh and awaiting are one choice:
+# telling them apart needs each dataset's cron, which SQL cannot evaluate.
+FRESHNESS_FILTERS = {
+    "late": "late",
+    "due": "due",
+    "on_time": "fresh or awaiting",
+    "no_sla": "no SLA",
+}
 
 
 # --- people ---------------------------------------------------------------------------------
@@ -90,12 +97,13 @@ def dataset_rows(
     Args:
         owner: team slug; namespace: exact, normalised; criticality, lifecycle: values of
             their choices; search: case-insensitive substring of name or description.
-        freshness_state: one of ``FRESHNESS_FILTERS``, judged from stored state so the
+        freshness_state: a key of ``FRESHNESS_FILTERS``, judged from stored state so the
             filter is one SQL condition: ``no_sla`` (no SLA or unpartitioned), ``late``
             (an open late partition), ``due`` (a stored deadline has passed and its grace
-            runs), ``fresh`` and ``awaiting`` (an SLA, nothing late, no grace running). The
-            badge of each row is then judged exactly (``rows_freshness``), so a ``due``
-            row whose partitions all arrived inside its grace shows ``fresh``.
+            runs), ``on_time`` (an SLA, nothing late, no grace running: fresh or
+            awaiting). The badge of each row is then judged exactly
+            (``rows_freshness``), so a ``due`` row whose partitions all arrived inside
+            its grace shows ``fresh``.
         now: aware UTC instant.
     """
     queryset = selectors.dataset_list(

@@ -22,7 +22,7 @@ class DatasetFilterForm(forms.Form):
     )
     freshness = forms.ChoiceField(
         required=False,
-        choices=[("", "any")] + [(s, s.replace("_", " ")) for s in FRESHNESS_FILTERS],
+        choices=[("", "any"), *FRESHNESS_FILTERS.items()],
     )
     lifecycle = forms.ChoiceField(required=False, choices=[("", "any"), *Dataset.Lifecycle.choices])
 
