@@ -159,14 +159,14 @@ def timeline_partitions(*, dataset: Dataset, since: datetime) -> dict[str, dict]
     every revision, staged ones included)."""
     rows = (
         Partition.objects.filter(dataset=dataset, start_at__gte=since)
-        .annotate(revisions=Count("revisions"))
+        .annotate(revision_count=Count("revisions"))
         .values(
             "key",
             "current_revision__state",
             "current_revision__ready_at",
             "current_revision__detected_by",
             "current_revision__version",
-            "revisions",
+            "revision_count",
         )
     )
     return {
@@ -175,7 +175,7 @@ def timeline_partitions(*, dataset: Dataset, since: datetime) -> dict[str, dict]
             "ready_at": row["current_revision__ready_at"],
             "detected_by": row["current_revision__detected_by"],
             "version": row["current_revision__version"],
-            "revisions": row["revisions"],
+            "revisions": row["revision_count"],
         }
         for row in rows
     }

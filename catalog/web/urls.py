@@ -10,6 +10,13 @@ app_name = "web"
 urlpatterns = [
     path("", views.dataset_list_page, name="datasets"),
     path("datasets/<int:dataset_id>/", views.dataset_page, name="dataset"),
+    path("datasets/<int:dataset_id>/edit", views.dataset_edit, name="dataset-edit"),
+    path("datasets/<int:dataset_id>/subscribe", views.dataset_subscribe, name="dataset-subscribe"),
+    path(
+        "datasets/<int:dataset_id>/notices/<int:notice_id>/acknowledge",
+        views.change_notice_acknowledge,
+        name="notice-acknowledge",
+    ),
     path("teams/<slug:slug>/", views.team_page, name="team"),
     path("governance/", views.governance_page, name="governance"),
 ]

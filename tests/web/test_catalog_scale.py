@@ -153,3 +153,18 @@ def test_latest_ready_partition_is_an_index_lookup(big_catalog):
     print("\n" + plan)
     assert "partition_newest" in plan
     assert "Seq Scan on catalog_partition " not in plan
+
+
+def test_dataset_page_with_a_million_partitions_is_fast_and_bounded(
+    viewer, django_assert_max_num_queries
+):
+    dataset = Dataset.objects.get(name="raw/table_00010")
+    url = f"/datasets/{dataset.pk}/"
+    viewer.get(url)  # warm
+    with django_assert_max_num_queries(22) as captured:
+        response, ms = timed_get(viewer, url)
+    assert response.status_code == 200
+    cells = response.context["cells"]
+    assert len(cells) == 30 and {c.status for c in cells} <= {"on_time", "late", "due", "missing"}
+    print(f"\ndataset page: {len(captured)} queries, {ms:.0f} ms")
+    assert ms < 1000
