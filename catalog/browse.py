@@ -22,8 +22,11 @@ from .models import (
     AuditEntry,
     Dataset,
     DatasetUsage,
+    Delivery,
+    Endpoint,
     LatePartition,
     Membership,
+    Notification,
     Partition,
     PartitionRevision,
     Subscription,
@@ -236,3 +239,58 @@ def dataset_consumers(*, dataset: Dataset) -> list[Consumer]:
 def audit_trail(*, dataset: Dataset, limit: int = 50) -> list[AuditEntry]:
     """The dataset's newest ``limit`` audit entries, newest first."""
     return list(AuditEntry.objects.filter(dataset=dataset).order_by("-created_at", "-id")[:limit])
+
+
+# --- a team ---------------------------------------------------------------------------------
+
+
+def endpoint_health(*, team: Team) -> list[Endpoint]:
+    """The team's endpoints with their delivery counts (``selectors.endpoint_list``) and
+    ``success_rate``: succeeded over finished deliveries (succeeded and dead letters), in
+    percent, None when none finished."""
+    endpoints = list(selectors.endpoint_list(team=team))
+    for endpoint in endpoints:
+        finished = endpoint.n_succeeded + endpoint.n_dead_letters
+        endpoint.success_rate = (
+            round(100 * endpoint.n_succeeded / finished, 1) if finished else None
+        )
+    return endpoints
+
+
+# --- governance -----------------------------------------------------------------------------
+
+
+def critical_without_sla(*, team: Team | None) -> QuerySet[Dataset]:
+    """Critical datasets (not retired) with no SLA (none set, or unpartitioned): nothing
+    judges their freshness and the watchdog cannot watch them. ``team``: only its own;
+    None: every team's. Owner joined, by identity."""
+    queryset = (
+        Dataset.objects.filter(criticality=Dataset.Criticality.CRITICAL)
+        .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+        .filter(Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE))
+        .select_related("owner")
+        .order_by("namespace", "name")
+    )
+    return queryset if team is None else queryset.filter(owner=team)
+
+
+def critical_without_monitor(*, team: Team | None) -> QuerySet[Dataset]:
+    """Critical datasets with an SLA (not retired) whose watchdog monitor definition was
+    never delivered to the watchdog (no succeeded ``watchdog.monitor`` delivery): on-call
+    would not be paged when they are late. ``team``: only its own; None: every team's.
+    Owner joined, by identity."""
+    delivered = Delivery.objects.filter(
+        notification__dataset=OuterRef("pk"),
+        notification__type=Notification.Type.WATCHDOG_MONITOR,
+        state=Delivery.State.SUCCEEDED,
+    )
+    queryset = (
+        Dataset.objects.filter(criticality=Dataset.Criticality.CRITICAL)
+        .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+        .exclude(sla_cron="")
+        .exclude(partitioning=Dataset.Partitioning.NONE)
+        .filter(~Exists(delivered))
+        .select_related("owner")
+        .order_by("namespace", "name")
+    )
+    return queryset if team is None else queryset.filter(owner=team)

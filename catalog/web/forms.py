@@ -10,7 +10,7 @@ from problems import Problem
 
 from .. import delivery
 from ..browse import FRESHNESS_FILTERS
-from ..models import Dataset
+from ..models import ApiKey, Dataset
 
 
 class DatasetFilterForm(forms.Form):
@@ -135,3 +135,23 @@ def add_validation_error(form: forms.Form, error: ValidationError) -> None:
             form.add_error(field if field in form.fields else None, messages)
     else:
         form.add_error(None, error.messages)
+
+
+class ApiKeyCreateForm(forms.Form):
+    """A new API key for the team; ``api_key_create`` judges it. The ``governance`` scope
+    is offered to governance staff only."""
+
+    name = forms.CharField(max_length=100)
+    scopes = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        initial=[ApiKey.Scope.READ],
+    )
+    expires_at = forms.DateTimeField(required=False, label="Expires (UTC, optional)")
+
+    def __init__(self, *args, governance: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scopes"].choices = [
+            (value, label)
+            for value, label in ApiKey.Scope.choices
+            if governance or value != ApiKey.Scope.GOVERNANCE
+        ]

@@ -18,6 +18,18 @@ urlpatterns = [
         name="notice-acknowledge",
     ),
     path("teams/<slug:slug>/", views.team_page, name="team"),
+    path(
+        "teams/<slug:slug>/deliveries/<int:delivery_id>/replay",
+        views.delivery_replay,
+        name="delivery-replay",
+    ),
+    path(
+        "teams/<slug:slug>/endpoints/<int:endpoint_id>/replay",
+        views.endpoint_replay,
+        name="endpoint-replay",
+    ),
+    path("teams/<slug:slug>/keys", views.api_key_create, name="key-create"),
+    path("teams/<slug:slug>/keys/<str:public_id>/revoke", views.api_key_revoke, name="key-revoke"),
     path("governance/", views.governance_page, name="governance"),
 ]
 

@@ -22,6 +22,7 @@ from problems import Problem
 from .. import (
     browse,
     change_notices,
+    delivery,
     errors,
     freshness,
     graph_layout,
@@ -29,8 +30,9 @@ from .. import (
     services,
     timeline,
 )
-from ..models import Dataset, Team
+from ..models import Dataset, Membership, Team
 from .forms import (
+    ApiKeyCreateForm,
     DatasetEditForm,
     DatasetFilterForm,
     SubscribeForm,
@@ -266,14 +268,144 @@ def _dataset_or_404(dataset_id: int) -> Dataset:
         raise Http404(exc.detail) from exc
 
 
-@require_GET
-@login_required
-def team_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """A team's page, for its members only (404 for others)."""
+DEAD_LETTERS_SHOWN = 25
+OWNED_SHOWN = 200
+
+
+def _member_or_404(request: HttpRequest, slug: str) -> Membership:
+    """The person's membership of team ``slug``; 404 for a team they are not in (others'
+    teams are not revealed)."""
     membership = browse.person_team(user=request.user, slug=slug)
     if membership is None:
         raise Http404(f"you are not a member of team {slug!r}")
-    return _render(request, "catalog/team.html", {"nav": "team", "team": membership.team})
+    return membership
+
+
+def _admin_or_403(request: HttpRequest, slug: str) -> Membership:
+    membership = _member_or_404(request, slug)
+    if membership.role != Membership.Role.ADMIN:
+        raise PermissionDenied(f"only admins of team {slug} manage its API keys")
+    return membership
+
+
+@require_GET
+@login_required
+def team_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """A team, for its members only (404 for others): its datasets, subscriptions,
+    webhook endpoints with their delivery health and dead letters (replayable), and API
+    keys (admins create and revoke them)."""
+    membership = _member_or_404(request, slug)
+    return _team_response(request, membership)
+
+
+def _team_response(
+    request: HttpRequest,
+    membership: Membership,
+    *,
+    key_form: ApiKeyCreateForm | None = None,
+    new_token: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    team = membership.team
+    now = timezone.now()
+    owned = browse.dataset_rows(owner=team.slug, now=now)
+    shown = list(owned[:OWNED_SHOWN])
+    states = browse.rows_freshness(shown, now=now)
+    is_admin = membership.role == Membership.Role.ADMIN
+    context = {
+        "nav": "team",
+        "team": team,
+        "is_admin": is_admin,
+        "owned": [(d, states[d.pk]) for d in shown],
+        "owned_count": owned.count(),
+        "subscriptions": list(selectors.subscription_list(team=team)),
+        "endpoints": browse.endpoint_health(team=team),
+        "dead_letters": list(
+            selectors.delivery_list(team=team, state="dead_letter")[:DEAD_LETTERS_SHOWN]
+        ),
+        "keys": list(selectors.api_key_list(team=team)),
+        "now": now,
+        "key_form": key_form
+        or (
+            ApiKeyCreateForm(governance=browse.person_is_governance(user=request.user))
+            if is_admin
+            else None
+        ),
+        "new_token": new_token,
+    }
+    return _render(request, "catalog/team.html", context, status=status)
+
+
+@require_POST
+@login_required
+def delivery_replay(request: HttpRequest, slug: str, delivery_id: int) -> HttpResponse:
+    """Replay one dead letter of the team's endpoints (``delivery_replay``); another
+    team's delivery is 404."""
+    team = _member_or_404(request, slug).team
+    try:
+        found = selectors.delivery_get(team=team, delivery_id=delivery_id)
+        delivery.delivery_replay(delivery=found, now=timezone.now())
+    except errors.DeliveryNotFound as exc:
+        raise Http404(exc.detail) from exc
+    except errors.NotADeadLetter as problem:
+        messages.error(request, problem.detail)
+    else:
+        messages.success(request, f"Delivery {delivery_id} will be sent again.")
+    return redirect(f"{reverse('web:team', args=[slug])}#deliveries")
+
+
+@require_POST
+@login_required
+def endpoint_replay(request: HttpRequest, slug: str, endpoint_id: int) -> HttpResponse:
+    """Replay every dead letter of one of the team's endpoints
+    (``endpoint_replay_dead_letters``); another team's endpoint is 404."""
+    team = _member_or_404(request, slug).team
+    try:
+        endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
+    except errors.EndpointNotFound as exc:
+        raise Http404(exc.detail) from exc
+    count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
+    messages.success(request, f"{count} dead letter{'s' if count != 1 else ''} will be sent again.")
+    return redirect(f"{reverse('web:team', args=[slug])}#deliveries")
+
+
+@require_POST
+@login_required
+def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """A team admin creates an API key (``api_key_create``); its token is shown once, on
+    the page this answers, and never stored."""
+    membership = _admin_or_403(request, slug)
+    form = ApiKeyCreateForm(request.POST, governance=browse.person_is_governance(user=request.user))
+    if form.is_valid():
+        try:
+            _, token = services.api_key_create(
+                team=membership.team,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                expires_at=form.cleaned_data["expires_at"],
+            )
+        except Problem as problem:
+            add_problem(form, problem)
+        except ValidationError as error:
+            add_validation_error(form, error)
+        else:
+            return _team_response(request, membership, new_token=token)
+    return _team_response(request, membership, key_form=form, status=400)
+
+
+@require_POST
+@login_required
+def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpResponse:
+    """A team admin revokes one of its keys (``api_key_revoke``); another team's key is
+    404."""
+    team = _admin_or_403(request, slug).team
+    try:
+        key = selectors.api_key_get(team=team, public_id=public_id)
+    except errors.ApiKeyNotFound as exc:
+        raise Http404(exc.detail) from exc
+    services.api_key_revoke(key=key, now=timezone.now())
+    messages.success(request, f"Key {key.name} (tm_{key.public_id}_…) is revoked.")
+    return redirect(f"{reverse('web:team', args=[slug])}#keys")
 
 
 @require_GET
