@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -408,8 +409,69 @@ def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpRespo
     return redirect(f"{reverse('web:team', args=[slug])}#keys")
 
 
+REPORT_ROWS = 100
+
+
 @require_GET
 @login_required
 def governance_page(request: HttpRequest) -> HttpResponse:
-    """The governance reports."""
-    return _render(request, "catalog/governance.html", {"nav": "governance"})
+    """The governance reports, as the API's: undeclared reads, stale declarations,
+    undeclared writes, uncatalogued datasets seen in lineage, and critical datasets
+    without an SLA or a watchdog monitor; the first 100 rows of each.
+
+    Governance staff (``browse.person_is_governance``) see every team's rows, or one
+    team's with ``?team=``; everyone else sees one of their own teams' rows (the first by
+    slug unless ``?team=`` names another of theirs; someone else's team is 403)."""
+    slug = request.GET.get("team", "")
+    memberships = browse.person_memberships(user=request.user)
+    governance = browse.person_is_governance(user=request.user)
+    if governance:
+        team = _team_or_404(slug) if slug else None
+        choices = browse.team_choices()
+    else:
+        own = {m.team.slug: m.team for m in memberships}
+        if slug and slug not in own:
+            raise PermissionDenied("only governance staff see other teams' reports")
+        team = own.get(slug) or (memberships[0].team if memberships else None)
+        choices = sorted(own)
+        if team is None:
+            return _render(request, "catalog/governance.html", {"nav": "governance", "none": True})
+    now = timezone.now()
+    uncatalogued = list(selectors.uncatalogued_datasets_list(team=team)[:REPORT_ROWS])
+    usage = selectors.uncatalogued_usage_for(
+        team=team, identities=[(r["dataset_namespace"], r["dataset_name"]) for r in uncatalogued]
+    )
+    for row in uncatalogued:
+        rows = usage[(row["dataset_namespace"], row["dataset_name"])]
+        row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
+        row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
+    context = {
+        "nav": "governance",
+        "governance": governance,
+        "team": team,
+        "team_choices": choices,
+        "limit": REPORT_ROWS,
+        "stale_days": settings.TIDEMARK_STALE_DECLARATION_DAYS,
+        "undeclared_reads": list(selectors.undeclared_reads_list(team=team)[:REPORT_ROWS]),
+        "stale": list(
+            selectors.stale_declarations_list(
+                team=team, days=settings.TIDEMARK_STALE_DECLARATION_DAYS, now=now
+            )[:REPORT_ROWS]
+        ),
+        "undeclared_writes": list(selectors.undeclared_writes_list(team=team)[:REPORT_ROWS]),
+        "uncatalogued": uncatalogued,
+        "without_sla": list(browse.critical_without_sla(team=team)[:REPORT_ROWS]),
+        "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
+        # UNANNOUNCED BREAKING CHANGES: the report of schema changes made without a
+        # change notice is added by another branch (a selector in catalog.selectors);
+        # wire its rows here as "unannounced_breaking_changes" and un-comment the
+        # template's section of the same name.
+    }
+    return _render(request, "catalog/governance.html", context)
+
+
+def _team_or_404(slug: str) -> Team:
+    try:
+        return selectors.team_get(slug=slug)
+    except errors.TeamNotFound as exc:
+        raise Http404(exc.detail) from exc
