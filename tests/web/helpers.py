@@ -66,6 +66,6 @@ def dead_letter(endpoint: Endpoint, *, state: str = "dead", n: int = 0) -> Deliv
         attempts=5,
         next_attempt_at=timezone.now(),
         last_status_code=500 if state == "dead" else None,
-        last_error="HTTP 500",
+        last_error="server error" if state == "dead" else "",
         finished_at=timezone.now() if state in ("dead", "rejected", "succeeded") else None,
     )
