@@ -30,8 +30,8 @@ expect = pytest.importorskip("playwright.sync_api").expect
 
 def seed():
     """A small catalog: orders owns a daily dataset with a month of partitions, lineage
-    around it and a change notice; analytics (ana's team, she is its admin) reads it
-    undeclared and has a dead letter."""
+    around it and a change notice; analytics (ana's team, she is its admin and governance
+    staff) reads it undeclared and has a dead letter."""
     orders = TeamFactory(slug="orders", name="Orders platform")
     analytics = TeamFactory(slug="analytics", name="Analytics engineering")
     finance = TeamFactory(slug="finance", name="Finance data")
@@ -91,8 +91,10 @@ def seed():
     dead = dead_letter(hook)
     api_key_create(team=analytics, name="airflow", scopes=["publish", "read"])
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
 
     ana = get_user_model().objects.create_user("ana", password=PASSWORD)
+    ana.user_permissions.add(Permission.objects.get(codename="view_datasetusage"))  # governance
     Membership.objects.create(team=analytics, user=ana, role=Membership.Role.ADMIN)
     return {"daily": daily, "dead": dead, "analytics": analytics}
 
@@ -156,5 +158,6 @@ def test_replay_a_dead_letter_and_see_the_team_and_governance_pages(page, live_s
     assert seeded["dead"].state == Delivery.State.PENDING
     page.get_by_role("link", name="Governance").click()
     expect(page.locator("#uncatalogued")).to_contain_text("marts/rollup")
-    expect(page.locator("#undeclared-reads")).to_contain_text("rollup")
+    expect(page.locator("#undeclared-reads")).to_contain_text("airflow://analytics/rollup")
+    expect(page.locator("#critical-without-monitor")).to_contain_text("curated/orders_daily")
     screenshot(page, "governance")
