@@ -10,11 +10,9 @@ and ``Job``, which lineage feeds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
-
-from schedules import period_containing
 
 from . import freshness, selectors
 from .freshness import Freshness
@@ -188,21 +186,6 @@ def timeline_late(*, dataset: Dataset, keys: list[str]) -> dict[str, LatePartiti
     """The late incidents of these partition keys: ``{key: LatePartition}``."""
     rows = LatePartition.objects.filter(dataset=dataset, partition_key__in=keys)
     return {row.partition_key: row for row in rows}
-
-
-def timeline_window_start(dataset: Dataset, *, now: datetime, periods: int) -> datetime | None:
-    """The UTC start of the oldest of the last ``periods`` periods before ``now`` (None
-    for an unpartitioned dataset)."""
-    if dataset.partitioning == Dataset.Partitioning.NONE:
-        return None
-    period = period_containing(now, dataset.partitioning, dataset.partition_timezone)
-    for _ in range(periods):
-        period = period_containing(
-            period.start - timedelta(microseconds=1),
-            dataset.partitioning,
-            dataset.partition_timezone,
-        )
-    return period.start
 
 
 @dataclass(frozen=True)

@@ -368,3 +368,10 @@ def test_dataset_pages_need_a_login(client, orders_daily):
     assert client.get(f"/datasets/{orders_daily.pk}/").status_code == 302
     response = client.post(f"/datasets/{orders_daily.pk}/subscribe", {"team": "orders"})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_unpartitioned_dataset_page_has_no_timeline(consumer, orders):
+    dataset = DatasetFactory(owner=orders, partitioning="none", sla_cron="")
+    response, body = page(consumer, dataset)
+    assert response.context["cells"] == [] and "Unpartitioned: no timeline." in body
+    assert "no SLA" in body
