@@ -97,3 +97,14 @@ def test_existing_routes_are_untouched(client):
     assert client.get("/healthz").status_code == 200
     assert client.get("/api/v1/datasets").status_code == 401
     assert client.get("/admin/").status_code == 302
+
+
+def test_the_layout_renders_where_the_catalog_routes_are_not_mounted(rf, make_person, settings):
+    """The watchdog's own process shares templates/ but not the catalog's URLs."""
+    from django.template.loader import render_to_string
+
+    settings.ROOT_URLCONF = "config.urls_watchdog"
+    request = rf.get("/")
+    request.user = make_person("ada")
+    html = render_to_string("403.html", {"exception": "no"}, request=request)
+    assert 'href="/governance/"' in html and "Log out" in html

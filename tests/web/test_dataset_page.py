@@ -113,6 +113,7 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
     assert '<svg class="timeline"' in body
     assert "2026-11-25: ready late, 3 h 30 min after its deadline" in body
     assert body.count('class="restated"') == 1 and body.count('class="poll"') == 1
+    assert "<strong>2026-11-25</strong> ready late, 3 h 30 min after its deadline" in body
 
 
 @time_machine.travel(NOW, tick=False)
@@ -252,6 +253,7 @@ def test_another_team_cannot_edit_and_sees_no_edit_form(consumer, orders_daily):
         f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, criticality="low")
     )
     assert response.status_code == 403
+    assert "only members of team orders edit" in response.content.decode()
     orders_daily.refresh_from_db()
     assert orders_daily.criticality == "high"
     _, body = page(consumer, orders_daily)
