@@ -46,9 +46,31 @@ def seed():
         sla_grace_seconds=1800,
         criticality="critical",
     )
-    for n in range(3, 12):
-        DatasetFactory(owner=finance if n % 2 else orders, name=f"marts/table_{n:02}")
     today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    for n in range(3, 12):
+        table = DatasetFactory(
+            owner=finance if n % 2 else orders,
+            name=f"marts/table_{n:02}",
+            criticality=("low", "medium", "high", "critical")[n % 4],
+            sla_cron="0 6 * * *" if n % 3 else "",
+            lifecycle="deprecated" if n == 10 else "active",
+        )
+        if n % 3 == 1:  # late since yesterday's deadline
+            LatePartition.objects.create(
+                dataset=table,
+                partition_key=(today - timedelta(days=2)).date().isoformat(),
+                deadline_at=today - timedelta(hours=18),
+                late_at=today - timedelta(hours=18),
+            )
+        elif n % 3 == 2:  # yesterday's partition is ready
+            start = today - timedelta(days=1)
+            partition = Partition.objects.create(
+                dataset=table, key=start.date().isoformat(), start_at=start, end_at=today
+            )
+            partition.current_revision = PartitionRevision.objects.create(
+                partition=partition, state="ready", ready_at=today + timedelta(hours=1)
+            )
+            partition.save()
     for age in range(1, 31):
         if age in (4, 9):
             continue  # missing
