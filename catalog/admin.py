@@ -17,6 +17,7 @@ from .models import (
     DeliveryAttempt,
     Endpoint,
     Job,
+    Membership,
     Partition,
     PartitionRevision,
     ReadinessEvent,
@@ -26,10 +27,19 @@ from .models import (
 )
 
 
+class MembershipInline(admin.TabularInline):
+    """The team's people (who may log in to its web pages) and their roles."""
+
+    model = Membership
+    extra = 0
+    raw_id_fields = ("user",)
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "contact_email", "created_at")
     search_fields = ("slug", "name")
+    inlines = [MembershipInline]
 
 
 @admin.register(ApiKey)

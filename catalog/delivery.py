@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -47,6 +48,15 @@ def _config() -> dict:
 
 
 # --- endpoint secrets -------------------------------------------------------------------
+
+
+def webhook_url_acceptable(url: str) -> bool:
+    """Whether ``url`` may be a subscription's webhook: https (or http where
+    ``TIDEMARK_OUTBOUND_ALLOW_HTTP``) and no credentials in it. The API and the web pages
+    both check it before ``subscription_create``."""
+    parts = urlsplit(url)
+    schemes = ("https", "http") if settings.TIDEMARK_OUTBOUND_ALLOW_HTTP else ("https",)
+    return parts.scheme in schemes and not parts.username and not parts.password
 
 
 def endpoint_set_new_secret(*, endpoint: Endpoint, now: datetime) -> str:

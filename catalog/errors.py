@@ -218,3 +218,10 @@ class RevisionStaged(Conflict):
 class DeclarationForAnotherTeam(PermissionDenied):
     code = "declaration_for_another_team"
     title = "The declaration names another team"
+
+
+class LineageNodeNotFound(NotFound):
+    """The lineage graph's root: a dataset neither registered nor seen, or an unseen job."""
+
+    code = "lineage_node_not_found"
+    title = "No such dataset or job in lineage"

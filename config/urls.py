@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.views import badge, errors, health
+from catalog.web.urls import auth_urlpatterns
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -14,6 +15,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("admin/", admin.site.urls),
     path("oncall/", include("watchdog.urls_oncall")),
+    *auth_urlpatterns,
+    path("", include("catalog.web.urls")),
 ]
 
 if settings.EMBEDDED:

@@ -24,13 +24,6 @@ class RunNotFound(NotFound):
     title = "Run not found"
 
 
-class LineageNodeNotFound(NotFound):
-    """The lineage graph's root: a dataset neither registered nor seen, or an unseen job."""
-
-    code = "lineage_node_not_found"
-    title = "No such dataset or job in lineage"
-
-
 class CollectorUnknown(NotFound):
     """No lineage collector of that name in ``TIDEMARK_LINEAGE_COLLECTORS``."""
 

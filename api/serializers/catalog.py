@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import threading
-from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.utils.functional import cached_property
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from catalog import selectors
+from catalog import delivery, selectors
 from catalog.models import (
     ApiKey,
     ChangeNotice,
@@ -303,13 +301,10 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
                 {"dataset_id": "give either dataset_id, or namespace and name"}
             )
         url = attrs.get("endpoint_url")
-        if url:
-            parts = urlsplit(url)
-            schemes = ("https", "http") if settings.TIDEMARK_OUTBOUND_ALLOW_HTTP else ("https",)
-            if parts.scheme not in schemes or parts.username or parts.password:
-                raise serializers.ValidationError(
-                    {"endpoint_url": "must be an https URL without credentials"}
-                )
+        if url and not delivery.webhook_url_acceptable(url):
+            raise serializers.ValidationError(
+                {"endpoint_url": "must be an https URL without credentials"}
+            )
         if bool(attrs["job_namespace"]) != bool(attrs["job_name"]):
             raise serializers.ValidationError(
                 {"job_name": "job_namespace and job_name go together"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from lineage import graph
+from catalog import lineage_graph as graph
 from lineage.models import LineageRun
 from lineage.openlineage import EVENT_TYPES
 

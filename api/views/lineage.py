@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalog import selectors as catalog_selectors
 from catalog.models import ApiKey
 from lineage import selectors, services
 
@@ -148,7 +149,7 @@ class LineageGraphApi(APIView):
         filters = s.LineageGraphFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
-        result = selectors.lineage_graph(
+        result = catalog_selectors.lineage_graph(
             dataset=(f["namespace"], f["name"]) if "namespace" in f else None,
             job=(f["job_namespace"], f["job_name"]) if "job_namespace" in f else None,
             depth=f["depth"],

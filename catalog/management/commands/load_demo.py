@@ -1,13 +1,16 @@
 """Load the small demo catalog (embedded mode only) and print its API key."""
 
 import os
+import secrets
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from catalog import services
-from catalog.models import ApiKey, Dataset, Team
+from catalog.models import ApiKey, Dataset, Membership, Team
 
 DEMO_TEAMS = [
     ("orders", "Orders platform", "orders-oncall@example.com"),
@@ -64,6 +67,7 @@ class Command(BaseCommand):
         key_file = settings.VAR_DIR / "demo-api-key"
         if Team.objects.filter(slug="orders").exists() and key_file.exists():
             self._point_demo_webhook_here()
+            self._demo_login()
             self.stdout.write(key_file.read_text().strip())
             return
         with transaction.atomic():
@@ -82,6 +86,7 @@ class Command(BaseCommand):
                         actor=services.Actor(team=team, username="demo"), **spec
                     )
             self._point_demo_webhook_here()
+            self._demo_login()
             _, token = services.api_key_create(
                 team=teams["orders"], name="demo", scopes=ApiKey.Scope.values
             )
@@ -103,3 +108,28 @@ class Command(BaseCommand):
             job_name="daily_orders_rollup",
             endpoint_url=f"http://{host}:{port}/demo/hooks/analytics",
         )
+
+    def _demo_login(self) -> None:
+        """A person to log in to the web pages as: ``demo``, admin of orders and member of
+        analytics, who sees every team's governance reports. Its password is random per
+        install, kept 0600 in ``var/demo-login`` as ``demo <password>`` (``make run``
+        prints it)."""
+        login_file = settings.VAR_DIR / "demo-login"
+        User = get_user_model()
+        if login_file.exists() and User.objects.filter(username="demo").exists():
+            return
+        password = secrets.token_urlsafe(12)
+        user = User.objects.filter(username="demo").first() or User(username="demo")
+        user.set_password(password)
+        user.save()
+        user.user_permissions.add(Permission.objects.get(codename="view_datasetusage"))
+        for slug, role in (
+            ("orders", Membership.Role.ADMIN),
+            ("analytics", Membership.Role.MEMBER),
+        ):
+            Membership.objects.get_or_create(
+                team=Team.objects.get(slug=slug), user=user, defaults={"role": role}
+            )
+        fd = os.open(login_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"demo {password}\n")

@@ -1,5 +1,5 @@
 """The lineage graph around one dataset or job, assembled from observed usage edges: pure
-logic, no ORM (``lineage.selectors.lineage_graph`` feeds it one query per depth level).
+logic, no ORM (``catalog.selectors.lineage_graph`` feeds it one query per depth level).
 
 Nodes are datasets and jobs; an edge says a job reads a dataset (dataset -> job) or
 writes one (job -> dataset). One *level* of depth is one job hop: from a dataset,

@@ -1,4 +1,4 @@
-"""lineage.graph: pure assembly of the lineage graph from usage rows (no database)."""
+"""catalog.lineage_graph: pure assembly of the lineage graph from usage rows (no database)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lineage import graph
+from catalog import lineage_graph as graph
 
 T1 = datetime(2026, 11, 27, 6, 0, tzinfo=UTC)
 T2 = datetime(2026, 11, 28, 6, 0, tzinfo=UTC)

@@ -1,0 +1,279 @@
+"""Reads for the catalog's web pages: who a signed-in person is (their teams, whether they
+are governance staff), the catalog list with each row's freshness and latest ready
+partition in a bounded number of queries, and what a dataset page shows beyond the API's
+selectors (its partition timeline's rows, its consumers, its audit trail).
+
+The pages read only the catalog's tables; usage and lineage come from ``DatasetUsage``
+and ``Job``, which lineage feeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+
+from . import freshness, selectors
+from .freshness import Freshness
+from .models import (
+    AuditEntry,
+    Dataset,
+    DatasetUsage,
+    Delivery,
+    Endpoint,
+    LatePartition,
+    Membership,
+    Notification,
+    Partition,
+    PartitionRevision,
+    Subscription,
+    Team,
+)
+
+GOVERNANCE_PERMISSION = "catalog.view_datasetusage"
+# The catalog page's freshness filter: {value: label}. Fresh and awaiting are one choice:
+# telling them apart needs each dataset's cron, which SQL cannot evaluate.
+FRESHNESS_FILTERS = {
+    "late": "late",
+    "due": "due",
+    "on_time": "fresh or awaiting",
+    "no_sla": "no SLA",
+}
+
+
+# --- people ---------------------------------------------------------------------------------
+
+
+def person_memberships(*, user) -> list[Membership]:
+    """The signed-in ``user``'s team memberships, team joined, by team slug ([] when
+    anonymous)."""
+    if not user.is_authenticated:
+        return []
+    return list(Membership.objects.filter(user=user).select_related("team").order_by("team__slug"))
+
+
+def person_is_governance(*, user) -> bool:
+    """Governance staff see every team's report rows: staff users, or users holding
+    ``catalog.view_datasetusage`` (superusers hold every permission). Everyone else sees
+    their own teams' rows, as an API key without the ``governance`` scope does."""
+    return bool(user.is_authenticated and (user.is_staff or user.has_perm(GOVERNANCE_PERMISSION)))
+
+
+def person_team(*, user, slug: str) -> Membership | None:
+    """The ``user``'s membership of team ``slug`` (team joined), or None: not a member."""
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team__slug=slug).select_related("team").first()
+
+
+# --- the catalog list -----------------------------------------------------------------------
+
+
+def _latest_ready_key() -> Subquery:
+    """The key of the dataset's newest partition whose current revision is ready: one
+    index walk on ``partition_newest`` (dataset, -start_at) per row of the page."""
+    return Subquery(
+        Partition.objects.filter(
+            dataset=OuterRef("pk"), current_revision__state=PartitionRevision.State.READY
+        )
+        .order_by("-start_at")
+        .values("key")[:1]
+    )
+
+
+def dataset_rows(
+    *,
+    owner: str | None = None,
+    namespace: str | None = None,
+    criticality: str | None = None,
+    lifecycle: str | None = None,
+    freshness_state: str | None = None,
+    search: str | None = None,
+    now: datetime,
+) -> QuerySet[Dataset]:
+    """Datasets for the catalog page, ordered by namespace then name, owner joined and
+    ``latest_ready`` annotated (the key of the latest ready partition, or None).
+
+    Args:
+        owner: team slug; namespace: exact, normalised; criticality, lifecycle: values of
+            their choices; search: case-insensitive substring of name or description.
+        freshness_state: a key of ``FRESHNESS_FILTERS``, judged from stored state so the
+            filter is one SQL condition: ``no_sla`` (no SLA or unpartitioned), ``late``
+            (an open late partition), ``due`` (a stored deadline has passed and its grace
+            runs), ``on_time`` (an SLA, nothing late, no grace running: fresh or
+            awaiting). The badge of each row is then judged exactly
+            (``rows_freshness``), so a ``due`` row whose partitions all arrived inside
+            its grace shows ``fresh``.
+        now: aware UTC instant.
+    """
+    queryset = selectors.dataset_list(
+        owner=owner,
+        namespace=namespace,
+        criticality=criticality,
+        lifecycle=lifecycle,
+        search=search,
+    ).annotate(latest_ready=_latest_ready_key())
+    if freshness_state:
+        no_sla = Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE)
+        late = Exists(
+            LatePartition.objects.filter(dataset=OuterRef("pk"), recovered_at__isnull=True)
+        )
+        in_grace = Q(next_deadline_at__lte=now, next_check_at__gt=now)
+        if freshness_state == "no_sla":
+            queryset = queryset.filter(no_sla)
+        elif freshness_state == "late":
+            queryset = queryset.exclude(no_sla).filter(late)
+        elif freshness_state == "due":
+            queryset = queryset.exclude(no_sla).exclude(late).filter(in_grace)
+        else:
+            queryset = queryset.exclude(no_sla).exclude(late).exclude(in_grace)
+    return queryset
+
+
+def rows_freshness(datasets: list[Dataset], *, now: datetime) -> dict[int, Freshness]:
+    """Each row's freshness (``dataset_rows`` rows, ``latest_ready`` annotated), in two
+    queries for the page: ``{dataset id: Freshness}``."""
+    latest = {d.pk: d.latest_ready for d in datasets}
+    return freshness.datasets_freshness(datasets, now=now, latest=latest)
+
+
+def namespace_choices() -> list[str]:
+    """Every registered namespace, sorted (one query)."""
+    return list(
+        Dataset.objects.order_by("namespace").values_list("namespace", flat=True).distinct()
+    )
+
+
+def team_choices() -> list[str]:
+    """Every team slug, sorted."""
+    return list(Team.objects.order_by("slug").values_list("slug", flat=True))
+
+
+# --- a dataset ------------------------------------------------------------------------------
+
+
+def timeline_partitions(*, dataset: Dataset, since: datetime) -> dict[str, dict]:
+    """What the timeline needs of the partitions starting at or after ``since`` (aware
+    UTC), in one query: ``{key: {state, ready_at, detected_by, version, revisions}}``
+    (``state`` None when the partition has no current revision; ``revisions`` counts
+    every revision, staged ones included)."""
+    rows = (
+        Partition.objects.filter(dataset=dataset, start_at__gte=since)
+        .annotate(revision_count=Count("revisions"))
+        .values(
+            "key",
+            "current_revision__state",
+            "current_revision__ready_at",
+            "current_revision__detected_by",
+            "current_revision__version",
+            "revision_count",
+        )
+    )
+    return {
+        row["key"]: {
+            "state": row["current_revision__state"],
+            "ready_at": row["current_revision__ready_at"],
+            "detected_by": row["current_revision__detected_by"],
+            "version": row["current_revision__version"],
+            "revisions": row["revision_count"],
+        }
+        for row in rows
+    }
+
+
+def timeline_late(*, dataset: Dataset, keys: list[str]) -> dict[str, LatePartition]:
+    """The late incidents of these partition keys: ``{key: LatePartition}``."""
+    rows = LatePartition.objects.filter(dataset=dataset, partition_key__in=keys)
+    return {row.partition_key: row for row in rows}
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A consumer of a dataset: a team, with its declarations and its observed reads."""
+
+    team: Team
+    subscriptions: list[Subscription]
+    reads: list[DatasetUsage]
+
+
+def dataset_consumers(*, dataset: Dataset) -> list[Consumer]:
+    """Declared subscriptions and observed readers (verified and unverified usage) of
+    ``dataset``, grouped by team (its owner included when its own jobs read it), by team
+    slug; two queries."""
+    subscriptions = list(
+        Subscription.objects.filter(dataset=dataset)
+        .select_related("team", "endpoint")
+        .order_by("team__slug", "job_namespace", "job_name")
+    )
+    reads = list(
+        DatasetUsage.objects.filter(dataset=dataset, direction=DatasetUsage.Direction.READ)
+        .select_related("team", "job")
+        .order_by("team__slug", "-last_seen_at")
+    )
+    teams: dict[int, Consumer] = {}
+    for sub in subscriptions:
+        teams.setdefault(sub.team_id, Consumer(sub.team, [], [])).subscriptions.append(sub)
+    for usage in reads:
+        teams.setdefault(usage.team_id, Consumer(usage.team, [], [])).reads.append(usage)
+    return sorted(teams.values(), key=lambda c: c.team.slug)
+
+
+def audit_trail(*, dataset: Dataset, limit: int = 50) -> list[AuditEntry]:
+    """The dataset's newest ``limit`` audit entries, newest first."""
+    return list(AuditEntry.objects.filter(dataset=dataset).order_by("-created_at", "-id")[:limit])
+
+
+# --- a team ---------------------------------------------------------------------------------
+
+
+def endpoint_health(*, team: Team) -> list[Endpoint]:
+    """The team's endpoints with their delivery counts (``selectors.endpoint_list``) and
+    ``success_rate``: succeeded over finished deliveries (succeeded and dead letters), in
+    percent, None when none finished."""
+    endpoints = list(selectors.endpoint_list(team=team))
+    for endpoint in endpoints:
+        finished = endpoint.n_succeeded + endpoint.n_dead_letters
+        endpoint.success_rate = (
+            round(100 * endpoint.n_succeeded / finished, 1) if finished else None
+        )
+    return endpoints
+
+
+# --- governance -----------------------------------------------------------------------------
+
+
+def critical_without_sla(*, team: Team | None) -> QuerySet[Dataset]:
+    """Critical datasets (not retired) with no SLA (none set, or unpartitioned): nothing
+    judges their freshness and the watchdog cannot watch them. ``team``: only its own;
+    None: every team's. Owner joined, by identity."""
+    queryset = (
+        Dataset.objects.filter(criticality=Dataset.Criticality.CRITICAL)
+        .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+        .filter(Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE))
+        .select_related("owner")
+        .order_by("namespace", "name")
+    )
+    return queryset if team is None else queryset.filter(owner=team)
+
+
+def critical_without_monitor(*, team: Team | None) -> QuerySet[Dataset]:
+    """Critical datasets with an SLA (not retired) whose watchdog monitor definition was
+    never delivered to the watchdog (no succeeded ``watchdog.monitor`` delivery): on-call
+    would not be paged when they are late. ``team``: only its own; None: every team's.
+    Owner joined, by identity."""
+    delivered = Delivery.objects.filter(
+        notification__dataset=OuterRef("pk"),
+        notification__type=Notification.Type.WATCHDOG_MONITOR,
+        state=Delivery.State.SUCCEEDED,
+    )
+    queryset = (
+        Dataset.objects.filter(criticality=Dataset.Criticality.CRITICAL)
+        .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+        .exclude(sla_cron="")
+        .exclude(partitioning=Dataset.Partitioning.NONE)
+        .filter(~Exists(delivered))
+        .select_related("owner")
+        .order_by("namespace", "name")
+    )
+    return queryset if team is None else queryset.filter(owner=team)

@@ -1,0 +1,27 @@
+"""Template filters of the catalog's pages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def duration(value: int | float | timedelta | None) -> str:
+    """Seconds (or a timedelta) in words, two units at most: ``1 d 3 h``, ``42 min``,
+    ``7 s``; ``""`` for None."""
+    if value is None:
+        return ""
+    seconds = int(value.total_seconds() if isinstance(value, timedelta) else value)
+    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size} {unit}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    return sign + " ".join(parts)

@@ -1,0 +1,141 @@
+"""A dataset's partition timeline: what became of each of its last periods (ready on
+time, late and by how much, missing, restated, found by the poll), and where each cell is
+drawn in the dataset page's inline SVG. Pure: no ORM, no Django.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from schedules import FreshnessSla, Period, period_containing
+
+ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING = (
+    "on_time",
+    "late",
+    "missing",
+    "failed",
+    "due",
+    "awaiting",
+    "pending",
+)
+# Words for each status, as the picture's legend and tooltips say them.
+WORDS = {
+    ON_TIME: "ready on time",
+    LATE: "ready late",
+    MISSING: "missing",
+    FAILED: "failed",
+    DUE: "due (grace running)",
+    AWAITING: "not due yet",
+    PENDING: "pending",
+}
+CELL_WIDTH, CELL_HEIGHT, GAP, TOP, LABEL_SPACE = 22, 28, 3, 6, 18
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One period of the timeline.
+
+    ``status``: one of ``WORDS``' keys; ``late_seconds``: how long after its deadline the
+    partition became ready (``late``), or has been missing (``missing`` past its grace);
+    ``restated``: its current revision replaced another; ``by_poll``: the fallback poll
+    found it (its readiness event was lost). ``x``: left edge in the picture, in pixels.
+    """
+
+    key: str
+    status: str
+    deadline_at: datetime | None
+    ready_at: datetime | None
+    late_seconds: int | None
+    restated: bool
+    by_poll: bool
+    x: int
+
+    @property
+    def words(self) -> str:
+        return WORDS[self.status]
+
+
+def last_periods(now: datetime, partitioning: str, time_zone: str, count: int) -> list[Period]:
+    """The ``count`` periods that closed last before ``now`` (aware), oldest first.
+
+    Raises:
+        ValueError: ``partitioning`` is ``none``.
+    """
+    period = period_containing(now, partitioning, time_zone)
+    found = []
+    for _ in range(count):
+        period = period_containing(
+            period.start - timedelta(microseconds=1), partitioning, time_zone
+        )
+        found.append(period)
+    return found[::-1]
+
+
+def cells(
+    periods: list[Period],
+    *,
+    partitions: dict[str, dict],
+    late_keys: dict[str, datetime | None],
+    sla: FreshnessSla | None,
+    now: datetime,
+) -> list[Cell]:
+    """The timeline of ``periods`` (oldest first), placed left to right.
+
+    Args:
+        partitions: ``{key: {state, ready_at, detected_by, version, revisions}}`` as
+            ``catalog.browse.timeline_partitions`` reads them (state None: no current
+            revision).
+        late_keys: ``{key: recovered_at or None}`` of the partitions found late by the
+            freshness evaluation (they are late even when no SLA is set any more).
+        sla: the dataset's SLA, or None; without one nothing is due, late or missing
+            unless ``late_keys`` says so.
+        now: aware UTC instant.
+    """
+    result = []
+    for index, period in enumerate(periods):
+        info = partitions.get(period.key) or {}
+        state = info.get("state")
+        ready_at = info.get("ready_at") if state == "ready" else None
+        deadline = sla.next_deadline(period.end - timedelta(seconds=1)) if sla else None
+        late_after = sla.late_after(deadline) if sla and deadline else None
+        late_seconds = None
+        if state == "ready":
+            status = ON_TIME
+            if (late_after and ready_at > late_after) or period.key in late_keys:
+                status = LATE
+                since = deadline or ready_at
+                late_seconds = max(0, int((ready_at - since).total_seconds()))
+        elif state == "failed":
+            status = FAILED
+        elif late_after is not None and now >= late_after:
+            status = MISSING
+            late_seconds = int((now - deadline).total_seconds())
+        elif deadline is not None and now >= deadline:
+            status = DUE
+        elif deadline is not None:
+            status = AWAITING
+        elif period.key in late_keys:
+            status = MISSING
+        else:
+            status = PENDING if state == "pending" else MISSING
+        result.append(
+            Cell(
+                key=period.key,
+                status=status,
+                deadline_at=deadline,
+                ready_at=ready_at,
+                late_seconds=late_seconds,
+                restated=bool(info.get("revisions", 0) > 1 or info.get("version")),
+                by_poll=info.get("detected_by") == "poll",
+                x=index * (CELL_WIDTH + GAP),
+            )
+        )
+    return result
+
+
+def picture_size(cell_count: int) -> tuple[int, int]:
+    """``(width, height)`` in pixels of a timeline of ``cell_count`` cells, key labels
+    included."""
+    width = max(cell_count * (CELL_WIDTH + GAP) - GAP, CELL_WIDTH)
+    return width, TOP + CELL_HEIGHT + LABEL_SPACE

@@ -1,0 +1,157 @@
+"""Forms of the catalog's web pages: shapes and types only; rules live in the services,
+whose problems are shown as form errors (``add_problem``)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from problems import Problem
+
+from .. import delivery
+from ..browse import FRESHNESS_FILTERS
+from ..models import ApiKey, Dataset
+
+
+class DatasetFilterForm(forms.Form):
+    """The catalog page's filters (every one optional)."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    team = forms.ChoiceField(required=False)
+    namespace = forms.ChoiceField(required=False)
+    criticality = forms.ChoiceField(
+        required=False, choices=[("", "any"), *Dataset.Criticality.choices]
+    )
+    freshness = forms.ChoiceField(
+        required=False,
+        choices=[("", "any"), *FRESHNESS_FILTERS.items()],
+    )
+    lifecycle = forms.ChoiceField(required=False, choices=[("", "any"), *Dataset.Lifecycle.choices])
+
+    def __init__(self, *args, teams: list[str], namespaces: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].choices = [("", "any")] + [(t, t) for t in teams]
+        self.fields["namespace"].choices = [("", "any")] + [(n, n) for n in namespaces]
+
+
+def add_problem(form: forms.Form, problem: Problem) -> None:
+    """Show a service's problem on ``form``: each field error on its field when the form
+    has it, the rest (and the detail when no field is named) above the form."""
+    named = False
+    for error in problem.errors:
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, error.detail)
+        named = True
+    if not named:
+        form.add_error(None, problem.detail or problem.title)
+
+
+class DatasetEditForm(forms.Form):
+    """What an owner changes on the dataset page; ``dataset_update`` judges it."""
+
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    criticality = forms.ChoiceField(choices=Dataset.Criticality.choices)
+    completion_signal = forms.ChoiceField(choices=Dataset.CompletionSignal.choices)
+    sla_cron = forms.CharField(required=False, max_length=128, label="SLA deadline (cron)")
+    sla_timezone = forms.CharField(max_length=64, label="SLA time zone")
+    sla_grace_seconds = forms.IntegerField(min_value=0, label="Grace (seconds)")
+    change_notice_days = forms.IntegerField(min_value=0, label="Change notice (days)")
+    lifecycle = forms.ChoiceField(choices=Dataset.Lifecycle.choices)
+    sunset_at = forms.DateTimeField(required=False, label="Sunset (UTC, YYYY-MM-DD HH:MM)")
+    override_reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Lifecycle override reason",
+        help_text="Only to change the lifecycle without a change notice in effect; audited.",
+    )
+
+    FIELDS = (
+        "description",
+        "criticality",
+        "completion_signal",
+        "sla_cron",
+        "sla_timezone",
+        "sla_grace_seconds",
+        "change_notice_days",
+        "lifecycle",
+        "sunset_at",
+    )
+
+    @classmethod
+    def for_dataset(cls, dataset: Dataset, data=None) -> DatasetEditForm:
+        return cls(data, initial={f: getattr(dataset, f) for f in cls.FIELDS})
+
+    def changes(self) -> dict:
+        """The fields the owner changed, as ``dataset_update`` takes them."""
+        return {f: self.cleaned_data[f] for f in self.FIELDS if f in self.changed_data}
+
+
+class SubscribeForm(forms.Form):
+    """Declare that one of the person's teams (optionally one of its jobs) reads the
+    dataset; ``subscription_create`` judges it."""
+
+    team = forms.ChoiceField()
+    job_namespace = forms.CharField(required=False, max_length=255)
+    job_name = forms.CharField(required=False, max_length=1024)
+    endpoint_url = forms.URLField(
+        assume_scheme="https",
+        required=False,
+        max_length=2048,
+        label="Webhook URL",
+        help_text="Optional: where to notify your team (https).",
+    )
+
+    def __init__(self, *args, teams: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].choices = [(t, t) for t in teams]
+
+    def clean_endpoint_url(self) -> str | None:
+        url = self.cleaned_data["endpoint_url"]
+        if url and not delivery.webhook_url_acceptable(url):
+            raise forms.ValidationError("must be an https URL without credentials")
+        return url or None  # None keeps what an earlier declaration set
+
+    def clean(self):
+        data = super().clean()
+        if bool(data.get("job_namespace")) != bool(data.get("job_name")):
+            self.add_error("job_name", "job namespace and job name go together")
+        return data
+
+
+class TeamChoiceForm(forms.Form):
+    """Which of the person's teams acts (acknowledging a change notice)."""
+
+    team = forms.ChoiceField()
+
+    def __init__(self, *args, teams: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].choices = [(t, t) for t in teams]
+
+
+def add_validation_error(form: forms.Form, error: ValidationError) -> None:
+    """Show a model ``ValidationError`` (from ``full_clean``) on ``form``."""
+    if hasattr(error, "error_dict"):
+        for field, messages in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, messages)
+    else:
+        form.add_error(None, error.messages)
+
+
+class ApiKeyCreateForm(forms.Form):
+    """A new API key for the team; ``api_key_create`` judges it. The ``governance`` scope
+    is offered to governance staff only."""
+
+    name = forms.CharField(max_length=100)
+    scopes = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        initial=[ApiKey.Scope.READ],
+    )
+    expires_at = forms.DateTimeField(required=False, label="Expires (UTC, optional)")
+
+    def __init__(self, *args, governance: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scopes"].choices = [
+            (value, label)
+            for value, label in ApiKey.Scope.choices
+            if governance or value != ApiKey.Scope.GOVERNANCE
+        ]

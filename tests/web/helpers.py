@@ -1,0 +1,71 @@
+"""Building what the pages show: usage, change notices, dead letters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+
+from catalog import change_notices, services
+from catalog.models import Dataset, DatasetUsage, Delivery, Endpoint, Notification, Team
+
+
+def observe(
+    team: Team,
+    job: str,
+    dataset: Dataset | tuple[str, str],
+    direction: str = "read",
+    *,
+    verified: bool = True,
+    runs: int = 3,
+    job_namespace: str | None = None,
+):
+    """Record that ``team``'s job ``job`` read (or wrote) ``dataset`` ``runs`` times."""
+    namespace, name = (dataset.namespace, dataset.name) if isinstance(dataset, Dataset) else dataset
+    seen = datetime(2026, 11, 27, 6, tzinfo=UTC)
+    job_row = services.job_record(
+        namespace=job_namespace or f"airflow://{team.slug}",
+        name=job,
+        team=team if verified else None,
+        seen_at=seen,
+    )
+    usage = services.usage_observe(
+        job=job_row,
+        namespace=namespace,
+        name=name,
+        direction=direction,
+        team=team,
+        verified=verified,
+        seen_at=seen,
+    )
+    DatasetUsage.objects.filter(pk=usage.pk).update(run_count=runs)
+    return usage
+
+
+def announce(dataset: Dataset, *, kind: str = "breaking_schema_change", days: int = 30):
+    return change_notices.change_notice_announce(
+        actor=services.Actor(team=dataset.owner, username="owner"),
+        dataset=dataset,
+        kind=kind,
+        description="Column amount becomes a decimal.",
+        effective_at=timezone.now() + timedelta(days=days),
+        now=timezone.now(),
+    )
+
+
+def dead_letter(endpoint: Endpoint, *, state: str = "dead", n: int = 0) -> Delivery:
+    notification = Notification.objects.create(
+        type=Notification.Type.PARTITION_READY,
+        dedup_key=f"test-{endpoint.pk}-{state}-{n}",
+        payload={"type": "partition.ready", "data": {}},
+    )
+    return Delivery.objects.create(
+        notification=notification,
+        endpoint=endpoint,
+        state=state,
+        attempts=5,
+        next_attempt_at=timezone.now(),
+        last_status_code=500 if state == "dead" else None,
+        last_error="server error" if state == "dead" else "",
+        finished_at=timezone.now() if state in ("dead", "rejected", "succeeded") else None,
+    )

@@ -1,0 +1,185 @@
+"""The web pages in a real browser (Playwright on chromium): log in, find a dataset,
+subscribe, acknowledge a change notice, replay a dead letter; each page's screenshot is
+saved (``screenshot`` fixture)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from catalog.models import (
+    ChangeNoticeAcknowledgement,
+    Delivery,
+    LatePartition,
+    Membership,
+    Partition,
+    PartitionRevision,
+    Subscription,
+)
+from catalog.services import api_key_create
+from tests.catalog.factories import DatasetFactory, EndpointFactory, TeamFactory
+from tests.web.conftest import PASSWORD
+from tests.web.helpers import announce, dead_letter, observe
+
+pytestmark = pytest.mark.django_db(transaction=True)
+expect = pytest.importorskip("playwright.sync_api").expect
+
+
+def seed():
+    """A small catalog: orders owns a daily dataset with a month of partitions, lineage
+    around it and a change notice; analytics (ana's team, she is its admin and governance
+    staff) reads it undeclared and has a dead letter."""
+    orders = TeamFactory(slug="orders", name="Orders platform")
+    analytics = TeamFactory(slug="analytics", name="Analytics engineering")
+    finance = TeamFactory(slug="finance", name="Finance data")
+    raw = DatasetFactory(owner=orders, namespace="s3://lake", name="raw/orders", criticality="high")
+    daily = DatasetFactory(
+        owner=orders,
+        namespace="s3://lake",
+        name="curated/orders_daily",
+        description="Orders per day and market.",
+        sla_cron="30 6 * * *",
+        sla_timezone="Europe/Berlin",
+        sla_grace_seconds=1800,
+        criticality="critical",
+    )
+    today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    for n in range(3, 12):
+        table = DatasetFactory(
+            owner=finance if n % 2 else orders,
+            name=f"marts/table_{n:02}",
+            criticality=("low", "medium", "high", "critical")[n % 4],
+            sla_cron="0 6 * * *" if n % 3 else "",
+            lifecycle="deprecated" if n == 10 else "active",
+        )
+        if n % 3 == 1:  # late since yesterday's deadline
+            LatePartition.objects.create(
+                dataset=table,
+                partition_key=(today - timedelta(days=2)).date().isoformat(),
+                deadline_at=today - timedelta(hours=18),
+                late_at=today - timedelta(hours=18),
+            )
+        elif n % 3 == 2:  # yesterday's partition is ready
+            start = today - timedelta(days=1)
+            partition = Partition.objects.create(
+                dataset=table, key=start.date().isoformat(), start_at=start, end_at=today
+            )
+            partition.current_revision = PartitionRevision.objects.create(
+                partition=partition, state="ready", ready_at=today + timedelta(hours=1)
+            )
+            partition.save()
+    for age in range(1, 31):
+        if age in (4, 9):
+            continue  # missing
+        start = today - timedelta(days=age)
+        partition = Partition.objects.create(
+            dataset=daily,
+            key=start.date().isoformat(),
+            start_at=start,
+            end_at=start + timedelta(days=1),
+        )
+        late = age in (6, 13)
+        revision = PartitionRevision.objects.create(
+            partition=partition,
+            state="ready",
+            ready_at=start + timedelta(days=1, hours=9 if late else 4),
+            detected_by="poll" if age % 7 == 0 else "event",
+            version="rerun-2" if age == 11 else "",
+        )
+        partition.current_revision = revision
+        partition.save()
+        if late:
+            LatePartition.objects.create(
+                dataset=daily,
+                partition_key=partition.key,
+                deadline_at=start + timedelta(days=1, hours=5, minutes=30),
+                late_at=start + timedelta(days=1, hours=6),
+                recovered_at=revision.ready_at,
+            )
+    observe(orders, "build_daily", raw, "read")
+    observe(orders, "build_daily", daily, "write")
+    observe(analytics, "rollup", daily, "read")
+    observe(analytics, "rollup", ("s3://lake", "marts/rollup"), "write")
+    observe(finance, "board_report", daily, "read", job_namespace="dbt-finance")
+    Subscription.objects.create(team=finance, dataset=daily)
+    announce(daily)
+    hook = EndpointFactory(team=analytics, url="https://hooks.example.com/analytics")
+    Subscription.objects.create(team=analytics, dataset=raw, endpoint=hook)
+    for n in range(4):
+        dead_letter(hook, state="succeeded", n=n)
+    dead = dead_letter(hook)
+    api_key_create(team=analytics, name="airflow", scopes=["publish", "read"])
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    ana = get_user_model().objects.create_user("ana", password=PASSWORD)
+    ana.user_permissions.add(Permission.objects.get(codename="view_datasetusage"))  # governance
+    Membership.objects.create(team=analytics, user=ana, role=Membership.Role.ADMIN)
+    return {"daily": daily, "dead": dead, "analytics": analytics}
+
+
+def log_in(page, live_server):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server.url}/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.get_by_label("Username").fill("ana")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
+
+
+def test_log_in_and_find_a_dataset(page, live_server, screenshot):
+    seed()
+    log_in(page, live_server)
+    expect(page.locator("table.datasets tbody tr")).to_have_count(11)
+    screenshot(page, "catalog")
+    page.get_by_label("Search").fill("orders_daily")  # htmx swaps the table as one types
+    expect(page.locator("table.datasets tbody tr")).to_have_count(1)
+    expect(page).to_have_url(re.compile(r"q=orders_daily"))
+    page.locator("table.datasets a", has_text="orders_daily").click()
+    expect(page.locator("h1")).to_contain_text("curated/orders_daily")
+    expect(page.locator("svg.timeline g.cell")).to_have_count(30)
+    expect(page.locator("svg.timeline g.cell.missing")).to_have_count(2)
+    expect(page.locator(".lineage g.node")).to_have_count(6)
+    screenshot(page, "dataset")
+
+
+def test_subscribe_and_acknowledge_a_change_notice(page, live_server):
+    seeded = seed()
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/datasets/{seeded['daily'].pk}/")
+    form = page.locator("form#subscribe")
+    form.get_by_label("Team").select_option("analytics")
+    form.get_by_label("Job namespace").fill("airflow://analytics")
+    form.get_by_label("Job name", exact=True).fill("rollup")
+    form.get_by_role("button", name="Subscribe").click()
+    expect(page.get_by_role("status")).to_contain_text("Team analytics subscribed to")
+    assert Subscription.objects.filter(team=seeded["analytics"], job_name="rollup").exists()
+    page.get_by_role("button", name="Acknowledge for analytics").click()
+    expect(page.get_by_role("status")).to_contain_text("Team analytics acknowledged")
+    expect(page.locator(".notice")).to_contain_text("analytics ✓")
+    assert ChangeNoticeAcknowledgement.objects.filter(team=seeded["analytics"]).exists()
+
+
+def test_replay_a_dead_letter_and_see_the_team_and_governance_pages(page, live_server, screenshot):
+    seeded = seed()
+    log_in(page, live_server)
+    page.get_by_role("navigation").get_by_role("link", name="analytics").click()
+    expect(page.get_by_role("heading", name=re.compile("Analytics engineering"))).to_be_visible()
+    row = page.locator(f"#delivery-{seeded['dead'].pk}")
+    expect(row).to_be_visible()
+    expect(page.locator("#deliveries")).to_contain_text("80.0 %")
+    screenshot(page, "team")
+    row.get_by_role("button", name="Replay").click()
+    expect(page.get_by_role("status")).to_contain_text("will be sent again")
+    expect(page.locator(f"#delivery-{seeded['dead'].pk}")).to_have_count(0)
+    seeded["dead"].refresh_from_db()
+    assert seeded["dead"].state == Delivery.State.PENDING
+    page.get_by_role("link", name="Governance").click()
+    expect(page.locator("#uncatalogued")).to_contain_text("marts/rollup")
+    expect(page.locator("#undeclared-reads")).to_contain_text("airflow://analytics/rollup")
+    expect(page.locator("#critical-without-monitor")).to_contain_text("curated/orders_daily")
+    screenshot(page, "governance")

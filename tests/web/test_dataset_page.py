@@ -1,0 +1,379 @@
+"""The dataset page: what it shows, the owner's edit form, subscribing and acknowledging a
+change notice, each through the services the API uses, and who may do what."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.test import Client
+
+from catalog.models import (
+    AuditEntry,
+    ChangeNoticeAcknowledgement,
+    Dataset,
+    LatePartition,
+    Partition,
+    PartitionRevision,
+    Subscription,
+)
+from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
+from tests.web.helpers import announce, observe
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+def partition(dataset, key, *, ready_at=None, state="ready", detected_by="event", versions=1):
+    start = datetime.fromisoformat(key).replace(tzinfo=UTC)
+    row = Partition.objects.create(
+        dataset=dataset, key=key, start_at=start, end_at=start + timedelta(days=1)
+    )
+    for n in range(versions):
+        revision = PartitionRevision.objects.create(
+            partition=row,
+            version="" if n == 0 else f"v{n + 1}",
+            state=state,
+            ready_at=ready_at if state == "ready" else None,
+            detected_by=detected_by,
+        )
+    row.current_revision = revision
+    row.save()
+    return row
+
+
+@pytest.fixture
+def orders_daily(orders):
+    return DatasetFactory(
+        owner=orders,
+        namespace="s3://lake",
+        name="curated/orders_daily",
+        description="Orders per day.",
+        sla_cron="30 6 * * *",
+        sla_timezone="Europe/Berlin",
+        sla_grace_seconds=1800,
+        criticality="high",
+    )
+
+
+@pytest.fixture
+def owner(make_person, client_as, orders):
+    return client_as(make_person("olga", orders))
+
+
+@pytest.fixture
+def consumer(make_person, client_as, analytics):
+    return client_as(make_person("ana", analytics))
+
+
+def page(client, dataset, **params):
+    response = client.get(f"/datasets/{dataset.pk}/", params)
+    assert response.status_code == 200
+    return response, response.content.decode()
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_shows_owner_sla_deadlines_and_freshness(consumer, orders_daily):
+    response, body = page(consumer, orders_daily)
+    assert "orders" in body and "Orders platform" in body
+    assert "readiness event" in body  # the completion signal in words
+    assert "At 06:30 every day, Europe/Berlin" in body
+    # 06:30 Berlin is 05:30 UTC in winter; the next three deadlines from 09:00 UTC.
+    assert [d[0].isoformat() for d in response.context["deadlines"]] == [
+        "2026-11-29T05:30:00+00:00",
+        "2026-11-30T05:30:00+00:00",
+        "2026-12-01T05:30:00+00:00",
+    ]
+    assert "Sun 2026-11-29 06:30 Europe/Berlin" in body
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
+    on_time = datetime(2026, 11, 27, 4, tzinfo=UTC)
+    partition(orders_daily, "2026-11-26", ready_at=on_time)
+    partition(orders_daily, "2026-11-25", ready_at=datetime(2026, 11, 26, 9, tzinfo=UTC))
+    partition(orders_daily, "2026-11-24", ready_at=on_time - timedelta(days=3), versions=2)
+    partition(orders_daily, "2026-11-23", ready_at=on_time - timedelta(days=4), detected_by="poll")
+    LatePartition.objects.create(
+        dataset=orders_daily,
+        partition_key="2026-11-25",
+        deadline_at=datetime(2026, 11, 26, 5, 30, tzinfo=UTC),
+        late_at=datetime(2026, 11, 26, 6, 0, tzinfo=UTC),
+        recovered_at=datetime(2026, 11, 26, 9, tzinfo=UTC),
+    )
+    response, body = page(consumer, orders_daily)
+    cells = {c.key: c for c in response.context["cells"]}
+    assert len(cells) == 30 and "2026-11-27" in cells and "2026-10-29" in cells
+    assert cells["2026-11-26"].status == "on_time"
+    assert (cells["2026-11-25"].status, cells["2026-11-25"].late_seconds) == ("late", 12600)
+    assert cells["2026-11-24"].restated and cells["2026-11-23"].by_poll
+    assert cells["2026-11-22"].status == "missing"
+    assert '<svg class="timeline"' in body
+    assert "2026-11-25: ready late, 3 h 30 min after its deadline" in body
+    assert body.count('class="restated"') == 1 and body.count('class="poll"') == 1
+    assert "<strong>2026-11-25</strong> ready late, 3 h 30 min after its deadline" in body
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_lists_declared_and_observed_consumers(consumer, orders_daily, analytics):
+    finance = TeamFactory(slug="finance")
+    SubscriptionFactory(team=analytics, dataset=orders_daily)
+    observe(analytics, "rollup", orders_daily)
+    observe(finance, "board_report", orders_daily)
+    response, body = page(consumer, orders_daily)
+    consumers = {c.team.slug: c for c in response.context["consumers"]}
+    assert len(consumers["analytics"].subscriptions) == 1
+    assert [u.job.name for u in consumers["analytics"].reads] == ["rollup"]
+    assert consumers["finance"].subscriptions == []
+    assert "undeclared reader" in body and "airflow://finance/board_report" in body
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_draws_upstream_and_downstream_lineage(consumer, orders_daily, orders):
+    raw = DatasetFactory(owner=orders, namespace="s3://lake", name="raw/orders")
+    observe(orders, "build_daily", raw, "read")
+    observe(orders, "build_daily", orders_daily, "write")
+    observe(orders, "export", orders_daily, "read")
+    observe(orders, "export", ("s3://exports", "orders.csv"), "write")
+    response, body = page(consumer, orders_daily)
+    boxes = {b.label: b for b in response.context["lineage"].boxes}
+    assert boxes["raw/orders"].x < boxes["build_daily"].x < boxes["curated/orders_daily"].x
+    assert boxes["curated/orders_daily"].x < boxes["export"].x < boxes["orders.csv"].x
+    assert f'href="/datasets/{raw.pk}/"' in body  # upstream datasets link to their page
+    assert 'class="node dataset uncatalogued"' in body
+    assert body.count('class="edge"') == 4
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_shows_change_notices_with_acknowledgements_and_audit(
+    consumer, orders_daily, analytics
+):
+    SubscriptionFactory(team=analytics, dataset=orders_daily)
+    finance = TeamFactory(slug="finance")
+    SubscriptionFactory(team=finance, dataset=orders_daily)
+    notice = announce(orders_daily)
+    ChangeNoticeAcknowledgement.objects.create(
+        notice=notice, team=finance, acknowledged_by="user:f", acknowledged_at=NOW
+    )
+    AuditEntry.objects.create(
+        dataset=orders_daily,
+        actor="user:olga",
+        action="dataset.updated",
+        changes={"criticality": ["medium", "high"]},
+    )
+    _, body = page(consumer, orders_daily)
+    assert "breaking schema change" in body and "Column amount becomes a decimal." in body
+    assert "finance ✓" in body and "analytics pending" in body
+    assert "Acknowledge for analytics" in body
+    assert "dataset.updated" in body and "medium → high" in body
+
+
+def test_dataset_page_query_count_is_bounded(
+    consumer, orders_daily, analytics, orders, django_assert_max_num_queries
+):
+    for n in range(5):
+        team = TeamFactory(slug=f"reader-{n}")
+        SubscriptionFactory(team=team, dataset=orders_daily)
+        observe(team, f"job{n}", orders_daily)
+        announce(orders_daily, days=30 + n)
+    for day in range(1, 28):
+        partition(orders_daily, f"2026-11-{day:02}", ready_at=datetime(2026, 11, 28, tzinfo=UTC))
+    with django_assert_max_num_queries(22) as captured:
+        page(consumer, orders_daily)
+    print(f"\ndataset page: {len(captured)} queries")
+
+
+def test_unknown_dataset_is_404(consumer):
+    assert consumer.get("/datasets/999999/").status_code == 404
+    assert consumer.get("/datasets/99999999999999999999/").status_code == 404
+
+
+# --- editing ---------------------------------------------------------------------------------
+
+
+def edit_data(dataset, **changes):
+    data = {
+        "description": dataset.description,
+        "criticality": dataset.criticality,
+        "completion_signal": dataset.completion_signal,
+        "sla_cron": dataset.sla_cron,
+        "sla_timezone": dataset.sla_timezone,
+        "sla_grace_seconds": dataset.sla_grace_seconds,
+        "change_notice_days": dataset.change_notice_days,
+        "lifecycle": dataset.lifecycle,
+        "sunset_at": "",
+        "override_reason": "",
+    }
+    return {**data, **changes}
+
+
+def test_owner_edits_through_dataset_update_and_it_is_audited(owner, orders_daily):
+    response = owner.post(
+        f"/datasets/{orders_daily.pk}/edit",
+        edit_data(orders_daily, criticality="critical", sla_cron="0 7 * * *"),
+    )
+    assert response.status_code == 302
+    orders_daily.refresh_from_db()
+    assert (orders_daily.criticality, orders_daily.sla_cron) == ("critical", "0 7 * * *")
+    entry = AuditEntry.objects.get(dataset=orders_daily, action="dataset.updated")
+    assert entry.actor == "user:olga"
+    assert entry.changes == {
+        "criticality": ["high", "critical"],
+        "sla_cron": ["30 6 * * *", "0 7 * * *"],
+    }
+    assert "Saved." in owner.get(response["Location"]).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"sla_cron": "every day"}, "sla_cron", "not a valid cron expression"),
+        ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
+        ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
+        ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
+    ],
+)
+def test_owner_edit_breaking_a_rule_shows_the_service_problem_on_the_form(
+    owner, orders_daily, changes, field, message
+):
+    response = owner.post(f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, **changes))
+    assert response.status_code == 400
+    form = response.context["edit_form"]
+    errors = form.errors.get(field or "__all__")
+    assert errors and message in " ".join(errors), form.errors
+    orders_daily.refresh_from_db()
+    assert orders_daily.sla_cron == "30 6 * * *" and orders_daily.lifecycle == "active"
+    assert not AuditEntry.objects.filter(dataset=orders_daily).exists()
+
+
+def test_another_team_cannot_edit_and_sees_no_edit_form(consumer, orders_daily):
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, criticality="low")
+    )
+    assert response.status_code == 403
+    assert "only members of team orders edit" in response.content.decode()
+    orders_daily.refresh_from_db()
+    assert orders_daily.criticality == "high"
+    _, body = page(consumer, orders_daily)
+    assert "Edit (owner)" not in body
+
+
+def test_edit_without_csrf_token_is_refused(make_person, orders, orders_daily):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_person("olga", orders))
+    response = client.post(
+        f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, criticality="low")
+    )
+    assert response.status_code == 403
+    orders_daily.refresh_from_db()
+    assert orders_daily.criticality == "high"
+
+
+# --- subscribing and acknowledging ----------------------------------------------------------
+
+
+def test_consumer_subscribes_its_team_and_sees_the_new_endpoint_secret_once(
+    consumer, orders_daily, analytics
+):
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe",
+        {"team": "analytics", "endpoint_url": "https://hooks.example.com/analytics"},
+    )
+    assert response.status_code == 200
+    subscription = Subscription.objects.get(team=analytics, dataset=orders_daily)
+    assert subscription.endpoint.url == "https://hooks.example.com/analytics"
+    body = response.content.decode()
+    assert "whsec_" in body and "subscribed to" in body
+    again = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe",
+        {"team": "analytics", "endpoint_url": "https://hooks.example.com/analytics"},
+    )
+    assert again.status_code == 302  # the endpoint exists: no secret to show again
+    assert Subscription.objects.filter(team=analytics).count() == 1
+
+
+def test_subscribe_without_endpoint_declares_the_read(consumer, orders_daily, analytics):
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe",
+        {"team": "analytics", "job_namespace": "airflow://analytics", "job_name": "rollup"},
+    )
+    assert response.status_code == 302
+    subscription = Subscription.objects.get(team=analytics)
+    assert (subscription.job_name, subscription.endpoint) == ("rollup", None)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (
+            {"team": "analytics", "endpoint_url": "http://user:pw@hooks.example.com/x"},
+            "endpoint_url",
+        ),
+        ({"team": "analytics", "job_name": "rollup"}, "job_name"),
+        ({"team": "orders"}, "team"),  # not one of ana's teams
+    ],
+)
+def test_subscribe_refuses_what_the_api_refuses(consumer, orders_daily, data, field):
+    response = consumer.post(f"/datasets/{orders_daily.pk}/subscribe", data)
+    assert response.status_code == 400
+    assert field in response.context["subscribe_form"].errors
+    assert not Subscription.objects.exists()
+
+
+def test_subscribing_to_a_retired_dataset_shows_the_problem(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(lifecycle="retired")
+    response = consumer.post(f"/datasets/{orders_daily.pk}/subscribe", {"team": "analytics"})
+    assert response.status_code == 400
+    assert "retired" in str(response.context["subscribe_form"].errors)
+
+
+def test_consumer_acknowledges_a_change_notice(consumer, orders_daily, analytics):
+    SubscriptionFactory(team=analytics, dataset=orders_daily)
+    notice = announce(orders_daily)
+    url = f"/datasets/{orders_daily.pk}/notices/{notice.pk}/acknowledge"
+    response = consumer.post(url, {"team": "analytics"})
+    assert response.status_code == 302
+    ack = ChangeNoticeAcknowledgement.objects.get(notice=notice)
+    assert (ack.team, ack.acknowledged_by) == (analytics, "user:ana")
+    _, body = page(consumer, orders_daily)
+    assert "analytics ✓" in body and "Acknowledge for analytics" not in body
+
+
+def test_a_team_that_is_not_a_consumer_cannot_acknowledge(consumer, orders_daily):
+    notice = announce(orders_daily)
+    url = f"/datasets/{orders_daily.pk}/notices/{notice.pk}/acknowledge"
+    assert consumer.post(url, {"team": "analytics"}).status_code == 403
+    assert consumer.post(url, {"team": "orders"}).status_code == 403  # not ana's team
+    assert not ChangeNoticeAcknowledgement.objects.exists()
+
+
+def test_acknowledging_another_datasets_notice_is_404(consumer, orders_daily, orders):
+    other = DatasetFactory(owner=orders)
+    notice = announce(other)
+    url = f"/datasets/{orders_daily.pk}/notices/{notice.pk}/acknowledge"
+    assert consumer.post(url, {"team": "analytics"}).status_code == 404
+
+
+def test_acknowledge_without_csrf_token_is_refused(make_person, analytics, orders_daily):
+    SubscriptionFactory(team=analytics, dataset=orders_daily)
+    notice = announce(orders_daily)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_person("ana", analytics))
+    url = f"/datasets/{orders_daily.pk}/notices/{notice.pk}/acknowledge"
+    assert client.post(url, {"team": "analytics"}).status_code == 403
+    assert not ChangeNoticeAcknowledgement.objects.exists()
+
+
+def test_dataset_pages_need_a_login(client, orders_daily):
+    assert client.get(f"/datasets/{orders_daily.pk}/").status_code == 302
+    response = client.post(f"/datasets/{orders_daily.pk}/subscribe", {"team": "orders"})
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_unpartitioned_dataset_page_has_no_timeline(consumer, orders):
+    dataset = DatasetFactory(owner=orders, partitioning="none", sla_cron="")
+    response, body = page(consumer, dataset)
+    assert response.context["cells"] == [] and "Unpartitioned: no timeline." in body
+    assert "no SLA" in body

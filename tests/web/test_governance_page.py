@@ -1,0 +1,101 @@
+"""The governance page: the API's reports, every team's for governance staff, one's own
+teams' for everyone else."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from catalog.models import Endpoint, Notification, Subscription
+from tests.catalog.factories import DatasetFactory, TeamFactory
+from tests.web.helpers import dead_letter, observe
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(orders, analytics):
+    """analytics reads orders' dataset undeclared and writes it; finance reads it too;
+    orders owns a critical dataset without SLA and one without a monitor."""
+    finance = TeamFactory(slug="finance")
+    raw = DatasetFactory(owner=orders, name="raw/orders")
+    observe(analytics, "rollup", raw)
+    observe(finance, "board", raw)
+    observe(analytics, "fixup", raw, "write")
+    observe(analytics, "rollup", ("s3://scratch", "tmp/rollup"), "write")
+    DatasetFactory(owner=orders, name="critical/no_sla", criticality="critical", sla_cron="")
+    unwatched = DatasetFactory(
+        owner=orders, name="critical/unwatched", criticality="critical", sla_cron="0 6 * * *"
+    )
+    watched = DatasetFactory(
+        owner=analytics, name="critical/watched", criticality="critical", sla_cron="0 6 * * *"
+    )
+    monitor = dead_letter(
+        Endpoint.objects.create(team=analytics, kind="watchdog", url="http://watchdog"),
+        state="succeeded",
+    )
+    Notification.objects.filter(pk=monitor.notification_id).update(
+        dataset=watched, type=Notification.Type.WATCHDOG_MONITOR
+    )
+    return {"raw": raw, "unwatched": unwatched, "finance": finance}
+
+
+def report(response, name):
+    return response.context[name]
+
+
+def test_governance_staff_see_every_teams_rows(world, make_person, client_as):
+    client = client_as(make_person("gov", is_staff=True))
+    response = client.get("/governance/")
+    assert response.status_code == 200
+    assert {u.team.slug for u in report(response, "undeclared_reads")} == {"analytics", "finance"}
+    assert [u.job.name for u in report(response, "undeclared_writes")] == ["fixup"]
+    assert [r["dataset_name"] for r in report(response, "uncatalogued")] == ["tmp/rollup"]
+    assert [d.name for d in report(response, "without_sla")] == ["critical/no_sla"]
+    assert [d.name for d in report(response, "without_monitor")] == ["critical/unwatched"]
+    body = response.content.decode()
+    assert "every team&#x27;s rows" in body or "every team's rows" in body
+
+
+def test_a_permission_makes_governance_staff_too(world, make_person, client_as):
+    person = make_person("perm")
+    person.user_permissions.add(Permission.objects.get(codename="view_datasetusage"))
+    response = client_as(person).get("/governance/", {"team": "finance"})
+    assert {u.team.slug for u in report(response, "undeclared_reads")} == {"finance"}
+
+
+def test_others_see_their_own_teams_rows_only(world, make_person, client_as, analytics):
+    client = client_as(make_person("ana", analytics))
+    response = client.get("/governance/")
+    assert {u.team.slug for u in report(response, "undeclared_reads")} == {"analytics"}
+    assert report(response, "without_sla") == [] and report(response, "without_monitor") == []
+    assert client.get("/governance/", {"team": "finance"}).status_code == 403
+
+
+def test_stale_declarations_are_listed(world, make_person, client_as, analytics):
+    subscription = Subscription.objects.create(team=analytics, dataset=world["unwatched"])
+    Subscription.objects.filter(pk=subscription.pk).update(created_at="2020-01-01T00:00Z")
+    response = client_as(make_person("ana", analytics)).get("/governance/")
+    assert [s.dataset.name for s in report(response, "stale")] == ["critical/unwatched"]
+
+
+def test_a_person_without_team_sees_no_rows(world, make_person, client_as):
+    response = client_as(make_person("nobody")).get("/governance/")
+    assert response.status_code == 200 and response.context["none"]
+
+
+def test_unknown_team_for_governance_staff_is_404(make_person, client_as):
+    assert (
+        client_as(make_person("gov", is_staff=True))
+        .get("/governance/", {"team": "ghost"})
+        .status_code
+        == 404
+    )
+
+
+def test_governance_page_query_count_is_bounded(
+    world, make_person, client_as, django_assert_max_num_queries
+):
+    client = client_as(make_person("gov", is_staff=True))
+    with django_assert_max_num_queries(12):
+        assert client.get("/governance/").status_code == 200
