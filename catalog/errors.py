@@ -218,3 +218,9 @@ class RevisionStaged(Conflict):
 class DeclarationForAnotherTeam(PermissionDenied):
     code = "declaration_for_another_team"
     title = "The declaration names another team"
+
+
+class SchemaInvalid(Problem):
+    code = "schema_invalid"
+    title = "The schema is not valid"
+    status = 400

@@ -462,6 +462,7 @@ class Notification(models.Model):
         CHANGE_NOTICE_REMINDER = "change_notice.reminder"
         CHANGE_NOTICE_EFFECTIVE = "change_notice.effective"
         DATASET_VERSION_PROMOTED = "dataset.version_promoted"
+        SCHEMA_UNANNOUNCED_CHANGE = "schema.unannounced_change"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)
@@ -920,3 +921,92 @@ class DatasetTransfer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset_id}: {self.from_team_id} -> {self.to_team_id} ({self.state})"
+
+
+class SchemaObservation(models.Model):
+    """A dataset's schema as lineage or a readiness event showed it (``catalog.schemas``):
+    one row per change on the dataset's timeline, not per sighting.
+
+    ``observed_at`` is the event time of the first sighting of this schema after a
+    different one; ``last_seen_at`` the latest sighting before the next change. A
+    sighting of the same schema (same ``fingerprint``) as the observation just before it
+    only widens that row. ``source`` says what showed it: a lineage event (``job_*``,
+    ``run_id`` and ``lineage_event_id``) or a readiness event (``readiness_event``)."""
+
+    class Source(models.TextChoices):
+        LINEAGE = "lineage"
+        READINESS = "readiness"
+
+    dataset = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, related_name="schema_observations"
+    )
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the canonical fields.")
+    fields = models.JSONField(help_text='[{"name", "type", "fields"?}] as first seen.')
+    observed_at = models.DateTimeField(help_text="Event time of the first sighting, UTC.")
+    last_seen_at = models.DateTimeField(help_text="Event time of the latest sighting, UTC.")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The team whose event showed it.",
+    )
+    job_namespace = models.CharField(max_length=255, blank=True)
+    job_name = models.CharField(max_length=1024, blank=True)
+    run_id = models.UUIDField(null=True, blank=True)
+    lineage_event_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The lineage event (lineage app) that showed it."
+    )
+    readiness_event = models.ForeignKey(
+        ReadinessEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["dataset", "-observed_at", "-id"], name="schema_observation_recent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} schema {self.fingerprint[:12]} @ {self.observed_at}"
+
+
+class SchemaChange(models.Model):
+    """A breaking change between two consecutive schema observations of a dataset: columns
+    removed or retyped (``catalog.schemas.diff``). ``covered_by`` is the breaking schema
+    change notice that announced it (``catalog.schema_changes`` says which notice covers
+    which date); without one it is *unannounced*: the owner team is told once and the
+    governance report lists it. One row per (observation, previous)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="schema_changes")
+    observation = models.ForeignKey(
+        SchemaObservation, on_delete=models.CASCADE, related_name="changes"
+    )
+    previous = models.ForeignKey(SchemaObservation, on_delete=models.CASCADE, related_name="+")
+    observed_at = models.DateTimeField(help_text="When the new schema was first seen, UTC.")
+    removed = models.JSONField(default=list, help_text="Column paths gone.")
+    retyped = models.JSONField(default=list, help_text='[{"name", "from", "to"}]')
+    added = models.JSONField(default=list, help_text="Column paths new (not breaking).")
+    covered_by = models.ForeignKey(
+        ChangeNotice, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["observation", "previous"], name="uniq_schema_change"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["-observed_at", "-id"],
+                name="schema_change_unannounced",
+                condition=Q(covered_by__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} schema change @ {self.observed_at}"

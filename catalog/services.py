@@ -42,6 +42,8 @@ from . import (
     keys,
     notices,
     restatements,
+    schema_changes,
+    schemas,
     selectors,
     watchdog_feed,
 )
@@ -68,6 +70,7 @@ from .models import (
     Partition,
     PartitionRevision,
     ReadinessEvent,
+    SchemaObservation,
     StorageGroup,
     Subscription,
     Team,
@@ -574,7 +577,12 @@ def readiness_publish(
           dataset, staged, the partition inside its range): ready but not current, told
           to no consumer and not changing freshness until the restatement is promoted
           (``restatements.revision_stage``);
-        - a version staged in a restatement is published only through it.
+        - a version staged in a restatement is published only through it;
+        - ``metadata.schema`` holding an object is the dataset's schema in the shape of
+          the OpenLineage SchemaDatasetFacet (``{"fields": [{"name", "type",
+          "fields"?}]}``): a ready publish outside a restatement records it as a schema
+          observation (``catalog.schema_changes``), which may reveal an unannounced
+          breaking change; any other value of ``metadata.schema`` is plain metadata.
 
     Args:
         partition: key in the dataset's partitioning format; ``""`` when unpartitioned.
@@ -589,11 +597,20 @@ def readiness_publish(
     Raises:
         DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
         InvalidPartitionKey (400), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
-        IdempotencyKeyInProgress (409), RevisionStaged (409); with ``restatement`` also
+        IdempotencyKeyInProgress (409), RevisionStaged (409), SchemaInvalid (400, naming
+        ``metadata.schema.fields...``); with ``restatement`` also
         RestatementNotFound (404), RestatementClosed (409), PartitionOutsideRestatement
         (422).
     """
     identity = normalised_identity(namespace, name)
+    try:
+        schema_fields = schema_changes.readiness_schema(metadata)
+    except schemas.SchemaInvalid as exc:
+        raise errors.SchemaInvalid(
+            "metadata.schema must hold the columns as a SchemaDatasetFacet does: "
+            '{"fields": [{"name": ..., "type": ...}]}',
+            errors=exc.errors,
+        ) from exc
     request_fingerprint = _fingerprint(
         {
             "namespace": identity.namespace,
@@ -633,6 +650,22 @@ def readiness_publish(
             code_version=code_version,
             now=now,
         )
+        if (
+            schema_fields is not None
+            and state == PartitionRevision.State.READY
+            and restatement is None
+        ):
+            schema_changes.schema_sightings_record(
+                sightings=[
+                    schema_changes.SchemaSighting(identity.namespace, identity.name, schema_fields)
+                ],
+                observed_at=now,
+                source=SchemaObservation.Source.READINESS,
+                team=actor.team,
+                verified=True,  # the owner or a key delegated by it
+                now=now,
+                readiness_event_id=result.body.get("event_id"),
+            )
         if record is not None:
             record.status_code = result.status_code
             record.response_body = result.body

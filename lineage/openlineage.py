@@ -15,7 +15,8 @@ JSON it arrived as:
   one without an offset is read as UTC and the event says so
   (``event_time_assumed_utc``); fractions beyond microseconds are truncated.
 - **Facets** (run, job, dataset, input and output facets): unknown and custom facets are
-  kept as they are. A standard facet missing what its schema requires (an ``ownership``
+  kept as they are; a dataset's well-formed ``schema`` facet is read into its ``schema``
+  (``catalog.schemas``). A standard facet missing what its schema requires (an ``ownership``
   owner without ``name``, a ``parent`` without ``run.runId`` ...) or any facet that is not
   an object does not sink the event: it is listed in ``problems`` and left unused.
 - **Dataset identities** are normalised with ``catalog.identity`` (the function used at
@@ -29,6 +30,7 @@ JSON it arrived as:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from catalog import schemas
 from catalog.identity import IdentityError, normalise_dataset_identity
 from problems import FieldError
 
@@ -64,6 +67,9 @@ class DatasetRef:
     name: str
     received_namespace: str
     received_name: str
+    # The well-formed ``schema`` facet's columns (``catalog.schemas.read_fields``); None
+    # when the dataset carried none, or a malformed one (flagged in ``problems``).
+    schema: schemas.Fields | None = dataclasses.field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,9 @@ def parse_event(data: Any) -> OpenLineageEvent:
         )
         if static is not None:
             dataset = _dataset(static, "dataset", errors, problems)
-            problems += _facets(static.get("facets"), "dataset.facets", "dataset")
+            facet_problems = _facets(static.get("facets"), "dataset.facets", "dataset")
+            problems += facet_problems
+            dataset = _with_facets(dataset, static.get("facets"), "dataset", facet_problems)
 
     if errors:
         raise EventInvalid(
@@ -342,11 +350,26 @@ def _datasets(
             errors.append(FieldError(path, f"{path} must be an object", "object"))
             continue
         ref = _dataset(item, path, errors, problems)
-        problems += _facets(item.get("facets"), f"{path}.facets", "dataset")
+        facet_problems = _facets(item.get("facets"), f"{path}.facets", "dataset")
+        problems += facet_problems
         problems += _facets(item.get(facets_key), f"{path}.{facets_key}", location)
         if ref is not None:
-            refs.append(ref)
+            refs.append(_with_facets(ref, item.get("facets"), path, facet_problems))
     return refs
+
+
+def _with_facets(
+    ref: DatasetRef | None, facets: Any, path: str, facet_problems: list[FieldError]
+) -> DatasetRef | None:
+    """``ref`` with what its well-formed dataset facets declare (its ``schema``)."""
+    if ref is None or not isinstance(facets, dict) or "schema" not in facets:
+        return ref
+    if any(p.field.startswith(f"{path}.facets.schema") for p in facet_problems):
+        return ref  # flagged: left unused
+    fields = facets["schema"].get("fields")
+    if fields is None:
+        return ref  # a schema facet without columns says nothing
+    return dataclasses.replace(ref, schema=schemas.read_fields(fields))
 
 
 def _dataset(
@@ -469,6 +492,18 @@ def _nominal_time_facet(facet: dict) -> list[_Finding]:
     return findings
 
 
+def _schema_facet(facet: dict) -> list[_Finding]:
+    """SchemaDatasetFacet: ``fields`` (optional) is a list of columns, each with a
+    ``name``, an optional string ``type`` and optional nested ``fields``."""
+    if facet.get("fields") is None:
+        return []
+    try:
+        schemas.read_fields(facet["fields"])
+    except schemas.SchemaInvalid as exc:
+        return [(e.field, e.rule, e.detail) for e in exc.errors]
+    return []
+
+
 # (where the facet is, its name) -> what its schema requires (spec 2-0-2 facet schemas).
 _STANDARD_FACETS: dict[tuple[str, str], Callable[[dict], list[_Finding]]] = {
     ("run", "parent"): _parent_facet,
@@ -480,7 +515,7 @@ _STANDARD_FACETS: dict[tuple[str, str], Callable[[dict], list[_Finding]]] = {
     ("job", "ownership"): _items_need("owners", "name"),
     ("dataset", "documentation"): _needs_text("description"),
     ("dataset", "ownership"): _items_need("owners", "name"),
-    ("dataset", "schema"): _items_need("fields", "name"),
+    ("dataset", "schema"): _schema_facet,
     ("dataset", "symlinks"): _items_need("identifiers", "namespace", "name", "type"),
     ("input", "dataQualityAssertions"): _items_need(
         "assertions", "assertion", required=True, booleans=("success",)

@@ -27,9 +27,9 @@ from django.db.models import Exists, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from catalog import doorbell, selectors
+from catalog import doorbell, schema_changes, selectors
 from catalog import services as catalog_services
-from catalog.models import Claim, DatasetUsage, Job
+from catalog.models import Claim, DatasetUsage, Job, SchemaObservation
 from catalog.services import Actor
 
 from . import collectors, openlineage, runstate
@@ -205,7 +205,9 @@ def lineage_events_process_claimed(
     events record the job; a verified one also declares its inputs that are catalog
     datasets as subscriptions of the job's team naming the job (no endpoint), never
     changing one that exists; unverified ones declare nothing. Every event keeps the
-    received spelling of each dataset identity that normalised to another.
+    received spelling of each dataset identity that normalised to another. A dataset's
+    well-formed ``schema`` facet is a schema sighting of the catalog dataset
+    (``catalog.schema_changes``: recorded for verified events and the owner's own).
 
     Each event is applied under its own savepoint: one that fails is rolled back alone
     and scheduled for a retry (or failed), as if it had been processed on its own; a
@@ -343,6 +345,24 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             namespace=ref.namespace,
             name=ref.name,
             seen_at=parsed.event_time,
+        )
+    sightings = [
+        schema_changes.SchemaSighting(ref.namespace, ref.name, ref.schema)
+        for ref in refs
+        if ref.schema is not None
+    ]
+    if sightings:  # nothing at all for the events that carry no schema
+        schema_changes.schema_sightings_record(
+            sightings=sightings,
+            observed_at=parsed.event_time,
+            source=SchemaObservation.Source.LINEAGE,
+            team=event.team,
+            verified=event.verified,
+            now=now,
+            job_namespace=parsed.job_namespace or "",
+            job_name=parsed.job_name or "",
+            run_id=parsed.run_id,
+            lineage_event_id=event.pk,
         )
 
 

@@ -287,6 +287,12 @@ TIDEMARK_CHANGE_NOTICES = {
     ),
 }
 
+# Schema observations (catalog.schema_changes): a breaking schema change notice covers a
+# change seen from its effective time until this many days after it.
+TIDEMARK_SCHEMA_CHANGES = {
+    "notice_covers_days": env.int("TIDEMARK_SCHEMA_NOTICE_COVERS_DAYS", default=7),
+}
+
 # Runtime lineage (lineage/): OpenLineage events on POST /api/v1/lineage. An event's body
 # may be at most max_event_bytes, as sent and, when gzip-compressed, once inflated (413
 # beyond). Processing: the delivery outbox's lease, batch and backoff, in seconds.
