@@ -144,6 +144,11 @@ urlpatterns = [
         governance.UncataloguedDatasetsReportApi.as_view(),
         name="report-uncatalogued-datasets",
     ),
+    path(
+        "reports/unannounced-changes",
+        governance.UnannouncedChangesReportApi.as_view(),
+        name="report-unannounced-changes",
+    ),
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
     path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),
     path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),

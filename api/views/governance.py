@@ -222,3 +222,27 @@ class UncataloguedDatasetsReportApi(APIView):
             row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
         data = s.UncataloguedDatasetOutputSerializer(page, many=True).data
         return paginator.get_paginated_response(data)
+
+
+class UnannouncedChangesReportApi(APIView):
+    """Unannounced breaking schema changes: lineage or a readiness publish showed a
+    dataset's schema lose or retype a column, and no breaking schema change notice of the
+    dataset covered that date (announced before it, in effect at it, at most
+    ``TIDEMARK_SCHEMA_NOTICE_COVERS_DAYS`` days past its effective time). Most recently
+    observed first. A team sees its own datasets' changes; a ``governance`` key every
+    team's (``team`` narrows to one owner team)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.UnannouncedChangeOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.ReportFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        team = _report_team(request, filters.validated_data.get("team"))
+        queryset = selectors.unannounced_schema_changes(teams=None if team is None else [team])
+        return paginate(
+            self, request, queryset, s.UnannouncedChangeOutputSerializer, ("-observed_at", "-id")
+        )
