@@ -867,13 +867,34 @@ class DatasetUsage(models.Model):
 
 
 class DatasetAlias(models.Model):
-    """A spelling of a dataset identity as received (``alias_*``) that normalises to
-    ``namespace`` + ``name`` (``catalog.identity``), kept so what a job sent can be traced."""
+    """Another identity (``alias_*``) of the dataset identity ``namespace`` + ``name``.
+
+    ``spelling``: a spelling as received that normalises to it (``catalog.identity``),
+    kept so what a job sent can be traced. ``symlink``: an identity the dataset's owner
+    team declared for it in a verified lineage event's ``symlinks`` facet (a metastore
+    table over a lake path, say), normalised; ``dataset`` is the registered dataset, and
+    usage naming the alias is usage of that dataset. An identity is an alias of at most
+    one dataset, the first to claim it (``catalog.services.dataset_symlinks_record`` says
+    who may)."""
+
+    class Kind(models.TextChoices):
+        SPELLING = "spelling"
+        SYMLINK = "symlink"
 
     alias_namespace = models.CharField(max_length=255)
     alias_name = models.CharField(max_length=1024)
     namespace = models.CharField(max_length=255)
     name = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SPELLING)
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="aliases"
+    )
+    symlink_type = models.CharField(
+        max_length=64, blank=True, help_text="The symlink's type as declared (TABLE ...)."
+    )
+    declared_by = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     first_seen_at = models.DateTimeField()
 
     class Meta:
@@ -881,6 +902,10 @@ class DatasetAlias(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["alias_namespace", "alias_name"], name="uniq_dataset_alias"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="spelling") | Q(dataset__isnull=False),
+                name="dataset_alias_symlink_has_dataset",
             ),
         ]
         indexes = [models.Index(fields=["namespace", "name"], name="alias_identity")]

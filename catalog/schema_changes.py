@@ -25,8 +25,9 @@ publish's always (only the owner or a delegated key publishes). Unverified event
 by lineage but change no schema: a stranger cannot raise a false alarm.
 
 **Cost.** Nothing runs for an event without a schema. With one, a single statement looks
-up every named dataset with the observation before the event's time; an unchanged schema
-costs at most one more (widening ``last_seen_at``). Only a change takes a per-dataset
+up every named dataset with the observation before the event's time (two more for names
+that are no catalog dataset's: symlink aliases are looked up); an unchanged schema costs
+at most one more (widening ``last_seen_at``). Only a change takes a per-dataset
 advisory lock (PostgreSQL), so two workers never both record one change.
 """
 
@@ -46,6 +47,7 @@ from . import notices, schemas
 from .models import (
     ChangeNotice,
     Dataset,
+    DatasetAlias,
     Notification,
     SchemaChange,
     SchemaObservation,
@@ -86,7 +88,8 @@ def schema_sightings_record(
     """Record what schemas one event showed, and the breaking changes they reveal.
 
     Call inside the caller's transaction (lineage processing, a readiness publish).
-    Identities no registered dataset has are ignored, as are datasets the sighting may
+    An identity that is a symlink alias of a catalog dataset counts for that dataset;
+    identities no registered dataset has are ignored, as are datasets the sighting may
     not speak for (not ``verified`` and ``team`` is not the owner; see the module
     docstring). Per dataset: a schema the same as the observation just before
     ``observed_at`` widens that observation's ``last_seen_at``; a different one becomes a
@@ -109,22 +112,13 @@ def schema_sightings_record(
     wanted = {(s.namespace, s.name): s for s in sightings}
     if not wanted:
         return []
-    match = Q()
-    for namespace, name in wanted:
-        match |= Q(namespace=namespace, name=name)
-    before = SchemaObservation.objects.filter(
-        dataset=OuterRef("pk"), observed_at__lte=observed_at
-    ).order_by("-observed_at", "-id")
-    datasets = (
-        Dataset.objects.filter(match)
-        .annotate(
-            previous_id=Subquery(before.values("id")[:1]),
-            previous_fingerprint=Subquery(before.values("fingerprint")[:1]),
-            previous_last_seen_at=Subquery(before.values("last_seen_at")[:1]),
-        )
-        .only("id", "namespace", "name", "owner_id")
-        .order_by("pk")
-    )
+    datasets = _datasets_with_previous(wanted, observed_at)
+    missing = set(wanted) - {(d.namespace, d.name) for d in datasets}
+    if missing:  # perhaps symlink aliases of catalog datasets: look once more
+        resolved = _resolve_symlinks({pair: wanted[pair] for pair in missing})
+        if resolved:
+            wanted.update(resolved)
+            datasets += _datasets_with_previous(resolved, observed_at)
     widen: list[int] = []
     changed: list[tuple[Dataset, str, schemas.Fields]] = []
     for dataset in datasets:
@@ -156,6 +150,47 @@ def schema_sightings_record(
             dataset, digest, fields, observed_at=observed_at, origin=origin, now=now
         )
     return found
+
+
+def _datasets_with_previous(
+    wanted: dict[tuple[str, str], SchemaSighting], observed_at: datetime
+) -> list[Dataset]:
+    """The catalog datasets with these identities, each annotated with the observation
+    just before ``observed_at`` (``previous_id``, ``previous_fingerprint``,
+    ``previous_last_seen_at``; None without one), in one query."""
+    match = Q()
+    for namespace, name in wanted:
+        match |= Q(namespace=namespace, name=name)
+    before = SchemaObservation.objects.filter(
+        dataset=OuterRef("pk"), observed_at__lte=observed_at
+    ).order_by("-observed_at", "-id")
+    return list(
+        Dataset.objects.filter(match)
+        .annotate(
+            previous_id=Subquery(before.values("id")[:1]),
+            previous_fingerprint=Subquery(before.values("fingerprint")[:1]),
+            previous_last_seen_at=Subquery(before.values("last_seen_at")[:1]),
+        )
+        .only("id", "namespace", "name", "owner_id")
+        .order_by("pk")
+    )
+
+
+def _resolve_symlinks(
+    wanted: dict[tuple[str, str], SchemaSighting],
+) -> dict[tuple[str, str], SchemaSighting]:
+    """The sightings of ``wanted`` whose identity is a symlink alias of a catalog dataset,
+    keyed by the dataset's identity instead (one query)."""
+    match = Q()
+    for namespace, name in wanted:
+        match |= Q(alias_namespace=namespace, alias_name=name)
+    aliases = DatasetAlias.objects.filter(match, kind=DatasetAlias.Kind.SYMLINK).values_list(
+        "alias_namespace", "alias_name", "namespace", "name"
+    )
+    return {
+        (namespace, name): wanted[(alias_namespace, alias_name)]
+        for alias_namespace, alias_name, namespace, name in aliases
+    }
 
 
 def _lock_dataset_schema(dataset_id: int) -> None:

@@ -2167,8 +2167,8 @@ def usage_observe(
 
     Upserts the usage row of (job, identity, direction, team, verified): created with both
     seen times at ``seen_at``, or widened; linked to the registered dataset with this
-    identity, if any. Does not count a run: ``usage_count_run`` does, once per run. Call
-    inside the caller's transaction.
+    identity, or whose symlink alias it is (``DatasetAlias``), if any. Does not count a
+    run: ``usage_count_run`` does, once per run. Call inside the caller's transaction.
 
     Args:
         namespace, name: the dataset identity, already normalised with
@@ -2183,6 +2183,14 @@ def usage_observe(
     dataset_id = (
         Dataset.objects.filter(namespace=namespace, name=name).values_list("pk", flat=True).first()
     )
+    if dataset_id is None:  # a symlink declared for a catalog dataset
+        dataset_id = (
+            DatasetAlias.objects.filter(
+                alias_namespace=namespace, alias_name=name, kind=DatasetAlias.Kind.SYMLINK
+            )
+            .values_list("dataset_id", flat=True)
+            .first()
+        )
     usage, created = DatasetUsage.objects.get_or_create(
         job=job,
         dataset_namespace=namespace,
@@ -2224,10 +2232,11 @@ def usages_observe(
     at ``seen_at``: ``usage_observe`` for a whole event at once.
 
     On PostgreSQL one statement looks up the datasets registered with these identities
-    and upserts every usage row (``INSERT ... ON CONFLICT DO UPDATE``, seen times widened
-    with LEAST/GREATEST), locking the rows in the order of ``edges``; elsewhere (SQLite,
-    the embedded mode) ``usage_observe`` runs for each edge. Does not count runs:
-    ``usage_count_runs`` does. Call inside the caller's transaction.
+    (or declaring them as symlink aliases) and upserts every usage row (``INSERT ... ON
+    CONFLICT DO UPDATE``, seen times widened with LEAST/GREATEST), locking the rows in
+    the order of ``edges``; elsewhere (SQLite, the embedded mode) ``usage_observe`` runs
+    for each edge. Does not count runs: ``usage_count_runs`` does. Call inside the
+    caller's transaction.
 
     Args:
         edges: distinct ``(direction, namespace, name)``, identities already normalised
@@ -2266,10 +2275,14 @@ def usages_observe(
                 run_count, dataset_id, direction, dataset_namespace, dataset_name
             )
             SELECT %s::bigint, %s::bigint, %s::boolean, %s::timestamptz, %s::timestamptz,
-                %s::timestamptz, 0, d.id, e.direction, e.namespace, e.name
+                %s::timestamptz, 0, COALESCE(d.id, a.dataset_id), e.direction, e.namespace,
+                e.name
             FROM (VALUES {values}) AS e (position, direction, namespace, name)
             LEFT JOIN {Dataset._meta.db_table} d
                 ON d.namespace = e.namespace AND d.name = e.name
+            LEFT JOIN {DatasetAlias._meta.db_table} a
+                ON a.alias_namespace = e.namespace AND a.alias_name = e.name
+                AND a.kind = 'symlink'
             ORDER BY e.position
             ON CONFLICT ON CONSTRAINT uniq_dataset_usage DO UPDATE SET
                 dataset_id = COALESCE(EXCLUDED.dataset_id, u.dataset_id),
@@ -2313,3 +2326,91 @@ def dataset_alias_record(
         ],
         ignore_conflicts=True,
     )
+
+
+def dataset_symlinks_record(
+    *,
+    team: Team,
+    links: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
+    seen_at: datetime,
+) -> list[DatasetAlias]:
+    """Record the identities a verified lineage event's ``symlinks`` facets declare as
+    aliases of catalog datasets, so usage naming an alias is usage of the dataset.
+
+    The rule, so that no alias hijacks another dataset: an alias is recorded only when
+    the dataset it is declared for is registered and owned by ``team`` (the caller passes
+    only verified events: the team claims the job namespace), the alias is no registered
+    dataset's identity, no other team claims a dataset prefix covering it, and it is not
+    an alias already (of whatever dataset, or a received spelling): the first
+    declaration keeps it. Whatever is refused is simply not recorded (the event is kept).
+    Usage already recorded under a new alias's identity is linked to its dataset.
+
+    Args:
+        links: ``(namespace, name, symlinks)`` per dataset of the event, identities
+            normalised; ``symlinks`` as ``(namespace, name, type)``.
+        seen_at: aware UTC event time.
+
+    Returns:
+        The aliases created.
+    """
+    wanted = {
+        (alias_ns, alias_name): (namespace, name, kind)
+        for namespace, name, symlinks in links
+        for alias_ns, alias_name, kind in symlinks
+        if (alias_ns, alias_name) != (namespace, name)
+    }
+    if not wanted:
+        return []
+
+    def of(pairs) -> models.Q:
+        match = models.Q()
+        for namespace, name in pairs:
+            match |= models.Q(namespace=namespace, name=name)
+        return match
+
+    known = DatasetAlias.objects.filter(
+        models.Q(
+            *[models.Q(alias_namespace=ns, alias_name=n) for ns, n in wanted],
+            _connector=models.Q.OR,
+        )
+    ).values_list("alias_namespace", "alias_name")
+    for pair in known:
+        wanted.pop(pair, None)
+    if not wanted:  # the usual case: every event of a job repeats its symlinks
+        return []
+    targets = {(ns, n) for ns, n, _ in wanted.values()}
+    datasets = Dataset.objects.filter(of(targets) | of(wanted)).only(
+        "id", "namespace", "name", "owner_id"
+    )
+    by_identity = {(d.namespace, d.name): d for d in datasets}
+    created = []
+    for (alias_ns, alias_name), (namespace, name, kind) in sorted(wanted.items()):
+        dataset = by_identity.get((namespace, name))
+        if dataset is None or dataset.owner_id != team.pk:
+            continue
+        if (alias_ns, alias_name) in by_identity:  # a registered dataset is no alias
+            continue
+        claim = _covering_prefix_claim(location=dataset_location(alias_ns, alias_name))
+        if claim is not None and claim.team_id != team.pk:
+            continue
+        alias = DatasetAlias(
+            alias_namespace=alias_ns,
+            alias_name=alias_name,
+            namespace=namespace,
+            name=name,
+            kind=DatasetAlias.Kind.SYMLINK,
+            dataset=dataset,
+            symlink_type=kind,
+            declared_by=team,
+            first_seen_at=seen_at,
+        )
+        with transaction.atomic():  # a concurrent declaration of the same alias wins
+            try:
+                alias.save()
+            except IntegrityError:
+                continue
+        DatasetUsage.objects.filter(
+            dataset_namespace=alias_ns, dataset_name=alias_name, dataset__isnull=True
+        ).update(dataset=dataset)
+        created.append(alias)
+    return created

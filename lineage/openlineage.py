@@ -70,6 +70,9 @@ class DatasetRef:
     # The well-formed ``schema`` facet's columns (``catalog.schemas.read_fields``); None
     # when the dataset carried none, or a malformed one (flagged in ``problems``).
     schema: schemas.Fields | None = dataclasses.field(default=None, compare=False, hash=False)
+    # The well-formed ``symlinks`` facet's identifiers, normalised: ``(namespace, name,
+    # type)``; one whose identity breaks a naming rule is flagged and left out.
+    symlinks: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,9 @@ def parse_event(data: Any) -> OpenLineageEvent:
             dataset = _dataset(static, "dataset", errors, problems)
             facet_problems = _facets(static.get("facets"), "dataset.facets", "dataset")
             problems += facet_problems
-            dataset = _with_facets(dataset, static.get("facets"), "dataset", facet_problems)
+            dataset = _with_facets(
+                dataset, static.get("facets"), "dataset", facet_problems, problems
+            )
 
     if errors:
         raise EventInvalid(
@@ -354,22 +359,57 @@ def _datasets(
         problems += facet_problems
         problems += _facets(item.get(facets_key), f"{path}.{facets_key}", location)
         if ref is not None:
-            refs.append(_with_facets(ref, item.get("facets"), path, facet_problems))
+            refs.append(_with_facets(ref, item.get("facets"), path, facet_problems, problems))
     return refs
 
 
 def _with_facets(
-    ref: DatasetRef | None, facets: Any, path: str, facet_problems: list[FieldError]
+    ref: DatasetRef | None,
+    facets: Any,
+    path: str,
+    facet_problems: list[FieldError],
+    problems: list[FieldError],
 ) -> DatasetRef | None:
-    """``ref`` with what its well-formed dataset facets declare (its ``schema``)."""
-    if ref is None or not isinstance(facets, dict) or "schema" not in facets:
+    """``ref`` with what its well-formed dataset facets declare: its ``schema`` and its
+    ``symlinks``. A flagged facet is left unused."""
+    if ref is None or not isinstance(facets, dict):
         return ref
-    if any(p.field.startswith(f"{path}.facets.schema") for p in facet_problems):
-        return ref  # flagged: left unused
-    fields = facets["schema"].get("fields")
-    if fields is None:
-        return ref  # a schema facet without columns says nothing
-    return dataclasses.replace(ref, schema=schemas.read_fields(fields))
+    changes: dict[str, Any] = {}
+    if "schema" in facets and not _flagged(facet_problems, f"{path}.facets.schema"):
+        fields = facets["schema"].get("fields")
+        if fields is not None:  # a schema facet without columns says nothing
+            changes["schema"] = schemas.read_fields(fields)
+    if "symlinks" in facets and not _flagged(facet_problems, f"{path}.facets.symlinks"):
+        changes["symlinks"] = _symlinks(facets["symlinks"], f"{path}.facets.symlinks", problems)
+    return dataclasses.replace(ref, **changes) if changes else ref
+
+
+def _flagged(problems: list[FieldError], prefix: str) -> bool:
+    return any(p.field == prefix or p.field.startswith(f"{prefix}.") for p in problems)
+
+
+def _symlinks(
+    facet: dict, path: str, problems: list[FieldError]
+) -> tuple[tuple[str, str, str], ...]:
+    """The identifiers of a well-formed ``symlinks`` facet, normalised; one that breaks a
+    naming rule is added to ``problems`` (not to the event's errors: it is only a facet)."""
+    found: list[tuple[str, str, str]] = []
+    for index, item in enumerate(facet.get("identifiers") or []):
+        try:
+            identity = normalise_dataset_identity(item["namespace"], item["name"])
+        except IdentityError as exc:
+            problems.append(
+                FieldError(
+                    f"{path}.identifiers.{index}.{exc.field}",
+                    f"{exc}; this symlink is not recorded",
+                    exc.rule,
+                )
+            )
+            continue
+        entry = (identity.namespace, identity.name, item["type"][:64])
+        if entry not in found:
+            found.append(entry)
+    return tuple(found)
 
 
 def _dataset(

@@ -207,7 +207,9 @@ def lineage_events_process_claimed(
     changing one that exists; unverified ones declare nothing. Every event keeps the
     received spelling of each dataset identity that normalised to another. A dataset's
     well-formed ``schema`` facet is a schema sighting of the catalog dataset
-    (``catalog.schema_changes``: recorded for verified events and the owner's own).
+    (``catalog.schema_changes``: recorded for verified events and the owner's own), and
+    its ``symlinks`` facet, in a verified event of the dataset's owner, declares aliases
+    of it (``catalog.services.dataset_symlinks_record``).
 
     Each event is applied under its own savepoint: one that fails is rolled back alone
     and scheduled for a retry (or failed), as if it had been processed on its own; a
@@ -345,6 +347,11 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             namespace=ref.namespace,
             name=ref.name,
             seen_at=parsed.event_time,
+        )
+    links = [(ref.namespace, ref.name, ref.symlinks) for ref in refs if ref.symlinks]
+    if links and event.verified:  # only the owner's verified events declare aliases
+        catalog_services.dataset_symlinks_record(
+            team=event.team, links=links, seen_at=parsed.event_time
         )
     sightings = [
         schema_changes.SchemaSighting(ref.namespace, ref.name, ref.schema)
