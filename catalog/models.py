@@ -866,6 +866,38 @@ class DatasetUsage(models.Model):
         )
 
 
+class UnclaimedUsage(models.Model):
+    """What a lineage collector saw a database role read or write while no team claimed
+    the role (``Claim`` kind ``db_role``, ``pattern``): kept, attributed to no team, so
+    that when a team claims the role it becomes that team's verified usage
+    (``catalog.services.held_usage_attribute``) without collecting the history again.
+    ``access_count`` adds up the accesses (they become the usage's ``run_count``)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="unclaimed_usages")
+    pattern = models.CharField(max_length=255, help_text="The db_role claim pattern it awaits.")
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=DatasetUsage.Direction.choices)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    access_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "dataset_namespace", "dataset_name", "direction"],
+                name="uniq_unclaimed_usage",
+            ),
+        ]
+        indexes = [models.Index(fields=["pattern"], name="unclaimed_usage_pattern")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name} (unclaimed)"
+        )
+
+
 class DatasetAlias(models.Model):
     """Another identity (``alias_*``) of the dataset identity ``namespace`` + ``name``.
 

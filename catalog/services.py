@@ -74,6 +74,7 @@ from .models import (
     StorageGroup,
     Subscription,
     Team,
+    UnclaimedUsage,
 )
 from .notices import iso
 
@@ -1862,7 +1863,9 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
             naming them and their owners).
 
     Side effects:
-        A new claim is audited as ``claim.created``.
+        A new claim is audited as ``claim.created``; a new ``db_role`` claim makes what
+        collectors saw the role access while unclaimed the team's verified usage
+        (``held_usage_attribute``).
     """
     if kind not in Claim.Kind.values:
         raise ValidationProblem(
@@ -1905,6 +1908,8 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
             with transaction.atomic():
                 claim = Claim.objects.create(team=actor.team, kind=kind, pattern=pattern)
             _audit_claim(actor=actor, claim=claim, action="claim.created")
+            if kind == Claim.Kind.DB_ROLE:
+                held_usage_attribute(team=actor.team, pattern=pattern)
             return claim, True
         except IntegrityError:  # claimed concurrently
             claim = Claim.objects.select_related("team").get(kind=kind, pattern=pattern)
@@ -2414,3 +2419,72 @@ def dataset_symlinks_record(
         ).update(dataset=dataset)
         created.append(alias)
     return created
+
+
+def usages_hold(
+    *, job: Job, pattern: str, counts: dict[tuple[str, str, str], int], seen_at: datetime
+) -> int:
+    """Keep what the database role behind ``job`` was seen accessing while no team claims
+    it (``pattern``: the ``db_role`` claim pattern), attributed to no team, until a team
+    claims the role (``held_usage_attribute``). Call inside the caller's transaction.
+
+    Args:
+        counts: accesses per ``(direction, namespace, name)`` (identities normalised),
+            added to what is held.
+        seen_at: aware UTC instant they were seen at.
+
+    Returns:
+        The number of held rows touched.
+    """
+    for (direction, namespace, name), count in sorted(counts.items()):
+        held, created = UnclaimedUsage.objects.get_or_create(
+            job=job,
+            dataset_namespace=namespace,
+            dataset_name=name,
+            direction=direction,
+            defaults={
+                "pattern": pattern,
+                "first_seen_at": seen_at,
+                "last_seen_at": seen_at,
+                "access_count": count,
+            },
+        )
+        if not created:
+            UnclaimedUsage.objects.filter(pk=held.pk).update(
+                access_count=models.F("access_count") + count,
+                first_seen_at=Least(models.F("first_seen_at"), seen_at),
+                last_seen_at=Greatest(models.F("last_seen_at"), seen_at),
+            )
+    return len(counts)
+
+
+def held_usage_attribute(*, team: Team, pattern: str) -> int:
+    """Make what was held for the database role ``pattern`` (``usages_hold``) verified
+    usage of ``team``, which now claims it: its jobs get ``team`` as owner, each held row
+    becomes (or widens) a usage row with its seen times, and its access count is added to
+    the usage's ``run_count``; the held rows are deleted. Running it twice, or from the
+    claim and a collector at once, attributes each held row once (they are locked and
+    deleted in the caller's transaction).
+
+    Returns:
+        The number of held rows attributed.
+    """
+    held = list(
+        UnclaimedUsage.objects.select_for_update()
+        .filter(pattern=pattern)
+        .select_related("job")
+        .order_by("job_id", "dataset_namespace", "dataset_name", "direction")
+    )
+    for row in held:
+        job = job_record(
+            namespace=row.job.namespace, name=row.job.name, team=team, seen_at=row.last_seen_at
+        )
+        edge = (row.direction, row.dataset_namespace, row.dataset_name)
+        ids = usages_observe(
+            job=job, edges=[edge], team=team, verified=True, seen_at=row.first_seen_at
+        )
+        usages_observe(job=job, edges=[edge], team=team, verified=True, seen_at=row.last_seen_at)
+        usage_count_runs(usage_ids=list(ids.values()), runs=row.access_count)
+    if held:
+        UnclaimedUsage.objects.filter(pk__in=[row.pk for row in held]).delete()
+    return len(held)

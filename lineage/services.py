@@ -600,8 +600,9 @@ COLLECT_LINEAGE = "lineage.tasks.collect_lineage"
 @dataclass
 class CollectSummary:
     """What one collector run did: accesses observed, usage rows recorded (for
-    principals a team claims), principals no team claims (their jobs are recorded, their
-    usage is not), and whether history was left to read (``more``); ``skipped`` when
+    principals a team claims), principals no team claims (their jobs are recorded and
+    their accesses held, attributed to no team, until a team claims the role), and
+    whether history was left to read (``more``); ``skipped`` when
     another run of the same collector held its cursor."""
 
     collector: str
@@ -641,8 +642,10 @@ def collector_run(*, name: str, now: datetime) -> CollectSummary:
     (``Claim`` kind ``db_role``, pattern ``<job namespace>/<principal>``) is recorded as
     verified usage of the job ``<job namespace>`` / ``<principal>`` for that team (its
     ``run_count`` grows by the access count), the jobs of unclaimed principals are
-    recorded without an owner, and the new cursor is stored. A failure rolls all of it
-    back, so the next run reads the same history again: running twice records once.
+    recorded without an owner and their accesses held (``catalog.UnclaimedUsage``) until
+    a team claims the role, which makes them its usage at once
+    (``catalog.services.held_usage_attribute``), and the new cursor is stored. A failure
+    rolls all of it back, so the next run reads the same history again: running twice records once.
 
     Args:
         name: a key of ``TIDEMARK_LINEAGE_COLLECTORS``.
@@ -703,13 +706,19 @@ def _record_accesses(
         job = catalog_services.job_record(
             namespace=collector.job_namespace, name=principal, team=team, seen_at=seen_at
         )
-        if team is None:
-            unclaimed.append(principal)
-            continue
         counts: dict[tuple[str, str, str], int] = {}
         for access in principal_accesses:
             edge = (access.direction, access.namespace, access.name)
             counts[edge] = counts.get(edge, 0) + access.count
+        if team is None:  # held, attributed to no team, until a team claims the role
+            unclaimed.append(principal)
+            catalog_services.usages_hold(
+                job=job, pattern=patterns[principal], counts=counts, seen_at=seen_at
+            )
+            continue
+        # What was held while it was unclaimed and the claim did not see (it committed
+        # while this run was reading) is the claimant's now.
+        catalog_services.held_usage_attribute(team=team, pattern=patterns[principal])
         edges = sorted(counts, key=lambda edge: (edge[1], edge[2], edge[0]))
         usage_ids = catalog_services.usages_observe(
             job=job, edges=edges, team=team, verified=True, seen_at=seen_at
