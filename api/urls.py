@@ -122,6 +122,11 @@ urlpatterns = [
         governance.DatasetTransferCancelApi.as_view(),
         name="dataset-transfer-cancel",
     ),
+    path(
+        "ownership-transfers",
+        governance.DatasetTransferListApi.as_view(),
+        name="ownership-transfer-list",
+    ),
     path("claims", governance.ClaimListCreateApi.as_view(), name="claim-list"),
     path("claims/<int:claim_id>", governance.ClaimDeleteApi.as_view(), name="claim-delete"),
     path(

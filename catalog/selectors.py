@@ -422,6 +422,21 @@ def dataset_transfer_get(*, dataset: Dataset, transfer_id: int) -> DatasetTransf
     return transfer
 
 
+def dataset_transfer_list(*, team: Team, state: str | None = None) -> QuerySet[DatasetTransfer]:
+    """The ownership transfers ``team`` is party to (proposing or receiving), newest
+    first, with the dataset and both teams joined.
+
+    Args:
+        state: only transfers in this ``DatasetTransfer.State``; None: all.
+    """
+    queryset = DatasetTransfer.objects.filter(Q(from_team=team) | Q(to_team=team)).select_related(
+        "dataset", "from_team", "to_team"
+    )
+    if state:
+        queryset = queryset.filter(state=state)
+    return queryset.order_by("-created_at", "-id")
+
+
 def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
     """Whether ``team`` claims the OpenLineage job namespace ``namespace`` (exactly)."""
     return job_namespace_claim_list(team=team, namespace=namespace).exists()

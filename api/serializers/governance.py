@@ -46,6 +46,19 @@ class DatasetTransferOutputSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField(allow_null=True)
 
 
+class DatasetTransferListFilterSerializer(StrictSerializer):
+    state = serializers.ChoiceField(
+        DatasetTransfer.State.choices, required=False, help_text="Only transfers in this state."
+    )
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class DatasetTransferListOutputSerializer(DatasetTransferOutputSerializer):
+    namespace = serializers.CharField(source="dataset.namespace", help_text="The dataset's.")
+    name = serializers.CharField(source="dataset.name", help_text="The dataset's.")
+
+
 class UndeclaredReadsFilterSerializer(StrictSerializer):
     verified = serializers.ChoiceField(
         ["true", "false", "all"],

@@ -53,6 +53,27 @@ class ClaimDeleteApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class DatasetTransferListApi(APIView):
+    """The ownership transfers the caller's team is party to, proposing or receiving,
+    newest first; ``state`` narrows them (``proposed``: what awaits a decision)."""
+
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        parameters=[s.DatasetTransferListFilterSerializer],
+        responses=s.DatasetTransferListOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.DatasetTransferListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        queryset = selectors.dataset_transfer_list(
+            team=actor_of(request).team, state=filters.validated_data.get("state")
+        )
+        return paginate(
+            self, request, queryset, s.DatasetTransferListOutputSerializer, ("-created_at", "-id")
+        )
+
+
 class DatasetTransferCreateApi(APIView):
     """The dataset's owner team proposes handing it to another team."""
 

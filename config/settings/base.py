@@ -166,6 +166,7 @@ SPECTACULAR_SETTINGS = {
         "ClaimKindEnum": "catalog.models.Claim.Kind",
         "ChangeNoticeKindEnum": "catalog.models.ChangeNotice.Kind",
         "RestatementStateEnum": "catalog.models.Restatement.State",
+        "DatasetTransferStateEnum": "catalog.models.DatasetTransfer.State",
     },
 }
 
