@@ -25,9 +25,10 @@ publish's always (only the owner or a delegated key publishes). Unverified event
 by lineage but change no schema: a stranger cannot raise a false alarm.
 
 **Cost.** Nothing runs for an event without a schema. With one, a single statement looks
-up every named dataset with the observation before the event's time (two more for names
-that are no catalog dataset's: symlink aliases are looked up); an unchanged schema costs
-at most one more (widening ``last_seen_at``). Only a change takes a per-dataset
+up every named dataset with the observation before the event's time (for names that are
+no catalog dataset's, one more looks for symlink aliases, and one more finds their
+datasets); an unchanged schema costs one more only when it moves ``last_seen_at`` (by
+steps of at least ``LAST_SEEN_STEP``, an hour). Only a change takes a per-dataset
 advisory lock (PostgreSQL), so two workers never both record one change.
 """
 
@@ -66,6 +67,11 @@ class SchemaSighting:
     fields: schemas.Fields
 
 
+# ``last_seen_at`` moves only by steps of at least this: a job sending the same schema on
+# every event would otherwise rewrite the row for each of them.
+LAST_SEEN_STEP = timedelta(hours=1)
+
+
 def _covers_days() -> int:
     config = getattr(settings, "TIDEMARK_SCHEMA_CHANGES", {}) or {}
     return int(config.get("notice_covers_days", 7))
@@ -92,7 +98,8 @@ def schema_sightings_record(
     identities no registered dataset has are ignored, as are datasets the sighting may
     not speak for (not ``verified`` and ``team`` is not the owner; see the module
     docstring). Per dataset: a schema the same as the observation just before
-    ``observed_at`` widens that observation's ``last_seen_at``; a different one becomes a
+    ``observed_at`` widens that observation's ``last_seen_at`` (by steps of at least
+    ``LAST_SEEN_STEP``); a different one becomes a
     new observation (or moves the next one earlier when that one has the same schema),
     is diffed against its neighbours, and each breaking difference is a ``SchemaChange``
     (once per pair); an unannounced one is told to the owner team once.
@@ -120,14 +127,14 @@ def schema_sightings_record(
             wanted.update(resolved)
             datasets += _datasets_with_previous(resolved, observed_at)
     widen: list[int] = []
-    changed: list[tuple[Dataset, str, schemas.Fields]] = []
+    changed: list[tuple[_Target, str, schemas.Fields]] = []
     for dataset in datasets:
         if not verified and (team is None or dataset.owner_id != team.pk):
             continue
         fields = wanted[(dataset.namespace, dataset.name)].fields
         digest = schemas.fingerprint(fields)
         if dataset.previous_fingerprint == digest:
-            if dataset.previous_last_seen_at < observed_at:
+            if dataset.previous_last_seen_at + LAST_SEEN_STEP <= observed_at:
                 widen.append(dataset.previous_id)
         else:
             changed.append((dataset, digest, fields))
@@ -152,28 +159,73 @@ def schema_sightings_record(
     return found
 
 
+@dataclass(frozen=True)
+class _Target:
+    """A catalog dataset a sighting names, with the observation just before the
+    sighting's time (``previous_*`` None without one)."""
+
+    pk: int
+    namespace: str
+    name: str
+    owner_id: int
+    previous_id: int | None
+    previous_fingerprint: str | None
+    previous_last_seen_at: datetime | None
+
+
 def _datasets_with_previous(
     wanted: dict[tuple[str, str], SchemaSighting], observed_at: datetime
-) -> list[Dataset]:
-    """The catalog datasets with these identities, each annotated with the observation
-    just before ``observed_at`` (``previous_id``, ``previous_fingerprint``,
-    ``previous_last_seen_at``; None without one), in one query."""
+) -> list[_Target]:
+    """The catalog datasets with these identities, each with the observation just before
+    ``observed_at``, in one query (on PostgreSQL a lateral join: this runs for every
+    lineage event that carries a schema)."""
+    if connection.vendor == "postgresql":
+        pairs = sorted(wanted)
+        values = ", ".join(["(%s, %s)"] * len(pairs))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT d.id, d.namespace, d.name, d.owner_id,
+                    o.id, o.fingerprint, o.last_seen_at
+                FROM {Dataset._meta.db_table} d
+                LEFT JOIN LATERAL (
+                    SELECT id, fingerprint, last_seen_at
+                    FROM {SchemaObservation._meta.db_table}
+                    WHERE dataset_id = d.id AND observed_at <= %s
+                    ORDER BY observed_at DESC, id DESC
+                    LIMIT 1
+                ) o ON true
+                WHERE (d.namespace, d.name) IN ({values})
+                ORDER BY d.id
+                """,  # noqa: S608 - model tables and placeholders only
+                [observed_at, *(part for pair in pairs for part in pair)],
+            )
+            return [_Target(*row) for row in cursor.fetchall()]
     match = Q()
     for namespace, name in wanted:
         match |= Q(namespace=namespace, name=name)
     before = SchemaObservation.objects.filter(
         dataset=OuterRef("pk"), observed_at__lte=observed_at
     ).order_by("-observed_at", "-id")
-    return list(
+    rows = (
         Dataset.objects.filter(match)
         .annotate(
             previous_id=Subquery(before.values("id")[:1]),
             previous_fingerprint=Subquery(before.values("fingerprint")[:1]),
             previous_last_seen_at=Subquery(before.values("last_seen_at")[:1]),
         )
-        .only("id", "namespace", "name", "owner_id")
         .order_by("pk")
+        .values_list(
+            "pk",
+            "namespace",
+            "name",
+            "owner_id",
+            "previous_id",
+            "previous_fingerprint",
+            "previous_last_seen_at",
+        )
     )
+    return [_Target(*row) for row in rows]
 
 
 def _resolve_symlinks(
@@ -204,7 +256,7 @@ def _lock_dataset_schema(dataset_id: int) -> None:
 
 
 def _record_change(
-    dataset: Dataset,
+    dataset: _Target,
     digest: str,
     fields: schemas.Fields,
     *,
@@ -271,7 +323,7 @@ def covering_notice(*, dataset_id: int, observed_at: datetime) -> ChangeNotice |
 
 
 def _detect(
-    dataset: Dataset, old: SchemaObservation, new: SchemaObservation, *, now: datetime
+    dataset: _Target, old: SchemaObservation, new: SchemaObservation, *, now: datetime
 ) -> SchemaChange | None:
     """The breaking change from ``old`` to ``new`` (consecutive observations), recorded
     once; an unannounced one is told to the owner team once."""

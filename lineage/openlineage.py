@@ -16,9 +16,11 @@ JSON it arrived as:
   (``event_time_assumed_utc``); fractions beyond microseconds are truncated.
 - **Facets** (run, job, dataset, input and output facets): unknown and custom facets are
   kept as they are; a dataset's well-formed ``schema`` facet is read into its ``schema``
-  (``catalog.schemas``). A standard facet missing what its schema requires (an ``ownership``
-  owner without ``name``, a ``parent`` without ``run.runId`` ...) or any facet that is not
-  an object does not sink the event: it is listed in ``problems`` and left unused.
+  (``catalog.schemas``: a column without ``name``, a non-string ``type`` ... is flagged),
+  its well-formed ``symlinks`` facet into its ``symlinks``. A standard facet missing what
+  its schema requires (an ``ownership`` owner without ``name``, a ``parent`` without
+  ``run.runId`` ...) or any facet that is not an object does not sink the event: it is
+  listed in ``problems`` and left unused.
 - **Dataset identities** are normalised with ``catalog.identity`` (the function used at
   registration); one that breaks a naming rule (whitespace, a malformed namespace) is
   listed in ``problems`` and not recorded as usage.
@@ -372,13 +374,21 @@ def _with_facets(
 ) -> DatasetRef | None:
     """``ref`` with what its well-formed dataset facets declare: its ``schema`` and its
     ``symlinks``. A flagged facet is left unused."""
-    if ref is None or not isinstance(facets, dict):
+    if not isinstance(facets, dict):
         return ref
     changes: dict[str, Any] = {}
-    if "schema" in facets and not _flagged(facet_problems, f"{path}.facets.schema"):
-        fields = facets["schema"].get("fields")
-        if fields is not None:  # a schema facet without columns says nothing
-            changes["schema"] = schemas.read_fields(fields)
+    schema = facets.get("schema")
+    # Checked (once) here rather than in _STANDARD_FACETS, as it is read here anyway; a
+    # schema facet without columns says nothing.
+    if isinstance(schema, dict) and schema.get("fields") is not None:
+        try:
+            changes["schema"] = schemas.read_fields(schema["fields"])
+        except schemas.SchemaInvalid as exc:
+            problems.extend(
+                FieldError(f"{path}.facets.schema.{e.field}", e.detail, e.rule) for e in exc.errors
+            )
+    if ref is None:
+        return None
     if "symlinks" in facets and not _flagged(facet_problems, f"{path}.facets.symlinks"):
         changes["symlinks"] = _symlinks(facets["symlinks"], f"{path}.facets.symlinks", problems)
     return dataclasses.replace(ref, **changes) if changes else ref
@@ -532,18 +542,6 @@ def _nominal_time_facet(facet: dict) -> list[_Finding]:
     return findings
 
 
-def _schema_facet(facet: dict) -> list[_Finding]:
-    """SchemaDatasetFacet: ``fields`` (optional) is a list of columns, each with a
-    ``name``, an optional string ``type`` and optional nested ``fields``."""
-    if facet.get("fields") is None:
-        return []
-    try:
-        schemas.read_fields(facet["fields"])
-    except schemas.SchemaInvalid as exc:
-        return [(e.field, e.rule, e.detail) for e in exc.errors]
-    return []
-
-
 # (where the facet is, its name) -> what its schema requires (spec 2-0-2 facet schemas).
 _STANDARD_FACETS: dict[tuple[str, str], Callable[[dict], list[_Finding]]] = {
     ("run", "parent"): _parent_facet,
@@ -555,7 +553,6 @@ _STANDARD_FACETS: dict[tuple[str, str], Callable[[dict], list[_Finding]]] = {
     ("job", "ownership"): _items_need("owners", "name"),
     ("dataset", "documentation"): _needs_text("description"),
     ("dataset", "ownership"): _items_need("owners", "name"),
-    ("dataset", "schema"): _schema_facet,
     ("dataset", "symlinks"): _items_need("identifiers", "namespace", "name", "type"),
     ("input", "dataQualityAssertions"): _items_need(
         "assertions", "assertion", required=True, booleans=("success",)

@@ -190,3 +190,23 @@ def test_schemas_cost_nothing_without_the_facet_and_one_statement_when_unchanged
     # The same schema, seen later: one lookup and one widening of last_seen_at.
     assert len(again) == len(plain) + 2
     assert SchemaObservation.objects.get().last_seen_at == datetime(2026, 11, 27, 8, tzinfo=UTC)
+
+
+def test_an_unchanged_schema_within_the_hour_costs_one_lookup_only(receive, shop):
+    first = complete(RUN_1, "2026-11-27T07:00:00Z", outputs=[with_schema(V1)])
+    _statements(receive, first)
+    plain = _statements(
+        receive,
+        complete(RUN_2, "2026-11-27T07:10:00Z", outputs=[ev.dataset(*ORDERS)]),
+    )
+    soon = _statements(
+        receive,
+        complete(
+            "0195f6d2-9c4a-7b1e-8a55-3f1d2c4b5a64",
+            "2026-11-27T07:20:00Z",
+            outputs=[with_schema(V1)],
+        ),
+    )
+    assert len(soon) == len(plain) + 1
+    # last_seen_at moves by steps of an hour at least.
+    assert SchemaObservation.objects.get().last_seen_at == datetime(2026, 11, 27, 7, tzinfo=UTC)
