@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog, change_notices, delivery, governance, lineage, restatements
+from .views import catalog, change_notices, delivery, governance, lineage, restatements, schemas
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -32,6 +32,11 @@ urlpatterns = [
         "datasets/<int:dataset_id>/partitions/<str:key>",
         catalog.PartitionDetailApi.as_view(),
         name="partition-detail",
+    ),
+    path(
+        "datasets/<int:dataset_id>/schema-observations",
+        schemas.DatasetSchemaObservationListApi.as_view(),
+        name="dataset-schema-observations",
     ),
     path(
         "datasets/<int:dataset_id>/change-notices",

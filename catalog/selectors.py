@@ -659,7 +659,11 @@ def declarations_plan(*, team: Team, document: declarations.Document) -> declara
 def schema_observation_list(*, dataset: Dataset) -> QuerySet[SchemaObservation]:
     """The dataset's schema timeline: one observation per change, newest first (the first
     row is its schema as last seen)."""
-    return SchemaObservation.objects.filter(dataset=dataset).order_by("-observed_at", "-id")
+    return (
+        SchemaObservation.objects.filter(dataset=dataset)
+        .select_related("team")
+        .order_by("-observed_at", "-id")
+    )
 
 
 def unannounced_schema_changes(*, teams: Iterable[Team] | None = None) -> QuerySet[SchemaChange]:

@@ -93,3 +93,26 @@ def test_a_malformed_published_schema_is_a_problem_naming_the_field(client_for, 
     body = response.json()
     assert body["code"] == "schema_invalid"
     assert body["errors"][0]["field"] == "metadata.schema.fields.0.type"
+
+
+def test_a_datasets_schema_timeline_is_listed_newest_first(
+    client_for, shop, orders, django_assert_max_num_queries
+):
+    producer = client_for(shop, scopes=["publish", "read"])
+    publish(producer, orders, V1, "2026-11-27")
+    publish(producer, orders, DROPPED, "2026-11-28")
+    reader = client_for(TeamFactory(slug="reader"), scopes=["read"])
+    url = f"/api/v1/datasets/{orders.pk}/schema-observations"
+    with django_assert_max_num_queries(4):  # the key, the dataset, the page, last_used_at
+        response = reader.get(url)
+    assert response.status_code == 200, response.json()
+    rows = response.json()["results"]
+    assert [row["fields"] for row in rows] == [
+        [{"name": "id", "type": "bigint"}],
+        [{"name": "id", "type": "bigint"}, {"name": "amount", "type": "numeric"}],
+    ]
+    assert rows[0]["source"] == "readiness" and rows[0]["team"] == "shop"
+    assert rows[0]["job"] is None and rows[0]["readiness_event_id"] is not None
+    assert reader.get("/api/v1/datasets/999999/schema-observations").status_code == 404
+    bad = reader.get(url, {"page_size": "x"})
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "page_size"
