@@ -224,3 +224,52 @@ def test_sightings_of_unknown_datasets_or_from_strangers_record_nothing(owner, d
         sightings=[sighting, unknown], team=owner, verified=False, **args
     )
     assert SchemaObservation.objects.get().dataset == dataset
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_seeing_one_change_at_once_record_and_tell_it_once(owner, dataset):
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    publish(owner, dataset, V1, at=T0)
+    sighting = schema_changes.SchemaSighting(dataset.namespace, dataset.name, DROPPED)
+    inside, release = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def record(at: datetime, hold: bool) -> None:
+        try:
+            with transaction.atomic():
+                schema_changes.schema_sightings_record(
+                    sightings=[sighting],
+                    observed_at=at,
+                    source=SchemaObservation.Source.LINEAGE,
+                    team=owner,
+                    verified=True,
+                    now=at,
+                )
+                if hold:
+                    inside.set()
+                    release.wait(10)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=record, args=(T0 + timedelta(days=1), True))
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=record, args=(T0 + timedelta(days=1, hours=2), False))
+    second.start()
+    time.sleep(0.5)
+    assert second.is_alive()  # waiting for the dataset's schema lock
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert not failures
+    assert SchemaObservation.objects.count() == 2
+    assert SchemaChange.objects.count() == 1
+    assert len(told()) == 1
+    latest = SchemaObservation.objects.get(fields=DROPPED)
+    assert latest.last_seen_at == T0 + timedelta(days=1, hours=2)
