@@ -2367,26 +2367,21 @@ def dataset_symlinks_record(
     if not wanted:
         return []
 
-    def of(pairs) -> models.Q:
+    def any_of(pairs, namespace_field: str, name_field: str) -> models.Q:
         match = models.Q()
         for namespace, name in pairs:
-            match |= models.Q(namespace=namespace, name=name)
+            match |= models.Q(**{namespace_field: namespace, name_field: name})
         return match
 
-    known = DatasetAlias.objects.filter(
-        models.Q(
-            *[models.Q(alias_namespace=ns, alias_name=n) for ns, n in wanted],
-            _connector=models.Q.OR,
-        )
-    ).values_list("alias_namespace", "alias_name")
-    for pair in known:
+    known = DatasetAlias.objects.filter(any_of(wanted, "alias_namespace", "alias_name"))
+    for pair in known.values_list("alias_namespace", "alias_name"):
         wanted.pop(pair, None)
     if not wanted:  # the usual case: every event of a job repeats its symlinks
         return []
-    targets = {(ns, n) for ns, n, _ in wanted.values()}
-    datasets = Dataset.objects.filter(of(targets) | of(wanted)).only(
-        "id", "namespace", "name", "owner_id"
-    )
+    targets = {(namespace, name) for namespace, name, _ in wanted.values()}
+    datasets = Dataset.objects.filter(
+        any_of(targets, "namespace", "name") | any_of(wanted, "namespace", "name")
+    ).only("id", "namespace", "name", "owner_id")
     by_identity = {(d.namespace, d.name): d for d in datasets}
     created = []
     for (alias_ns, alias_name), (namespace, name, kind) in sorted(wanted.items()):

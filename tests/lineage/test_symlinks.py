@@ -157,3 +157,15 @@ def test_a_schema_seen_under_an_alias_is_the_datasets(receive, process, orders, 
     write(receive, table, run_id=RUN_2)
     process()
     assert SchemaObservation.objects.get().dataset == orders
+
+
+def test_a_dataset_registered_later_under_an_alias_is_itself(receive, process, orders, team_b):
+    write(receive, symlinked())
+    process()
+    table = DatasetFactory(owner=team_b, namespace=TABLE[0], name=TABLE[1])
+    receive(
+        ev.run_event("COMPLETE", run_id=RUN_2, job=OTHER_JOB, inputs=[ev.dataset(*TABLE)]),
+        team=team_b,
+    )
+    process()
+    assert DatasetUsage.objects.get(team=team_b).dataset == table
