@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import catalog, change_notices, delivery, governance, lineage, restatements
+from .views import catalog, change_notices, delivery, governance, lineage, restatements, schemas
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -32,6 +32,11 @@ urlpatterns = [
         "datasets/<int:dataset_id>/partitions/<str:key>",
         catalog.PartitionDetailApi.as_view(),
         name="partition-detail",
+    ),
+    path(
+        "datasets/<int:dataset_id>/schema-observations",
+        schemas.DatasetSchemaObservationListApi.as_view(),
+        name="dataset-schema-observations",
     ),
     path(
         "datasets/<int:dataset_id>/change-notices",
@@ -122,6 +127,11 @@ urlpatterns = [
         governance.DatasetTransferCancelApi.as_view(),
         name="dataset-transfer-cancel",
     ),
+    path(
+        "ownership-transfers",
+        governance.DatasetTransferListApi.as_view(),
+        name="ownership-transfer-list",
+    ),
     path("claims", governance.ClaimListCreateApi.as_view(), name="claim-list"),
     path("claims/<int:claim_id>", governance.ClaimDeleteApi.as_view(), name="claim-delete"),
     path(
@@ -143,6 +153,11 @@ urlpatterns = [
         "reports/uncatalogued-datasets",
         governance.UncataloguedDatasetsReportApi.as_view(),
         name="report-uncatalogued-datasets",
+    ),
+    path(
+        "reports/unannounced-changes",
+        governance.UnannouncedChangesReportApi.as_view(),
+        name="report-unannounced-changes",
     ),
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
     path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),

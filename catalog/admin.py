@@ -12,6 +12,8 @@ from .models import (
     ChangeNoticeAcknowledgement,
     Claim,
     Dataset,
+    DatasetAlias,
+    DatasetTransfer,
     DatasetUsage,
     Delivery,
     DeliveryAttempt,
@@ -22,8 +24,11 @@ from .models import (
     PartitionRevision,
     ReadinessEvent,
     Restatement,
+    SchemaChange,
+    SchemaObservation,
     Subscription,
     Team,
+    UnclaimedUsage,
 )
 
 
@@ -60,9 +65,21 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
+    """``lifecycle`` and ``sunset_at`` are read-only: deprecation and retirement follow the
+    lifecycle rules (a change notice, its notice period, consumers told) in the services
+    the API calls. An existing dataset's ``owner`` too: it changes through a two-sided,
+    audited ownership transfer that respects prefix claims."""
+
     list_display = ("namespace", "name", "owner", "criticality", "partitioning", "lifecycle")
     list_filter = ("criticality", "partitioning", "lifecycle", "owner")
     search_fields = ("namespace", "name", "description")
+
+    LIFECYCLE_FIELDS = ("lifecycle", "sunset_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return self.LIFECYCLE_FIELDS
+        return (*self.LIFECYCLE_FIELDS, "owner")
 
 
 class RevisionInline(admin.TabularInline):
@@ -240,3 +257,44 @@ class RestatementAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "version", "first_partition", "last_partition", "state")
     list_filter = ("state",)
     search_fields = ("dataset__name", "version")
+
+
+@admin.register(DatasetTransfer)
+class DatasetTransferAdmin(ReadOnlyAdmin):
+    """Read-only: a transfer is proposed, accepted and cancelled through the API, by the
+    two teams, and audited."""
+
+    list_display = ("id", "dataset", "from_team", "to_team", "state", "created_at", "decided_at")
+    list_filter = ("state",)
+    search_fields = ("dataset__namespace", "dataset__name", "from_team__slug", "to_team__slug")
+    list_select_related = ("dataset", "from_team", "to_team")
+
+
+@admin.register(DatasetAlias)
+class DatasetAliasAdmin(ReadOnlyAdmin):
+    list_display = ("alias_namespace", "alias_name", "kind", "namespace", "name", "declared_by")
+    list_filter = ("kind",)
+    search_fields = ("alias_namespace", "alias_name", "namespace", "name")
+
+
+@admin.register(SchemaObservation)
+class SchemaObservationAdmin(ReadOnlyAdmin):
+    list_display = ("dataset", "observed_at", "last_seen_at", "source", "job_name", "team")
+    list_filter = ("source",)
+    search_fields = ("dataset__namespace", "dataset__name", "job_name")
+    list_select_related = ("dataset", "team")
+
+
+@admin.register(SchemaChange)
+class SchemaChangeAdmin(ReadOnlyAdmin):
+    list_display = ("dataset", "observed_at", "removed", "retyped", "covered_by")
+    search_fields = ("dataset__namespace", "dataset__name")
+    list_select_related = ("dataset",)
+
+
+@admin.register(UnclaimedUsage)
+class UnclaimedUsageAdmin(ReadOnlyAdmin):
+    """What collectors saw unclaimed database roles access, until a team claims them."""
+
+    list_display = ("pattern", "direction", "dataset_namespace", "dataset_name", "access_count")
+    search_fields = ("pattern", "dataset_name")

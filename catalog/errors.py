@@ -225,3 +225,9 @@ class LineageNodeNotFound(NotFound):
 
     code = "lineage_node_not_found"
     title = "No such dataset or job in lineage"
+
+
+class SchemaInvalid(Problem):
+    code = "schema_invalid"
+    title = "The schema is not valid"
+    status = 400

@@ -462,6 +462,7 @@ class Notification(models.Model):
         CHANGE_NOTICE_REMINDER = "change_notice.reminder"
         CHANGE_NOTICE_EFFECTIVE = "change_notice.effective"
         DATASET_VERSION_PROMOTED = "dataset.version_promoted"
+        SCHEMA_UNANNOUNCED_CHANGE = "schema.unannounced_change"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     type = models.CharField(max_length=64, choices=Type.choices)
@@ -865,14 +866,67 @@ class DatasetUsage(models.Model):
         )
 
 
+class UnclaimedUsage(models.Model):
+    """What a lineage collector saw a database role read or write while no team claimed
+    the role (``Claim`` kind ``db_role``, ``pattern``): kept, attributed to no team, so
+    that when a team claims the role it becomes that team's verified usage
+    (``catalog.services.held_usage_attribute``) without collecting the history again.
+    ``access_count`` adds up the accesses (they become the usage's ``run_count``)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="unclaimed_usages")
+    pattern = models.CharField(max_length=255, help_text="The db_role claim pattern it awaits.")
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=DatasetUsage.Direction.choices)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    access_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "dataset_namespace", "dataset_name", "direction"],
+                name="uniq_unclaimed_usage",
+            ),
+        ]
+        indexes = [models.Index(fields=["pattern"], name="unclaimed_usage_pattern")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name} (unclaimed)"
+        )
+
+
 class DatasetAlias(models.Model):
-    """A spelling of a dataset identity as received (``alias_*``) that normalises to
-    ``namespace`` + ``name`` (``catalog.identity``), kept so what a job sent can be traced."""
+    """Another identity (``alias_*``) of the dataset identity ``namespace`` + ``name``.
+
+    ``spelling``: a spelling as received that normalises to it (``catalog.identity``),
+    kept so what a job sent can be traced. ``symlink``: an identity the dataset's owner
+    team declared for it in a verified lineage event's ``symlinks`` facet (a metastore
+    table over a lake path, say), normalised; ``dataset`` is the registered dataset, and
+    usage naming the alias is usage of that dataset. An identity is an alias of at most
+    one dataset, the first to claim it (``catalog.services.dataset_symlinks_record`` says
+    who may)."""
+
+    class Kind(models.TextChoices):
+        SPELLING = "spelling"
+        SYMLINK = "symlink"
 
     alias_namespace = models.CharField(max_length=255)
     alias_name = models.CharField(max_length=1024)
     namespace = models.CharField(max_length=255)
     name = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SPELLING)
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="aliases"
+    )
+    symlink_type = models.CharField(
+        max_length=64, blank=True, help_text="The symlink's type as declared (TABLE ...)."
+    )
+    declared_by = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     first_seen_at = models.DateTimeField()
 
     class Meta:
@@ -880,6 +934,10 @@ class DatasetAlias(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["alias_namespace", "alias_name"], name="uniq_dataset_alias"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="spelling") | Q(dataset__isnull=False),
+                name="dataset_alias_symlink_has_dataset",
             ),
         ]
         indexes = [models.Index(fields=["namespace", "name"], name="alias_identity")]
@@ -920,3 +978,92 @@ class DatasetTransfer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset_id}: {self.from_team_id} -> {self.to_team_id} ({self.state})"
+
+
+class SchemaObservation(models.Model):
+    """A dataset's schema as lineage or a readiness event showed it (``catalog.schemas``):
+    one row per change on the dataset's timeline, not per sighting.
+
+    ``observed_at`` is the event time of the first sighting of this schema after a
+    different one; ``last_seen_at`` the latest sighting before the next change. A
+    sighting of the same schema (same ``fingerprint``) as the observation just before it
+    only widens that row. ``source`` says what showed it: a lineage event (``job_*``,
+    ``run_id`` and ``lineage_event_id``) or a readiness event (``readiness_event``)."""
+
+    class Source(models.TextChoices):
+        LINEAGE = "lineage"
+        READINESS = "readiness"
+
+    dataset = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, related_name="schema_observations"
+    )
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the canonical fields.")
+    fields = models.JSONField(help_text='[{"name", "type", "fields"?}] as first seen.')
+    observed_at = models.DateTimeField(help_text="Event time of the first sighting, UTC.")
+    last_seen_at = models.DateTimeField(help_text="Event time of the latest sighting, UTC.")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The team whose event showed it.",
+    )
+    job_namespace = models.CharField(max_length=255, blank=True)
+    job_name = models.CharField(max_length=1024, blank=True)
+    run_id = models.UUIDField(null=True, blank=True)
+    lineage_event_id = models.BigIntegerField(
+        null=True, blank=True, help_text="The lineage event (lineage app) that showed it."
+    )
+    readiness_event = models.ForeignKey(
+        ReadinessEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["dataset", "-observed_at", "-id"], name="schema_observation_recent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} schema {self.fingerprint[:12]} @ {self.observed_at}"
+
+
+class SchemaChange(models.Model):
+    """A breaking change between two consecutive schema observations of a dataset: columns
+    removed or retyped (``catalog.schemas.diff``). ``covered_by`` is the breaking schema
+    change notice that announced it (``catalog.schema_changes`` says which notice covers
+    which date); without one it is *unannounced*: the owner team is told once and the
+    governance report lists it. One row per (observation, previous)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="schema_changes")
+    observation = models.ForeignKey(
+        SchemaObservation, on_delete=models.CASCADE, related_name="changes"
+    )
+    previous = models.ForeignKey(SchemaObservation, on_delete=models.CASCADE, related_name="+")
+    observed_at = models.DateTimeField(help_text="When the new schema was first seen, UTC.")
+    removed = models.JSONField(default=list, help_text="Column paths gone.")
+    retyped = models.JSONField(default=list, help_text='[{"name", "from", "to"}]')
+    added = models.JSONField(default=list, help_text="Column paths new (not breaking).")
+    covered_by = models.ForeignKey(
+        ChangeNotice, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["observation", "previous"], name="uniq_schema_change"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["-observed_at", "-id"],
+                name="schema_change_unannounced",
+                condition=Q(covered_by__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id} schema change @ {self.observed_at}"

@@ -109,6 +109,8 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
     dataset = data.get("dataset") or {}
     if kind.startswith("change_notice."):
         return _change_notice_text(kind, data)
+    if kind == Notification.Type.SCHEMA_UNANNOUNCED_CHANGE:
+        return _schema_change_text(data)
     if kind == Notification.Type.DATASET_VERSION_PROMOTED:
         name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
         subject = f"Tidemark: version {data.get('version')} of {name} promoted"
@@ -119,6 +121,30 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
         return subject, text
     subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
     return subject, f"{subject} partition {data.get('partition')}"
+
+
+def _schema_change_text(data: dict[str, Any]) -> tuple[str, str]:
+    """An unannounced breaking schema change, for the owner team's people."""
+    dataset = data.get("dataset") or {}
+    name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    subject = f"Tidemark: unannounced breaking schema change of {name}"
+    job = data.get("job") or {}
+    seen_by = (
+        f"job {job.get('namespace')}/{job.get('name')}"
+        if job
+        else f"readiness event {data.get('readiness_event_id')}"
+    )
+    lines = [f"{seen_by} showed {name} with a changed schema at {data.get('observed_at')}:"]
+    if data.get("removed"):
+        lines.append("removed: " + ", ".join(data["removed"]))
+    for column in data.get("retyped") or []:
+        lines.append(f"retyped: {column['name']} {column['from']} -> {column['to']}")
+    lines.append(
+        "No breaking schema change notice covers that date, so its consumers were not told. "
+        f"Announce one (POST /api/v1/datasets/{dataset.get('id')}/change-notices) or restore "
+        f"the columns; governance lists it at {data.get('report_path')}."
+    )
+    return subject, "\n".join(lines)
 
 
 def _change_notice_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
@@ -39,6 +40,8 @@ from .models import (
     Partition,
     PartitionRevision,
     Restatement,
+    SchemaChange,
+    SchemaObservation,
     Subscription,
     Team,
 )
@@ -421,6 +424,21 @@ def dataset_transfer_get(*, dataset: Dataset, transfer_id: int) -> DatasetTransf
     return transfer
 
 
+def dataset_transfer_list(*, team: Team, state: str | None = None) -> QuerySet[DatasetTransfer]:
+    """The ownership transfers ``team`` is party to (proposing or receiving), newest
+    first, with the dataset and both teams joined.
+
+    Args:
+        state: only transfers in this ``DatasetTransfer.State``; None: all.
+    """
+    queryset = DatasetTransfer.objects.filter(Q(from_team=team) | Q(to_team=team)).select_related(
+        "dataset", "from_team", "to_team"
+    )
+    if state:
+        queryset = queryset.filter(state=state)
+    return queryset.order_by("-created_at", "-id")
+
+
 def job_namespace_claimed_by(*, team: Team, namespace: str) -> bool:
     """Whether ``team`` claims the OpenLineage job namespace ``namespace`` (exactly)."""
     return job_namespace_claim_list(team=team, namespace=namespace).exists()
@@ -759,3 +777,36 @@ def _graph_root(
     result = graph.Graph(root=graph.dataset_node_id(*pair))
     result.add_dataset(*pair, dataset_id)
     return result, {pair}, set()
+
+
+# --- schemas ----------------------------------------------------------------------------
+
+
+def schema_observation_list(*, dataset: Dataset) -> QuerySet[SchemaObservation]:
+    """The dataset's schema timeline: one observation per change, newest first (the first
+    row is its schema as last seen)."""
+    return (
+        SchemaObservation.objects.filter(dataset=dataset)
+        .select_related("team")
+        .order_by("-observed_at", "-id")
+    )
+
+
+def unannounced_schema_changes(*, teams: Iterable[Team] | None = None) -> QuerySet[SchemaChange]:
+    """Breaking schema changes (a column removed or retyped) that no change notice
+    covered (``catalog.schema_changes`` gives the rule): the governance report, and what
+    the web UI lists.
+
+    Args:
+        teams: only changes of datasets these teams own; None: every team's.
+
+    Returns:
+        ``SchemaChange`` rows with ``dataset``, its ``owner``, ``observation`` and
+        ``previous`` joined, most recently observed first.
+    """
+    queryset = SchemaChange.objects.filter(covered_by__isnull=True).select_related(
+        "dataset", "dataset__owner", "observation", "previous"
+    )
+    if teams is not None:
+        queryset = queryset.filter(dataset__owner__in=[team.pk for team in teams])
+    return queryset.order_by("-observed_at", "-id")

@@ -42,6 +42,8 @@ from . import (
     keys,
     notices,
     restatements,
+    schema_changes,
+    schemas,
     selectors,
     watchdog_feed,
 )
@@ -68,9 +70,11 @@ from .models import (
     Partition,
     PartitionRevision,
     ReadinessEvent,
+    SchemaObservation,
     StorageGroup,
     Subscription,
     Team,
+    UnclaimedUsage,
 )
 from .notices import iso
 
@@ -574,7 +578,12 @@ def readiness_publish(
           dataset, staged, the partition inside its range): ready but not current, told
           to no consumer and not changing freshness until the restatement is promoted
           (``restatements.revision_stage``);
-        - a version staged in a restatement is published only through it.
+        - a version staged in a restatement is published only through it;
+        - ``metadata.schema`` holding an object is the dataset's schema in the shape of
+          the OpenLineage SchemaDatasetFacet (``{"fields": [{"name", "type",
+          "fields"?}]}``): a ready publish outside a restatement records it as a schema
+          observation (``catalog.schema_changes``), which may reveal an unannounced
+          breaking change; any other value of ``metadata.schema`` is plain metadata.
 
     Args:
         partition: key in the dataset's partitioning format; ``""`` when unpartitioned.
@@ -589,11 +598,20 @@ def readiness_publish(
     Raises:
         DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
         InvalidPartitionKey (400), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
-        IdempotencyKeyInProgress (409), RevisionStaged (409); with ``restatement`` also
+        IdempotencyKeyInProgress (409), RevisionStaged (409), SchemaInvalid (400, naming
+        ``metadata.schema.fields...``); with ``restatement`` also
         RestatementNotFound (404), RestatementClosed (409), PartitionOutsideRestatement
         (422).
     """
     identity = normalised_identity(namespace, name)
+    try:
+        schema_fields = schema_changes.readiness_schema(metadata)
+    except schemas.SchemaInvalid as exc:
+        raise errors.SchemaInvalid(
+            "metadata.schema must hold the columns as a SchemaDatasetFacet does: "
+            '{"fields": [{"name": ..., "type": ...}]}',
+            errors=exc.errors,
+        ) from exc
     request_fingerprint = _fingerprint(
         {
             "namespace": identity.namespace,
@@ -633,6 +651,22 @@ def readiness_publish(
             code_version=code_version,
             now=now,
         )
+        if (
+            schema_fields is not None
+            and state == PartitionRevision.State.READY
+            and restatement is None
+        ):
+            schema_changes.schema_sightings_record(
+                sightings=[
+                    schema_changes.SchemaSighting(identity.namespace, identity.name, schema_fields)
+                ],
+                observed_at=now,
+                source=SchemaObservation.Source.READINESS,
+                team=actor.team,
+                verified=True,  # the owner or a key delegated by it
+                now=now,
+                readiness_event_id=result.body.get("event_id"),
+            )
         if record is not None:
             record.status_code = result.status_code
             record.response_body = result.body
@@ -1829,7 +1863,9 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
             naming them and their owners).
 
     Side effects:
-        A new claim is audited as ``claim.created``.
+        A new claim is audited as ``claim.created``; a new ``db_role`` claim makes what
+        collectors saw the role access while unclaimed the team's verified usage
+        (``held_usage_attribute``).
     """
     if kind not in Claim.Kind.values:
         raise ValidationProblem(
@@ -1872,6 +1908,8 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
             with transaction.atomic():
                 claim = Claim.objects.create(team=actor.team, kind=kind, pattern=pattern)
             _audit_claim(actor=actor, claim=claim, action="claim.created")
+            if kind == Claim.Kind.DB_ROLE:
+                held_usage_attribute(team=actor.team, pattern=pattern)
             return claim, True
         except IntegrityError:  # claimed concurrently
             claim = Claim.objects.select_related("team").get(kind=kind, pattern=pattern)
@@ -2134,8 +2172,8 @@ def usage_observe(
 
     Upserts the usage row of (job, identity, direction, team, verified): created with both
     seen times at ``seen_at``, or widened; linked to the registered dataset with this
-    identity, if any. Does not count a run: ``usage_count_run`` does, once per run. Call
-    inside the caller's transaction.
+    identity, or whose symlink alias it is (``DatasetAlias``), if any. Does not count a
+    run: ``usage_count_run`` does, once per run. Call inside the caller's transaction.
 
     Args:
         namespace, name: the dataset identity, already normalised with
@@ -2150,6 +2188,14 @@ def usage_observe(
     dataset_id = (
         Dataset.objects.filter(namespace=namespace, name=name).values_list("pk", flat=True).first()
     )
+    if dataset_id is None:  # a symlink declared for a catalog dataset
+        dataset_id = (
+            DatasetAlias.objects.filter(
+                alias_namespace=namespace, alias_name=name, kind=DatasetAlias.Kind.SYMLINK
+            )
+            .values_list("dataset_id", flat=True)
+            .first()
+        )
     usage, created = DatasetUsage.objects.get_or_create(
         job=job,
         dataset_namespace=namespace,
@@ -2191,10 +2237,11 @@ def usages_observe(
     at ``seen_at``: ``usage_observe`` for a whole event at once.
 
     On PostgreSQL one statement looks up the datasets registered with these identities
-    and upserts every usage row (``INSERT ... ON CONFLICT DO UPDATE``, seen times widened
-    with LEAST/GREATEST), locking the rows in the order of ``edges``; elsewhere (SQLite,
-    the embedded mode) ``usage_observe`` runs for each edge. Does not count runs:
-    ``usage_count_runs`` does. Call inside the caller's transaction.
+    (or declaring them as symlink aliases) and upserts every usage row (``INSERT ... ON
+    CONFLICT DO UPDATE``, seen times widened with LEAST/GREATEST), locking the rows in
+    the order of ``edges``; elsewhere (SQLite, the embedded mode) ``usage_observe`` runs
+    for each edge. Does not count runs: ``usage_count_runs`` does. Call inside the
+    caller's transaction.
 
     Args:
         edges: distinct ``(direction, namespace, name)``, identities already normalised
@@ -2233,10 +2280,14 @@ def usages_observe(
                 run_count, dataset_id, direction, dataset_namespace, dataset_name
             )
             SELECT %s::bigint, %s::bigint, %s::boolean, %s::timestamptz, %s::timestamptz,
-                %s::timestamptz, 0, d.id, e.direction, e.namespace, e.name
+                %s::timestamptz, 0, COALESCE(d.id, a.dataset_id), e.direction, e.namespace,
+                e.name
             FROM (VALUES {values}) AS e (position, direction, namespace, name)
             LEFT JOIN {Dataset._meta.db_table} d
                 ON d.namespace = e.namespace AND d.name = e.name
+            LEFT JOIN {DatasetAlias._meta.db_table} a
+                ON a.alias_namespace = e.namespace AND a.alias_name = e.name
+                AND a.kind = 'symlink'
             ORDER BY e.position
             ON CONFLICT ON CONSTRAINT uniq_dataset_usage DO UPDATE SET
                 dataset_id = COALESCE(EXCLUDED.dataset_id, u.dataset_id),
@@ -2291,3 +2342,155 @@ def dataset_alias_record(
         ],
         ignore_conflicts=True,
     )
+
+
+def dataset_symlinks_record(
+    *,
+    team: Team,
+    links: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
+    seen_at: datetime,
+) -> list[DatasetAlias]:
+    """Record the identities a verified lineage event's ``symlinks`` facets declare as
+    aliases of catalog datasets, so usage naming an alias is usage of the dataset.
+
+    The rule, so that no alias hijacks another dataset: an alias is recorded only when
+    the dataset it is declared for is registered and owned by ``team`` (the caller passes
+    only verified events: the team claims the job namespace), the alias is no registered
+    dataset's identity, no other team claims a dataset prefix covering it, and it is not
+    an alias already (of whatever dataset, or a received spelling): the first
+    declaration keeps it. Whatever is refused is simply not recorded (the event is kept).
+    Usage already recorded under a new alias's identity is linked to its dataset.
+
+    Args:
+        links: ``(namespace, name, symlinks)`` per dataset of the event, identities
+            normalised; ``symlinks`` as ``(namespace, name, type)``.
+        seen_at: aware UTC event time.
+
+    Returns:
+        The aliases created.
+    """
+    wanted = {
+        (alias_ns, alias_name): (namespace, name, kind)
+        for namespace, name, symlinks in links
+        for alias_ns, alias_name, kind in symlinks
+        if (alias_ns, alias_name) != (namespace, name)
+    }
+    if not wanted:
+        return []
+
+    def any_of(pairs, namespace_field: str, name_field: str) -> models.Q:
+        match = models.Q()
+        for namespace, name in pairs:
+            match |= models.Q(**{namespace_field: namespace, name_field: name})
+        return match
+
+    known = DatasetAlias.objects.filter(any_of(wanted, "alias_namespace", "alias_name"))
+    for pair in known.values_list("alias_namespace", "alias_name"):
+        wanted.pop(pair, None)
+    if not wanted:  # the usual case: every event of a job repeats its symlinks
+        return []
+    targets = {(namespace, name) for namespace, name, _ in wanted.values()}
+    datasets = Dataset.objects.filter(
+        any_of(targets, "namespace", "name") | any_of(wanted, "namespace", "name")
+    ).only("id", "namespace", "name", "owner_id")
+    by_identity = {(d.namespace, d.name): d for d in datasets}
+    created = []
+    for (alias_ns, alias_name), (namespace, name, kind) in sorted(wanted.items()):
+        dataset = by_identity.get((namespace, name))
+        if dataset is None or dataset.owner_id != team.pk:
+            continue
+        if (alias_ns, alias_name) in by_identity:  # a registered dataset is no alias
+            continue
+        claim = _covering_prefix_claim(location=dataset_location(alias_ns, alias_name))
+        if claim is not None and claim.team_id != team.pk:
+            continue
+        alias = DatasetAlias(
+            alias_namespace=alias_ns,
+            alias_name=alias_name,
+            namespace=namespace,
+            name=name,
+            kind=DatasetAlias.Kind.SYMLINK,
+            dataset=dataset,
+            symlink_type=kind,
+            declared_by=team,
+            first_seen_at=seen_at,
+        )
+        with transaction.atomic():  # a concurrent declaration of the same alias wins
+            try:
+                alias.save()
+            except IntegrityError:
+                continue
+        DatasetUsage.objects.filter(
+            dataset_namespace=alias_ns, dataset_name=alias_name, dataset__isnull=True
+        ).update(dataset=dataset)
+        created.append(alias)
+    return created
+
+
+def usages_hold(
+    *, job: Job, pattern: str, counts: dict[tuple[str, str, str], int], seen_at: datetime
+) -> int:
+    """Keep what the database role behind ``job`` was seen accessing while no team claims
+    it (``pattern``: the ``db_role`` claim pattern), attributed to no team, until a team
+    claims the role (``held_usage_attribute``). Call inside the caller's transaction.
+
+    Args:
+        counts: accesses per ``(direction, namespace, name)`` (identities normalised),
+            added to what is held.
+        seen_at: aware UTC instant they were seen at.
+
+    Returns:
+        The number of held rows touched.
+    """
+    for (direction, namespace, name), count in sorted(counts.items()):
+        held, created = UnclaimedUsage.objects.get_or_create(
+            job=job,
+            dataset_namespace=namespace,
+            dataset_name=name,
+            direction=direction,
+            defaults={
+                "pattern": pattern,
+                "first_seen_at": seen_at,
+                "last_seen_at": seen_at,
+                "access_count": count,
+            },
+        )
+        if not created:
+            UnclaimedUsage.objects.filter(pk=held.pk).update(
+                access_count=models.F("access_count") + count,
+                first_seen_at=Least(models.F("first_seen_at"), seen_at),
+                last_seen_at=Greatest(models.F("last_seen_at"), seen_at),
+            )
+    return len(counts)
+
+
+def held_usage_attribute(*, team: Team, pattern: str) -> int:
+    """Make what was held for the database role ``pattern`` (``usages_hold``) verified
+    usage of ``team``, which now claims it: its jobs get ``team`` as owner, each held row
+    becomes (or widens) a usage row with its seen times, and its access count is added to
+    the usage's ``run_count``; the held rows are deleted. Running it twice, or from the
+    claim and a collector at once, attributes each held row once (they are locked and
+    deleted in the caller's transaction).
+
+    Returns:
+        The number of held rows attributed.
+    """
+    held = list(
+        UnclaimedUsage.objects.select_for_update()
+        .filter(pattern=pattern)
+        .select_related("job")
+        .order_by("job_id", "dataset_namespace", "dataset_name", "direction")
+    )
+    for row in held:
+        job = job_record(
+            namespace=row.job.namespace, name=row.job.name, team=team, seen_at=row.last_seen_at
+        )
+        edge = (row.direction, row.dataset_namespace, row.dataset_name)
+        ids = usages_observe(
+            job=job, edges=[edge], team=team, verified=True, seen_at=row.first_seen_at
+        )
+        usages_observe(job=job, edges=[edge], team=team, verified=True, seen_at=row.last_seen_at)
+        usage_count_runs(usage_ids=list(ids.values()), runs=row.access_count)
+    if held:
+        UnclaimedUsage.objects.filter(pk__in=[row.pk for row in held]).delete()
+    return len(held)

@@ -15,9 +15,12 @@ JSON it arrived as:
   one without an offset is read as UTC and the event says so
   (``event_time_assumed_utc``); fractions beyond microseconds are truncated.
 - **Facets** (run, job, dataset, input and output facets): unknown and custom facets are
-  kept as they are. A standard facet missing what its schema requires (an ``ownership``
-  owner without ``name``, a ``parent`` without ``run.runId`` ...) or any facet that is not
-  an object does not sink the event: it is listed in ``problems`` and left unused.
+  kept as they are; a dataset's well-formed ``schema`` facet is read into its ``schema``
+  (``catalog.schemas``: a column without ``name``, a non-string ``type`` ... is flagged),
+  its well-formed ``symlinks`` facet into its ``symlinks``. A standard facet missing what
+  its schema requires (an ``ownership`` owner without ``name``, a ``parent`` without
+  ``run.runId`` ...) or any facet that is not an object does not sink the event: it is
+  listed in ``problems`` and left unused.
 - **Dataset identities** are normalised with ``catalog.identity`` (the function used at
   registration); one that breaks a naming rule (whitespace, a malformed namespace) is
   listed in ``problems`` and not recorded as usage.
@@ -29,6 +32,7 @@ JSON it arrived as:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from catalog import schemas
 from catalog.identity import IdentityError, normalise_dataset_identity
 from problems import FieldError
 
@@ -64,6 +69,12 @@ class DatasetRef:
     name: str
     received_namespace: str
     received_name: str
+    # The well-formed ``schema`` facet's columns (``catalog.schemas.read_fields``); None
+    # when the dataset carried none, or a malformed one (flagged in ``problems``).
+    schema: schemas.Fields | None = dataclasses.field(default=None, compare=False, hash=False)
+    # The well-formed ``symlinks`` facet's identifiers, normalised: ``(namespace, name,
+    # type)``; one whose identity breaks a naming rule is flagged and left out.
+    symlinks: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,7 +171,11 @@ def parse_event(data: Any) -> OpenLineageEvent:
         )
         if static is not None:
             dataset = _dataset(static, "dataset", errors, problems)
-            problems += _facets(static.get("facets"), "dataset.facets", "dataset")
+            facet_problems = _facets(static.get("facets"), "dataset.facets", "dataset")
+            problems += facet_problems
+            dataset = _with_facets(
+                dataset, static.get("facets"), "dataset", facet_problems, problems
+            )
 
     if errors:
         raise EventInvalid(
@@ -342,11 +357,69 @@ def _datasets(
             errors.append(FieldError(path, f"{path} must be an object", "object"))
             continue
         ref = _dataset(item, path, errors, problems)
-        problems += _facets(item.get("facets"), f"{path}.facets", "dataset")
+        facet_problems = _facets(item.get("facets"), f"{path}.facets", "dataset")
+        problems += facet_problems
         problems += _facets(item.get(facets_key), f"{path}.{facets_key}", location)
         if ref is not None:
-            refs.append(ref)
+            refs.append(_with_facets(ref, item.get("facets"), path, facet_problems, problems))
     return refs
+
+
+def _with_facets(
+    ref: DatasetRef | None,
+    facets: Any,
+    path: str,
+    facet_problems: list[FieldError],
+    problems: list[FieldError],
+) -> DatasetRef | None:
+    """``ref`` with what its well-formed dataset facets declare: its ``schema`` and its
+    ``symlinks``. A flagged facet is left unused."""
+    if not isinstance(facets, dict):
+        return ref
+    changes: dict[str, Any] = {}
+    schema = facets.get("schema")
+    # Checked (once) here rather than in _STANDARD_FACETS, as it is read here anyway; a
+    # schema facet without columns says nothing.
+    if isinstance(schema, dict) and schema.get("fields") is not None:
+        try:
+            changes["schema"] = schemas.read_fields(schema["fields"])
+        except schemas.SchemaInvalid as exc:
+            problems.extend(
+                FieldError(f"{path}.facets.schema.{e.field}", e.detail, e.rule) for e in exc.errors
+            )
+    if ref is None:
+        return None
+    if "symlinks" in facets and not _flagged(facet_problems, f"{path}.facets.symlinks"):
+        changes["symlinks"] = _symlinks(facets["symlinks"], f"{path}.facets.symlinks", problems)
+    return dataclasses.replace(ref, **changes) if changes else ref
+
+
+def _flagged(problems: list[FieldError], prefix: str) -> bool:
+    return any(p.field == prefix or p.field.startswith(f"{prefix}.") for p in problems)
+
+
+def _symlinks(
+    facet: dict, path: str, problems: list[FieldError]
+) -> tuple[tuple[str, str, str], ...]:
+    """The identifiers of a well-formed ``symlinks`` facet, normalised; one that breaks a
+    naming rule is added to ``problems`` (not to the event's errors: it is only a facet)."""
+    found: list[tuple[str, str, str]] = []
+    for index, item in enumerate(facet.get("identifiers") or []):
+        try:
+            identity = normalise_dataset_identity(item["namespace"], item["name"])
+        except IdentityError as exc:
+            problems.append(
+                FieldError(
+                    f"{path}.identifiers.{index}.{exc.field}",
+                    f"{exc}; this symlink is not recorded",
+                    exc.rule,
+                )
+            )
+            continue
+        entry = (identity.namespace, identity.name, item["type"][:64])
+        if entry not in found:
+            found.append(entry)
+    return tuple(found)
 
 
 def _dataset(
@@ -480,7 +553,6 @@ _STANDARD_FACETS: dict[tuple[str, str], Callable[[dict], list[_Finding]]] = {
     ("job", "ownership"): _items_need("owners", "name"),
     ("dataset", "documentation"): _needs_text("description"),
     ("dataset", "ownership"): _items_need("owners", "name"),
-    ("dataset", "schema"): _items_need("fields", "name"),
     ("dataset", "symlinks"): _items_need("identifiers", "namespace", "name", "type"),
     ("input", "dataQualityAssertions"): _items_need(
         "assertions", "assertion", required=True, booleans=("success",)

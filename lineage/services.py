@@ -28,9 +28,9 @@ from django.db.models import Exists, F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from catalog import doorbell, selectors
+from catalog import doorbell, schema_changes, selectors
 from catalog import services as catalog_services
-from catalog.models import Claim, DatasetUsage, Job, Team
+from catalog.models import Claim, DatasetUsage, Job, SchemaObservation, Team
 from catalog.services import Actor
 
 from . import collectors, openlineage, runstate
@@ -269,7 +269,11 @@ def lineage_events_process_claimed(
     events record the job; a verified one also declares its inputs that are catalog
     datasets as subscriptions of the job's team naming the job (no endpoint), never
     changing one that exists; unverified ones declare nothing. Every event keeps the
-    received spelling of each dataset identity that normalised to another.
+    received spelling of each dataset identity that normalised to another. A dataset's
+    well-formed ``schema`` facet is a schema sighting of the catalog dataset
+    (``catalog.schema_changes``: recorded for verified events and the owner's own), and
+    its ``symlinks`` facet, in a verified event of the dataset's owner, declares aliases
+    of it (``catalog.services.dataset_symlinks_record``).
 
     A transaction takes at most ``EVENTS_PER_TRANSACTION`` of the claims, applied first
     without savepoints; if one of them fails, the transaction is rolled back and the
@@ -430,6 +434,29 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             namespace=ref.namespace,
             name=ref.name,
             seen_at=parsed.event_time,
+        )
+    links = [(ref.namespace, ref.name, ref.symlinks) for ref in refs if ref.symlinks]
+    if links and event.verified:  # only the owner's verified events declare aliases
+        catalog_services.dataset_symlinks_record(
+            team=event.team, links=links, seen_at=parsed.event_time
+        )
+    sightings = [
+        schema_changes.SchemaSighting(ref.namespace, ref.name, ref.schema)
+        for ref in refs
+        if ref.schema is not None
+    ]
+    if sightings:  # nothing at all for the events that carry no schema
+        schema_changes.schema_sightings_record(
+            sightings=sightings,
+            observed_at=parsed.event_time,
+            source=SchemaObservation.Source.LINEAGE,
+            team=event.team,
+            verified=event.verified,
+            now=now,
+            job_namespace=parsed.job_namespace or "",
+            job_name=parsed.job_name or "",
+            run_id=parsed.run_id,
+            lineage_event_id=event.pk,
         )
 
 
@@ -684,8 +711,9 @@ COLLECT_LINEAGE = "lineage.tasks.collect_lineage"
 @dataclass
 class CollectSummary:
     """What one collector run did: accesses observed, usage rows recorded (for
-    principals a team claims), principals no team claims (their jobs are recorded, their
-    usage is not), and whether history was left to read (``more``); ``skipped`` when
+    principals a team claims), principals no team claims (their jobs are recorded and
+    their accesses held, attributed to no team, until a team claims the role), and
+    whether history was left to read (``more``); ``skipped`` when
     another run of the same collector held its cursor."""
 
     collector: str
@@ -725,8 +753,10 @@ def collector_run(*, name: str, now: datetime) -> CollectSummary:
     (``Claim`` kind ``db_role``, pattern ``<job namespace>/<principal>``) is recorded as
     verified usage of the job ``<job namespace>`` / ``<principal>`` for that team (its
     ``run_count`` grows by the access count), the jobs of unclaimed principals are
-    recorded without an owner, and the new cursor is stored. A failure rolls all of it
-    back, so the next run reads the same history again: running twice records once.
+    recorded without an owner and their accesses held (``catalog.UnclaimedUsage``) until
+    a team claims the role, which makes them its usage at once
+    (``catalog.services.held_usage_attribute``), and the new cursor is stored. A failure
+    rolls all of it back, so the next run reads the same history again: running twice records once.
 
     Args:
         name: a key of ``TIDEMARK_LINEAGE_COLLECTORS``.
@@ -787,13 +817,19 @@ def _record_accesses(
         job = catalog_services.job_record(
             namespace=collector.job_namespace, name=principal, team=team, seen_at=seen_at
         )
-        if team is None:
-            unclaimed.append(principal)
-            continue
         counts: dict[tuple[str, str, str], int] = {}
         for access in principal_accesses:
             edge = (access.direction, access.namespace, access.name)
             counts[edge] = counts.get(edge, 0) + access.count
+        if team is None:  # held, attributed to no team, until a team claims the role
+            unclaimed.append(principal)
+            catalog_services.usages_hold(
+                job=job, pattern=patterns[principal], counts=counts, seen_at=seen_at
+            )
+            continue
+        # What was held while it was unclaimed and the claim did not see (it committed
+        # while this run was reading) is the claimant's now.
+        catalog_services.held_usage_attribute(team=team, pattern=patterns[principal])
         edges = sorted(counts, key=lambda edge: (edge[1], edge[2], edge[0]))
         usage_ids = catalog_services.usages_observe(
             job=job, edges=edges, team=team, verified=True, seen_at=seen_at

@@ -207,7 +207,14 @@ class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
         default=PartitionRevision.State.READY,
     )
     manifest = ManifestSerializer(required=False)
-    metadata = serializers.DictField(required=False)
+    metadata = serializers.DictField(
+        required=False,
+        help_text="Free-form, kept on the revision. A 'schema' member holding an object is "
+        "the dataset's schema in the OpenLineage SchemaDatasetFacet shape "
+        '({"fields": [{"name": ..., "type": ..., "fields": [...]}]}): a ready publish '
+        "records it as a schema observation, which may reveal an unannounced breaking "
+        "change (400 schema_invalid when malformed).",
+    )
     code_version = serializers.CharField(max_length=128, allow_blank=True, default="")
     restatement = serializers.IntegerField(
         min_value=1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from catalog.models import Claim, DatasetTransfer
+from catalog.models import Claim, DatasetTransfer, SchemaObservation
 
 from .catalog import StrictSerializer
 
@@ -44,6 +44,19 @@ class DatasetTransferOutputSerializer(serializers.Serializer):
     decided_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
+
+
+class DatasetTransferListFilterSerializer(StrictSerializer):
+    state = serializers.ChoiceField(
+        DatasetTransfer.State.choices, required=False, help_text="Only transfers in this state."
+    )
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
+
+
+class DatasetTransferListOutputSerializer(DatasetTransferOutputSerializer):
+    namespace = serializers.CharField(source="dataset.namespace", help_text="The dataset's.")
+    name = serializers.CharField(source="dataset.name", help_text="The dataset's.")
 
 
 class UndeclaredReadsFilterSerializer(StrictSerializer):
@@ -152,3 +165,48 @@ class UncataloguedDatasetOutputSerializer(serializers.Serializer):
     runs = serializers.IntegerField(help_text="Runs that read or wrote it, per job summed.")
     readers = _UsageParty(many=True, help_text="Teams and jobs seen reading it.")
     writers = _UsageParty(many=True, help_text="Teams and jobs seen writing it.")
+
+
+# "from" is a Python keyword, so the class is built with type().
+RetypedColumnSerializer = type(
+    "RetypedColumnSerializer",
+    (serializers.Serializer,),
+    {
+        "name": serializers.CharField(help_text="The column's dotted path."),
+        "from": serializers.CharField(help_text="Its type before."),
+        "to": serializers.CharField(help_text="Its type now."),
+    },
+)
+
+
+class UnannouncedChangeOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    dataset = _DatasetField()
+    observed_at = serializers.DateTimeField(
+        help_text="When the new schema was first seen (the event's time)."
+    )
+    previous_observed_at = serializers.DateTimeField(
+        source="previous.observed_at", help_text="When the schema before it was first seen."
+    )
+    removed = serializers.ListField(child=serializers.CharField(), help_text="Columns gone.")
+    retyped = RetypedColumnSerializer(many=True, help_text="Columns whose type changed.")
+    added = serializers.ListField(
+        child=serializers.CharField(), help_text="Columns new (not breaking; for context)."
+    )
+    source = serializers.ChoiceField(
+        SchemaObservation.Source.choices,
+        source="observation.source",
+        help_text="What showed the new schema: a lineage event or a readiness publish.",
+    )
+    job = serializers.SerializerMethodField(help_text="The lineage job; null: a publish.")
+    run_id = serializers.UUIDField(source="observation.run_id", allow_null=True)
+    readiness_event_id = serializers.IntegerField(
+        source="observation.readiness_event_id", allow_null=True
+    )
+    created_at = serializers.DateTimeField(help_text="When Tidemark detected it.")
+
+    @extend_schema_field(_JobField(allow_null=True))
+    def get_job(self, obj) -> dict | None:
+        if not obj.observation.job_namespace:
+            return None
+        return {"namespace": obj.observation.job_namespace, "name": obj.observation.job_name}

@@ -53,6 +53,27 @@ class ClaimDeleteApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class DatasetTransferListApi(APIView):
+    """The ownership transfers the caller's team is party to, proposing or receiving,
+    newest first; ``state`` narrows them (``proposed``: what awaits a decision)."""
+
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        parameters=[s.DatasetTransferListFilterSerializer],
+        responses=s.DatasetTransferListOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.DatasetTransferListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        queryset = selectors.dataset_transfer_list(
+            team=actor_of(request).team, state=filters.validated_data.get("state")
+        )
+        return paginate(
+            self, request, queryset, s.DatasetTransferListOutputSerializer, ("-created_at", "-id")
+        )
+
+
 class DatasetTransferCreateApi(APIView):
     """The dataset's owner team proposes handing it to another team."""
 
@@ -222,3 +243,27 @@ class UncataloguedDatasetsReportApi(APIView):
             row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
         data = s.UncataloguedDatasetOutputSerializer(page, many=True).data
         return paginator.get_paginated_response(data)
+
+
+class UnannouncedChangesReportApi(APIView):
+    """Unannounced breaking schema changes: lineage or a readiness publish showed a
+    dataset's schema lose or retype a column, and no breaking schema change notice of the
+    dataset covered that date (announced before it, in effect at it, at most
+    ``TIDEMARK_SCHEMA_NOTICE_COVERS_DAYS`` days past its effective time). Most recently
+    observed first. A team sees its own datasets' changes; a ``governance`` key every
+    team's (``team`` narrows to one owner team)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.UnannouncedChangeOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        filters = s.ReportFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        team = _report_team(request, filters.validated_data.get("team"))
+        queryset = selectors.unannounced_schema_changes(teams=None if team is None else [team])
+        return paginate(
+            self, request, queryset, s.UnannouncedChangeOutputSerializer, ("-observed_at", "-id")
+        )

@@ -190,6 +190,7 @@ SPECTACULAR_SETTINGS = {
         "ClaimKindEnum": "catalog.models.Claim.Kind",
         "ChangeNoticeKindEnum": "catalog.models.ChangeNotice.Kind",
         "RestatementStateEnum": "catalog.models.Restatement.State",
+        "DatasetTransferStateEnum": "catalog.models.DatasetTransfer.State",
     },
 }
 
@@ -321,6 +322,12 @@ TIDEMARK_CHANGE_NOTICES = {
     "reminder_seconds": env.list(
         "TIDEMARK_CHANGE_NOTICE_REMINDERS", cast=int, default=[7 * 86400, 86400]
     ),
+}
+
+# Schema observations (catalog.schema_changes): a breaking schema change notice covers a
+# change seen from its effective time until this many days after it.
+TIDEMARK_SCHEMA_CHANGES = {
+    "notice_covers_days": env.int("TIDEMARK_SCHEMA_NOTICE_COVERS_DAYS", default=7),
 }
 
 # Runtime lineage (lineage/): OpenLineage events on POST /api/v1/lineage. An event's body

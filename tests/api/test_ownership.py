@@ -156,3 +156,48 @@ def test_releasing_a_prefix_claim_is_audited(sales):
         "claim.created",
         "claim.released",
     ]
+
+
+TRANSFERS = "/api/v1/ownership-transfers"
+
+
+def test_each_team_lists_the_transfers_it_is_party_to_filtered_by_state(
+    client_for, sales, ops, django_assert_max_num_queries
+):
+    ops_team = TeamFactory(slug="ops")
+    mine = DatasetFactory(owner=ops_team, namespace="s3://lake", name="ops/a")
+    other = DatasetFactory(owner=ops_team, namespace="s3://lake", name="ops/b")
+    first = ops.post(f"/api/v1/datasets/{mine.pk}/transfers", {"to_team": "sales"}, format="json")
+    second = ops.post(f"/api/v1/datasets/{other.pk}/transfers", {"to_team": "sales"}, format="json")
+    ops.post(f"/api/v1/datasets/{other.pk}/transfers/{second.json()['id']}/cancel")
+
+    with django_assert_max_num_queries(3):  # the key, the page, last_used_at
+        listed = sales.get(TRANSFERS)
+    assert listed.status_code == 200, listed.json()
+    rows = listed.json()["results"]
+    assert [row["id"] for row in rows] == [second.json()["id"], first.json()["id"]]
+    assert rows[1] | {"created_at": None} == {
+        "id": first.json()["id"],
+        "dataset": mine.pk,
+        "namespace": "s3://lake",
+        "name": "ops/a",
+        "from_team": "ops",
+        "to_team": "sales",
+        "state": "proposed",
+        "proposed_by": rows[1]["proposed_by"],
+        "decided_by": "",
+        "created_at": None,
+        "decided_at": None,
+    }
+    proposed = ops.get(TRANSFERS, {"state": "proposed"}).json()["results"]
+    assert [row["id"] for row in proposed] == [first.json()["id"]]
+    stranger = client_for(TeamFactory(slug="stranger"), scopes=["read"])
+    assert stranger.get(TRANSFERS).json()["results"] == []
+
+
+@pytest.mark.parametrize(("params", "field"), [({"state": "done"}, "state"), ({"x": "1"}, "x")])
+def test_the_transfer_list_names_a_bad_filter(sales, params, field):
+    response = sales.get(TRANSFERS, params)
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert [e["field"] for e in response.json()["errors"]] == [field]

@@ -62,3 +62,46 @@ def test_change_notice_admin_shows_the_override_and_acknowledgements_read_only(c
     assert b'name="_save"' not in page.content  # nothing to save: read-only
     listing = client.get("/admin/catalog/changenotice/", SERVER_NAME="localhost")
     assert b"/admin/catalog/changenotice/add/" not in listing.content
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["datasettransfer", "datasetalias", "schemaobservation", "schemachange", "unclaimedusage"],
+)
+def test_read_only_admin_changelists_render(client, path):
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    response = client.get(f"/admin/catalog/{path}/", SERVER_NAME="localhost")
+    assert response.status_code == 200
+    assert client.get(f"/admin/catalog/{path}/add/", SERVER_NAME="localhost").status_code == 403
+
+
+def test_dataset_admin_cannot_change_lifecycle_sunset_or_owner(client):
+    from django.contrib import admin
+    from django.forms.models import model_to_dict
+
+    from catalog.models import Dataset
+    from tests.catalog.factories import TeamFactory
+
+    dataset = DatasetFactory(description="before")
+    owner = dataset.owner
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    url = f"/admin/catalog/dataset/{dataset.pk}/change/"
+    page = client.get(url, SERVER_NAME="localhost")
+    assert page.status_code == 200
+    for field in ("lifecycle", "sunset_at", "owner"):
+        assert f'name="{field}"'.encode() not in page.content
+
+    form_fields = admin.site._registry[Dataset].get_form(None, dataset).base_fields
+    data = {k: v for k, v in model_to_dict(dataset).items() if k in form_fields and v is not None}
+    data |= {
+        "description": "after",
+        "lifecycle": "retired",
+        "sunset_at_0": "2026-12-01",
+        "sunset_at_1": "00:00:00",
+        "owner": TeamFactory(slug="thief").pk,
+    }
+    response = client.post(url, data, SERVER_NAME="localhost")
+    assert response.status_code == 302, response.content[:2000]
+    dataset.refresh_from_db()
+    assert dataset.description == "after"  # the rest of the form still saves
+    assert (dataset.lifecycle, dataset.sunset_at, dataset.owner) == ("active", None, owner)

@@ -174,6 +174,12 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     [sunset] = _block_with(blocks, outputs, '"sunset_at"')
     assert (sunset["status"], sunset["code"]) == (422, "sunset_too_soon"), report
 
+    *schema_publishes, unannounced = _block_with(blocks, outputs, "/unannounced-changes")
+    assert [p["partition"] for p in schema_publishes] == ["2026-11-29", "2026-11-30"], report
+    [change] = unannounced["results"]
+    assert (change["removed"], change["source"]) == (["customer_id"], "readiness"), report
+    assert change["dataset"]["name"] == "curated/orders_daily", report
+
     week = _block_with(blocks, outputs, '"version": "v1"')
     assert [p["current_version"] for p in week] == ["v1"] * 7, report
     staged = _block_with(blocks, outputs, "\"restatement\": '$RESTATEMENT'")

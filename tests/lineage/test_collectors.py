@@ -21,7 +21,8 @@ import psycopg
 import pytest
 
 from catalog import selectors
-from catalog.models import Claim, DatasetUsage, Job
+from catalog.models import Claim, DatasetUsage, Job, UnclaimedUsage
+from catalog.services import Actor, claim_create
 from lineage import services
 from lineage.collectors import CollectorConfigError, build
 from lineage.errors import CollectorUnknown
@@ -157,6 +158,54 @@ def test_collector_run_a_role_reading_without_a_subscription_is_an_undeclared_re
     assert report.status_code == 200, report.json()
     (row,) = report.json()["results"]
     assert row["team"] == "analytics"
+
+
+def test_collector_run_keeps_an_unclaimed_roles_reads_for_the_team_that_claims_it_later(
+    pg_stats_server, warehouse
+):
+    _select(pg_stats_server, "adhoc", "SELECT id, total FROM orders", times=3)
+    summary = services.collector_run(name="warehouse", now=NOW)
+    assert summary.unclaimed_principals == ["adhoc"]
+    assert not DatasetUsage.objects.filter(job__name="adhoc").exists()
+    held = UnclaimedUsage.objects.get()
+    assert (held.pattern, held.dataset_name, held.direction, held.access_count) == (
+        f"{NAMESPACE}/adhoc",
+        "shop.public.orders",
+        "read",
+        3,
+    )
+
+    finance = TeamFactory(slug="finance")
+    claim_create(
+        actor=Actor(team=finance, username="lead"), kind="db_role", pattern=f"{NAMESPACE}/adhoc"
+    )
+    (usage,) = selectors.undeclared_reads_list(team=finance)
+    assert (usage.job.name, usage.job.team, usage.verified, usage.run_count) == (
+        "adhoc",
+        finance,
+        True,
+        3,
+    )
+    assert (usage.first_seen_at, usage.last_seen_at) == (NOW, NOW)
+    assert not UnclaimedUsage.objects.exists()
+
+    # Nothing ran since: the next run adds nothing, and nothing is held twice.
+    services.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
+    assert DatasetUsage.objects.get(team=finance).run_count == 3
+
+
+def test_collector_run_attributes_what_was_held_while_a_claim_was_being_made(
+    pg_stats_server, warehouse
+):
+    _select(pg_stats_server, "adhoc", "SELECT id FROM orders", times=2)
+    services.collector_run(name="warehouse", now=NOW)
+    finance = TeamFactory(slug="finance")
+    # As if the claim committed while that run was still recording: it saw nothing held.
+    Claim.objects.create(team=finance, kind=Claim.Kind.DB_ROLE, pattern=f"{NAMESPACE}/adhoc")
+    _select(pg_stats_server, "adhoc", "SELECT id FROM orders")
+    services.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
+    assert DatasetUsage.objects.get(team=finance).run_count == 3
+    assert not UnclaimedUsage.objects.exists()
 
 
 def test_collector_run_twice_records_only_new_calls(pg_stats_server, warehouse):
