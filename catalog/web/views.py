@@ -462,10 +462,11 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         "uncatalogued": uncatalogued,
         "without_sla": list(browse.critical_without_sla(team=team)[:REPORT_ROWS]),
         "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
-        # UNANNOUNCED BREAKING CHANGES: the report of schema changes made without a
-        # change notice is added by another branch (a selector in catalog.selectors);
-        # wire its rows here as "unannounced_breaking_changes" and un-comment the
-        # template's section of the same name.
+        "unannounced_breaking_changes": list(
+            selectors.unannounced_schema_changes(teams=None if team is None else [team])[
+                :REPORT_ROWS
+            ]
+        ),
     }
     return _render(request, "catalog/governance.html", context)
 

@@ -97,5 +97,38 @@ def test_governance_page_query_count_is_bounded(
     world, make_person, client_as, django_assert_max_num_queries
 ):
     client = client_as(make_person("gov", is_staff=True))
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         assert client.get("/governance/").status_code == 200
+
+
+def test_unannounced_breaking_changes_are_listed_for_the_owner_and_staff(
+    world, make_person, client_as, orders, analytics
+):
+    from datetime import UTC, datetime, timedelta
+
+    from catalog import services
+    from catalog.services import Actor
+
+    raw = world["raw"]
+    before = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
+    for day, fields in (
+        (0, [{"name": "id", "type": "bigint"}, {"name": "amount", "type": "numeric"}]),
+        (1, [{"name": "id", "type": "bigint"}]),  # amount dropped, no notice
+    ):
+        at = before + timedelta(days=day)
+        services.readiness_publish(
+            actor=Actor(team=orders, username="ci"),
+            namespace=raw.namespace,
+            name=raw.name,
+            partition=at.date().isoformat(),
+            metadata={"schema": {"fields": fields}},
+            now=at,
+        )
+    staff = client_as(make_person("gov", is_staff=True)).get("/governance/")
+    [change] = report(staff, "unannounced_breaking_changes")
+    assert (change.dataset, change.removed) == (raw, ["amount"])
+    assert 'id="unannounced-breaking-changes"' in staff.content.decode()
+    owner = client_as(make_person("olga", orders)).get("/governance/")
+    assert [c.dataset for c in report(owner, "unannounced_breaking_changes")] == [raw]
+    reader = client_as(make_person("ana", analytics)).get("/governance/")
+    assert report(reader, "unannounced_breaking_changes") == []
