@@ -17,7 +17,8 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 
 def ensure_filesystem_broker_folders(options: dict) -> None:
     """Create the filesystem transport's folders; ``delay()`` fails without them."""
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+    folders = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+    for key in (*folders, "staging_folder"):
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)
 

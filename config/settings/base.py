@@ -364,9 +364,12 @@ TIDEMARK_DOORBELL_INTERVAL = env.float(
     "TIDEMARK_DOORBELL_INTERVAL", default=0.0 if EMBEDDED else 0.05
 )
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's own filesystem transport can hand a worker a half-written message file.
+    CELERY_BROKER_TRANSPORT = "config.filesystem_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_DIR / "in"),
         "data_folder_out": str(CELERY_DIR / "in"),
+        "staging_folder": str(CELERY_DIR / "staging"),
         "processed_folder": str(CELERY_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(CELERY_DIR / "control"),
