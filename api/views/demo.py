@@ -38,13 +38,25 @@ def webhook_receiver(request: HttpRequest, team_slug: str) -> HttpResponse:
         except WebhookVerificationError:
             continue
         logger.info(
-            "demo receiver %s: verified %s for %s partition %s (webhook-id %s)",
+            "demo receiver %s: verified %s%s (webhook-id %s)",
             team_slug,
-            event["type"],
-            event["data"]["dataset"]["name"],
-            event["data"]["partition"],
+            event.get("type"),
+            _subject(event.get("data")),
             headers["webhook-id"],
         )
         return HttpResponse(status=204)
     logger.warning("demo receiver %s: signature did not verify", team_slug)
     return HttpResponse(status=401)
+
+
+def _subject(data: object) -> str:
+    """What an event is about, for the log line: its dataset and partition where it has
+    them (change notices, endpoint and watchdog events have other shapes)."""
+    if not isinstance(data, dict):
+        return ""
+    dataset = data.get("dataset")
+    name = dataset.get("name") if isinstance(dataset, dict) else None
+    partition = data.get("partition")
+    if name is None:
+        return ""
+    return f" for {name}" + (f" partition {partition}" if partition is not None else "")
