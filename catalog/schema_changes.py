@@ -19,10 +19,11 @@ dataset moves or goes, not that its columns change under the same name. An unann
 change is told once to the owner team's contacts (``schema.unannounced_change``, through
 the durable owner-notice outbox) and listed by ``selectors.unannounced_schema_changes``.
 
-**Whose sightings count.** A lineage event's schema is recorded when the event is
-verified (its team claims the job namespace) or its team owns the dataset; a readiness
-publish's always (only the owner or a delegated key publishes). Unverified events are kept
-by lineage but change no schema: a stranger cannot raise a false alarm.
+**Whose sightings count.** A lineage event's schema is recorded only when the event's
+team owns the dataset; a readiness publish's always (only the owner or a delegated key
+publishes). A verified event proves only that its team owns the job namespace, not that
+it may speak for the datasets the job reads: another team's input facet (back-dated with
+its ``eventTime``) could otherwise put a false breaking change in the owner's history.
 
 **Cost.** Nothing runs for an event without a schema. With one, a single statement looks
 up every named dataset with the observation before the event's time (for names that are
@@ -83,7 +84,7 @@ def schema_sightings_record(
     observed_at: datetime,
     source: str,
     team: Team | None,
-    verified: bool,
+    authorised: bool,
     now: datetime,
     job_namespace: str = "",
     job_name: str = "",
@@ -96,7 +97,7 @@ def schema_sightings_record(
     Call inside the caller's transaction (lineage processing, a readiness publish).
     An identity that is a symlink alias of a catalog dataset counts for that dataset;
     identities no registered dataset has are ignored, as are datasets the sighting may
-    not speak for (not ``verified`` and ``team`` is not the owner; see the module
+    not speak for (not ``authorised`` and ``team`` is not the owner; see the module
     docstring). Per dataset: a schema the same as the observation just before
     ``observed_at`` widens that observation's ``last_seen_at`` (by steps of at least
     ``LAST_SEEN_STEP``); a different one becomes a
@@ -108,7 +109,9 @@ def schema_sightings_record(
         sightings: at most one per identity counts (the last).
         observed_at: aware UTC event time (lineage ``eventTime``; a publish's time).
         source: ``SchemaObservation.Source``.
-        team: the team whose event it is; verified: the event is a verified one.
+        team: the team whose event it is.
+        authorised: the caller was checked to speak for every dataset named (a readiness
+            publish); otherwise only the datasets ``team`` owns count (lineage).
         now: aware UTC instant notifications are stamped with.
         job_namespace, job_name, run_id, lineage_event_id, readiness_event_id: what showed
             it, kept on a new observation.
@@ -129,7 +132,7 @@ def schema_sightings_record(
     widen: list[int] = []
     changed: list[tuple[_Target, str, schemas.Fields]] = []
     for dataset in datasets:
-        if not verified and (team is None or dataset.owner_id != team.pk):
+        if not authorised and (team is None or dataset.owner_id != team.pk):
             continue
         fields = wanted[(dataset.namespace, dataset.name)].fields
         digest = schemas.fingerprint(fields)

@@ -663,7 +663,7 @@ def readiness_publish(
                 observed_at=now,
                 source=SchemaObservation.Source.READINESS,
                 team=actor.team,
-                verified=True,  # the owner or a key delegated by it
+                authorised=True,  # the owner or a key delegated by it
                 now=now,
                 readiness_event_id=result.body.get("event_id"),
             )

@@ -451,7 +451,7 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             observed_at=parsed.event_time,
             source=SchemaObservation.Source.LINEAGE,
             team=event.team,
-            verified=event.verified,
+            authorised=False,  # the owner's events only
             now=now,
             job_namespace=parsed.job_namespace or "",
             job_name=parsed.job_name or "",

@@ -217,11 +217,11 @@ def test_sightings_of_unknown_datasets_or_from_strangers_record_nothing(owner, d
     sighting = schema_changes.SchemaSighting(dataset.namespace, dataset.name, V1)
     unknown = schema_changes.SchemaSighting("s3://lake", "nope", V1)
     schema_changes.schema_sightings_record(
-        sightings=[sighting, unknown], team=stranger, verified=False, **args
+        sightings=[sighting, unknown], team=stranger, authorised=False, **args
     )
     assert not SchemaObservation.objects.exists()
     schema_changes.schema_sightings_record(
-        sightings=[sighting, unknown], team=owner, verified=False, **args
+        sightings=[sighting, unknown], team=owner, authorised=False, **args
     )
     assert SchemaObservation.objects.get().dataset == dataset
 
@@ -246,7 +246,7 @@ def test_two_workers_seeing_one_change_at_once_record_and_tell_it_once(owner, da
                     observed_at=at,
                     source=SchemaObservation.Source.LINEAGE,
                     team=owner,
-                    verified=True,
+                    authorised=True,
                     now=at,
                 )
                 if hold:

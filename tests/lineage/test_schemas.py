@@ -45,6 +45,7 @@ def complete(run_id: str, at: str, *, outputs=(), inputs=()) -> dict:
 
 RUN_1 = "0195f6d2-9c4a-7b1e-8a55-3f1d2c4b5a61"
 RUN_2 = "0195f6d2-9c4a-7b1e-8a55-3f1d2c4b5a62"
+RUN_3 = "0195f6d2-9c4a-7b1e-8a55-3f1d2c4b5a63"
 
 
 @pytest.fixture
@@ -135,9 +136,7 @@ def test_a_malformed_schema_facet_is_flagged_and_the_event_kept(receive, process
     assert not SchemaObservation.objects.exists()
 
 
-def test_an_input_schema_from_a_verified_reader_counts_and_an_unverified_one_does_not(
-    receive, process
-):
+def test_only_the_owners_events_record_a_schema_not_a_verified_reader(receive, process):
     owner = TeamFactory(slug="shop")
     DatasetFactory(owner=owner, namespace=ORDERS[0], name=ORDERS[1])
     stranger = TeamFactory(slug="stranger")  # claims no job namespace: unverified
@@ -145,9 +144,15 @@ def test_an_input_schema_from_a_verified_reader_counts_and_an_unverified_one_doe
     process()
     assert not SchemaObservation.objects.exists()
 
-    receive(complete(RUN_2, "2026-11-28T06:00:00Z", inputs=[with_schema(V1)]))  # team-a, verified
+    # team-a claims its job namespace (verified), but a verified event proves nothing
+    # about the datasets its job reads: its input facet must not write shop's history.
+    receive(complete(RUN_2, "2026-11-28T06:00:00Z", inputs=[with_schema(V1)]))
     process()
-    assert SchemaObservation.objects.get().team.slug == "team-a"
+    assert not SchemaObservation.objects.exists()
+
+    receive(complete(RUN_3, "2026-11-29T06:00:00Z", inputs=[with_schema(V1)]), team=owner)
+    process()
+    assert SchemaObservation.objects.get().team == owner
 
 
 def test_a_dataset_event_from_the_owner_records_its_schema(receive, process, shop):
