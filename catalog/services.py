@@ -2344,6 +2344,10 @@ def dataset_alias_record(
     )
 
 
+# Identities looked up per statement by ``dataset_symlinks_record``.
+IDENTITY_LOOKUP_CHUNK = 200
+
+
 def dataset_symlinks_record(
     *,
     team: Team,
@@ -2378,21 +2382,30 @@ def dataset_symlinks_record(
     if not wanted:
         return []
 
-    def any_of(pairs, namespace_field: str, name_field: str) -> models.Q:
-        match = models.Q()
-        for namespace, name in pairs:
-            match |= models.Q(**{namespace_field: namespace, name_field: name})
-        return match
+    def matching(queryset, pairs, namespace_field: str, name_field: str) -> list:
+        # In chunks: one OR term per pair, and SQLite refuses an expression 1,000 deep.
+        pairs, rows = sorted(pairs), []
+        for start in range(0, len(pairs), IDENTITY_LOOKUP_CHUNK):
+            match = models.Q()
+            for namespace, name in pairs[start : start + IDENTITY_LOOKUP_CHUNK]:
+                match |= models.Q(**{namespace_field: namespace, name_field: name})
+            rows.extend(queryset.filter(match))
+        return rows
 
-    known = DatasetAlias.objects.filter(any_of(wanted, "alias_namespace", "alias_name"))
-    for pair in known.values_list("alias_namespace", "alias_name"):
-        wanted.pop(pair, None)
+    known = matching(
+        DatasetAlias.objects.values_list("alias_namespace", "alias_name"),
+        wanted,
+        "alias_namespace",
+        "alias_name",
+    )
+    for pair in known:
+        wanted.pop(tuple(pair), None)
     if not wanted:  # the usual case: every event of a job repeats its symlinks
         return []
-    targets = {(namespace, name) for namespace, name, _ in wanted.values()}
-    datasets = Dataset.objects.filter(
-        any_of(targets, "namespace", "name") | any_of(wanted, "namespace", "name")
-    ).only("id", "namespace", "name", "owner_id")
+    targets = {(namespace, name) for namespace, name, _ in wanted.values()} | set(wanted)
+    datasets = matching(
+        Dataset.objects.only("id", "namespace", "name", "owner_id"), targets, "namespace", "name"
+    )
     by_identity = {(d.namespace, d.name): d for d in datasets}
     created = []
     for (alias_ns, alias_name), (namespace, name, kind) in sorted(wanted.items()):

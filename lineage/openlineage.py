@@ -55,6 +55,7 @@ RUN, JOB, DATASET = "run", "job", "dataset"
 MAX_JOB_NAMESPACE_LENGTH = 255
 MAX_JOB_NAME_LENGTH = 1024
 MAX_RUN_ID_LENGTH = 64
+MAX_SYMLINKS = 64  # identifiers of one dataset's symlinks facet (a dataset has a few)
 
 
 @dataclass(frozen=True)
@@ -403,8 +404,18 @@ def _symlinks(
 ) -> tuple[tuple[str, str, str], ...]:
     """The identifiers of a well-formed ``symlinks`` facet, normalised; one that breaks a
     naming rule is added to ``problems`` (not to the event's errors: it is only a facet)."""
+    identifiers = facet.get("identifiers") or []
+    if len(identifiers) > MAX_SYMLINKS:
+        problems.append(
+            FieldError(
+                f"{path}.identifiers",
+                f"more than {MAX_SYMLINKS} identifiers; no symlink of this facet is recorded",
+                "max_items",
+            )
+        )
+        return ()
     found: list[tuple[str, str, str]] = []
-    for index, item in enumerate(facet.get("identifiers") or []):
+    for index, item in enumerate(identifiers):
         try:
             identity = normalise_dataset_identity(item["namespace"], item["name"])
         except IdentityError as exc:

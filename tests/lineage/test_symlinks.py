@@ -169,3 +169,18 @@ def test_a_dataset_registered_later_under_an_alias_is_itself(receive, process, o
     )
     process()
     assert DatasetUsage.objects.get(team=team_b).dataset == table
+
+
+def test_a_facet_with_too_many_symlinks_is_flagged_and_the_event_still_processed(
+    receive, process, orders
+):
+    from lineage.openlineage import MAX_SYMLINKS
+
+    many = [("hive://metastore:9083", f"sales.orders_{i}") for i in range(MAX_SYMLINKS + 1)]
+    result = receive(ev.run_event("COMPLETE", run_id=RUN_1, outputs=[symlinked(LAKE, *many)]))
+    assert [(p["field"], p["rule"]) for p in result.event.problems] == [
+        ("outputs.0.facets.symlinks.identifiers", "max_items")
+    ]
+    assert process().by_state == {"processed": 1}
+    assert not DatasetAlias.objects.filter(kind="symlink").exists()
+    assert DatasetUsage.objects.get().dataset == orders
