@@ -220,6 +220,11 @@ class DeclarationForAnotherTeam(PermissionDenied):
     title = "The declaration names another team"
 
 
+class JobNamespaceOfAnotherTeam(PermissionDenied):
+    code = "job_namespace_of_another_team"
+    title = "The job belongs to another team"
+
+
 class LineageNodeNotFound(NotFound):
     """The lineage graph's root: a dataset neither registered nor seen, or an unseen job."""
 

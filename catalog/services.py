@@ -1578,6 +1578,7 @@ def subscription_create(
 
     Raises:
         DatasetRetired: the dataset is retired (409).
+        JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
     """
     now = now or timezone.now()
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
@@ -1585,6 +1586,17 @@ def subscription_create(
             f"{dataset} is retired; it can no longer be subscribed to",
             errors=[FieldError("dataset_id", "the dataset is retired", "lifecycle_retired")],
         )
+    if job_namespace:
+        owner = selectors.claimants(kind=Claim.Kind.JOB_NAMESPACE, patterns=[job_namespace]).get(
+            job_namespace
+        )
+        if owner is not None and owner.pk != actor.team.pk:
+            # Declaring another team's job would put words in its mouth.
+            raise errors.JobNamespaceOfAnotherTeam(
+                f"job namespace {job_namespace!r} is claimed by team {owner.slug}; a "
+                "subscription names one of your own team's jobs",
+                errors=[FieldError("job_namespace", "claimed by another team", "claimed")],
+            )
     warnings = []
     if dataset.lifecycle == Dataset.Lifecycle.DEPRECATED:
         sunset = f" and retires at {iso(dataset.sunset_at)}" if dataset.sunset_at else ""

@@ -174,3 +174,25 @@ def test_without_since_a_subscription_gets_no_history(client_for, team, dataset)
         URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x"}, format="json"
     )
     assert not Delivery.objects.exists()
+
+
+def test_a_subscription_cannot_name_a_job_of_another_teams_claimed_namespace(
+    client_for, team, dataset
+):
+    from catalog.models import Claim
+
+    other = TeamFactory(slug="orders-platform")
+    Claim.objects.create(team=other, kind=Claim.Kind.JOB_NAMESPACE, pattern="airflow://orders")
+    Claim.objects.create(team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern="airflow://ours")
+    body = {"namespace": "s3://lake", "name": "raw/orders", "job_name": "daily.build"}
+    refused = client_for(team).post(
+        URL, {**body, "job_namespace": "airflow://orders"}, format="json"
+    )
+    assert refused.status_code == 403, refused.json()
+    problem = refused.json()
+    assert problem["code"] == "job_namespace_of_another_team"
+    assert [e["field"] for e in problem["errors"]] == ["job_namespace"]
+    assert not Subscription.objects.filter(team=team).exists()
+    for namespace in ("airflow://ours", "airflow://unclaimed"):
+        ok = client_for(team).post(URL, {**body, "job_namespace": namespace}, format="json")
+        assert ok.status_code == 201, ok.json()
