@@ -215,13 +215,15 @@ class Scenario:
     # --- the story -------------------------------------------------------------------------
 
     def run(self) -> None:
+        self.create_teams()
+        # The critical dataset's deadline: the first whole minute LEAD_SECONDS from now (cron
+        # has minute granularity); the partition due then is the day that closed before it.
         now = datetime.now(UTC)
         deadline = (now + timedelta(seconds=LEAD_SECONDS)).replace(second=0, microsecond=0)
         deadline += timedelta(minutes=1)
         today = deadline.date()
         self.d1, self.d2 = _key(today - timedelta(days=1)), _key(today - timedelta(days=2))
         self.deadline = deadline
-        self.create_teams()
         self.register(deadline)
         self.subscribe()
         self.check_watchdog_monitors()
@@ -399,8 +401,10 @@ class Scenario:
         self.report.check(
             "the watchdog pages PagerDuty",
             "2 triggers, each with a dedup_key",
-            f"{len(triggers)} triggers, {len(keys)} dedup_keys, routing key ok: "
-            f"{all(t.routing_key == self.w.routing_key for t in triggers)}",
+            f"{len(triggers)} triggers, {len(keys)} dedup_keys, routing key "
+            + (
+                "matches" if all(t.routing_key == self.w.routing_key for t in triggers) else "wrong"
+            ),
             len(keys) == len(triggers) == 2
             and all(t.dedup_key and t.routing_key == self.w.routing_key for t in triggers),
         )
