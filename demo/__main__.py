@@ -9,6 +9,7 @@ import secrets
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from .progress import DemoFailed, fatal, say, step
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     world = World(tag=tag)
     hooks, pagerduty, heartbeat = WebhookReceiver(), PagerDutyReceiver(), HeartbeatReceiver()
+    receivers = (hooks, pagerduty, heartbeat)
     s3 = S3Server(var_dir / "moto.log")
     stack: Stack | None = None
     print(
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         step("The dbt environment")
         dbt.ensure_env(Path(args.dbt_venv).resolve())
         step("Receivers and the object store")
-        for receiver in (hooks, pagerduty, heartbeat):
+        for receiver in receivers:
             receiver.start()
             say(f"{receiver.name} on {receiver.url}")
         s3.start()
@@ -131,19 +133,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         fatal("interrupted: stopping everything the demo started")
         report.check("the scenario ran to the end", "not interrupted", "interrupted", False)
+    except Exception as exc:  # a bug in the demo itself: still stop everything, and say so
+        traceback.print_exc()
+        report.check("the scenario ran to the end", "no step failed", repr(exc)[:400], False)
     finally:
         step("Stopping everything the demo started")
-        if stack is not None:
-            stack.stop()
-        s3.stop()
-        for receiver in (hooks, pagerduty, heartbeat):
-            receiver.stop()
+        for stop in (stack.stop if stack else None, s3.stop, *(r.stop for r in receivers)):
+            if stop is None:
+                continue
+            try:
+                stop()
+            except Exception:
+                traceback.print_exc()
     print()
     print(report.render())
     verdict = "PASSED" if report.passed else "FAILED"
     print(f"\nTidemark demo {verdict} in {time.monotonic() - started:.0f} s")
-    if not report.passed:
-        print(f"Logs: {shown(var_dir)}/stack.log (Tidemark), {shown(var_dir)}/moto.log")
+    logs = [shown(p) for p in (var_dir / "stack.log", var_dir / "moto.log") if p.exists()]
+    if not report.passed and logs:
+        print(f"Logs: {', '.join(logs)}")
     return 0 if report.passed else 1
 
 

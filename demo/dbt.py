@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .progress import DemoFailed, say
+from .stack import shown
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "examples" / "dbt"
@@ -28,14 +29,14 @@ def ensure_env(venv: Path, *, python: str = "python3.11") -> Path:
     stamp = venv / f".installed-{hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:12]}"
     bin_dir = venv / "bin"
     if stamp.exists() and (bin_dir / "dbt-ol").exists():
-        say(f"dbt environment ready ({venv.relative_to(REPO)})")
+        say(f"dbt environment ready ({shown(venv)})")
         return bin_dir
     if venv.exists():
         shutil.rmtree(venv)
-    say(f"creating the dbt environment in {venv.relative_to(REPO)} (first use: about a minute)")
+    say(f"creating the dbt environment in {shown(venv)} (first use: about a minute)")
     started = time.monotonic()
     _run([python, "-m", "venv", str(venv)], what=f"create a virtual environment with {python}")
-    say(f"  installing {PACKAGES} from {REQUIREMENTS.relative_to(REPO)} with pip ...")
+    say(f"  installing {PACKAGES} from {shown(REQUIREMENTS)} with pip ...")
     proc = subprocess.Popen(
         [
             str(bin_dir / "python"),
@@ -66,8 +67,8 @@ def ensure_env(venv: Path, *, python: str = "python3.11") -> Path:
     if proc.wait() != 0:
         print("\n".join(tail), file=sys.stderr)
         raise DemoFailed(
-            f"could not install {PACKAGES} ({REQUIREMENTS.relative_to(REPO)}) into "
-            f"{venv.relative_to(REPO)}: pip exited {proc.returncode}; is the package "
+            f"could not install {PACKAGES} ({shown(REQUIREMENTS)}) into "
+            f"{shown(venv)}: pip exited {proc.returncode}; is the package "
             "registry reachable? (pip's last lines are above)"
         )
     stamp.touch()
@@ -125,7 +126,7 @@ def run_dbt_ol(bin_dir: Path, workdir: Path, *, url: str, api_key: str, job_name
     }
     for name in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
         env.pop(name, None)
-    say(f"  $ dbt-ol run   (in {workdir.relative_to(REPO)}, OPENLINEAGE_URL={url})")
+    say(f"  $ dbt-ol run   (in {shown(workdir)}, OPENLINEAGE_URL={url})")
     result = subprocess.run(
         [str(bin_dir / "dbt-ol"), "run", "--project-dir", str(workdir)],
         cwd=workdir,

@@ -59,7 +59,8 @@ class Receiver:
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
+        if self.thread.is_alive():  # shutdown() waits for a serve_forever() that never ran
+            self.server.shutdown()
         self.server.server_close()
 
     def handle(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, Any]:

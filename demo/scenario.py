@@ -25,7 +25,7 @@ from .report import Report
 from .stack import S3Server, Stack
 
 GRACE_SECONDS = 20  # the critical dataset's SLA grace
-LEAD_SECONDS = 100  # its deadline is the first whole minute at least this far ahead
+LEAD_SECONDS = 75  # its deadline is the first whole minute at least this far ahead
 PRODUCER = "https://github.com/tidemark/tidemark/tree/main/demo"
 
 
@@ -267,6 +267,43 @@ class Scenario:
         )
         detail = self.keys["orders"].get(f"/api/v1/datasets/{orders['id']}")
         self.pipeline_ping_url = detail.get("pipeline_ping_url")
+        # On-call of web adds a monitor of its own that looks at S3 at the same deadline:
+        # raw/clicks' _SUCCESS marker for the day due (WATCHDOG_STORAGE_SOURCES).
+        channel = self._watchdog_post(
+            "/api/v1/channels",
+            {"name": "web on-call", "kind": "pagerduty", "target": self.w.routing_key},
+        )
+        self.clicks_monitor = self._watchdog_post(
+            "/api/v1/monitors",
+            {
+                "name": "raw/clicks landed",
+                "kind": "deadline",
+                "cron": f"{self.deadline.minute} {self.deadline.hour} * * *",
+                "timezone": "UTC",
+                "partitioning": "daily",
+                "partition_timezone": "UTC",
+                "grace_seconds": GRACE_SECONDS,
+                "storage_source": "lake",
+                "storage_template": "raw/clicks/dt={partition}/",
+                "storage_marker": "_SUCCESS",
+                "channel_ids": [channel["id"]],
+            },
+        )
+        say(
+            "  web's on-call adds a watchdog monitor 'raw/clicks landed' for the same deadline, "
+            "with a storage check of the _SUCCESS marker in S3 (no ping)"
+        )
+
+    def _watchdog_post(self, path: str, body: dict) -> dict:
+        response = httpx.post(
+            f"{self.stack.watchdog_url}{path}",
+            json=body,
+            headers={"Authorization": f"Bearer {self.wd_token}"},
+            timeout=10,
+        )
+        if response.status_code != 201:
+            raise DemoFailed(f"watchdog POST {path}: {response.status_code} {response.text}")
+        return response.json()
 
     def _watchdog(self, path: str):
         response = httpx.get(
@@ -407,6 +444,22 @@ class Scenario:
             ),
             len(keys) == len(triggers) == 2
             and all(t.dedup_key and t.routing_key == self.w.routing_key for t in triggers),
+        )
+        monitor = wait_for(
+            lambda: (lambda m: m if m["state"] not in ("new", "grace") else None)(
+                self._watchdog(f"/api/v1/monitors/{self.clicks_monitor['id']}")
+            ),
+            what="the watchdog to judge 'raw/clicks landed' at its deadline",
+            timeout=60,
+        )
+        self.report.check(
+            "the watchdog's storage check",
+            f"marker of {d1} found: up, no page",
+            f"{monitor['state']}, success for {monitor.get('last_partition') or '-'} "
+            f"without a ping, {monitor['open_incidents']} incidents",
+            monitor["state"] == "up"
+            and monitor.get("last_partition") == d1
+            and monitor["open_incidents"] == 0,
         )
         freshness = self.keys["orders"].get(
             f"/api/v1/datasets/{self.datasets['raw/orders']['id']}/freshness"
@@ -614,6 +667,11 @@ class Scenario:
             "pages sent / resolved",
             f"{len(self.pagerduty.of('trigger'))} triggers / "
             f"{len(self.pagerduty.of('resolve'))} resolves",
+        )
+        incidents = self._watchdog("/api/v1/incidents")
+        r.figure(
+            "watchdog incidents",
+            f"{len(incidents)} opened, {sum(1 for i in incidents if i['resolved_at'])} resolved",
         )
         r.figure("watchdog heartbeats", self.heartbeat.pings)
         r.figure(
