@@ -200,6 +200,15 @@ class Stack:
         is left after 30 s."""
         if self.proc is None:
             return
+        # honcho starts each process in a session of its own: note them all before asking,
+        # in case honcho itself has to be killed.
+        with suppress(psutil.NoSuchProcess):
+            known = {p.pid for p in self.tree}
+            self.tree += [
+                p
+                for p in psutil.Process(self.proc.pid).children(recursive=True)
+                if p.pid not in known
+            ]
         if self.proc.poll() is None:
             say("stopping Tidemark (SIGINT to honcho, as Ctrl-C does)")
             with suppress(ProcessLookupError):

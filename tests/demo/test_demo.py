@@ -79,6 +79,7 @@ def _gone(process: psutil.Process) -> bool:
         return True
 
 
+@pytest.mark.timeout(900)
 def test_demo_interrupted_stops_everything_it_started(tmp_path):
     """Ctrl-C once the stack is up: the demo stops honcho's tree (gunicorn, Celery, the
     watchdog), moto and its receivers, prints its table with the interruption and fails."""
