@@ -246,18 +246,17 @@ class Scenario:
             f"  raw/orders: deadline {self.deadline:%H:%M} UTC, grace {GRACE_SECONDS} s, "
             f"partition due then: {self.d1} (the day that closed)"
         )
+
+        def both():
+            found = [
+                m
+                for m in self._watchdog("/api/v1/monitors")
+                if m.get("name", "").startswith(f"{self.w.namespace}/raw/orders ")
+            ]
+            return found if len(found) >= 2 else None
+
         monitors = wait_for(
-            lambda: (
-                [
-                    m
-                    for m in self._watchdog("/api/v1/monitors")
-                    if m.get("name", "").startswith(f"{self.w.namespace}/raw/orders")
-                ]
-                if len(self._watchdog("/api/v1/monitors")) >= 2
-                else None
-            ),
-            what="the data and pipeline monitors of raw/orders in the watchdog",
-            timeout=90,
+            both, what="the data and pipeline monitors of raw/orders in the watchdog", timeout=90
         )
         self.monitors = {m["name"]: m for m in monitors}
         names = sorted(self.monitors)
