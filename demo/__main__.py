@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{receiver.name} on {receiver.url}")
         s3.start()
         settings = {
-            "TIDEMARK_STORAGE_SOURCES": storage_sources("lake", world.bucket, s3),
-            "WATCHDOG_STORAGE_SOURCES": storage_sources("lake", world.bucket, s3),
+            "TIDEMARK_STORAGE_SOURCES": storage_sources(world.source, world.bucket, s3),
+            "WATCHDOG_STORAGE_SOURCES": storage_sources(world.source, world.bucket, s3),
             # Documented settings only: a poll-only group is swept from every 10 s, backing
             # off to 30 s, and a group that also publishes events gets a 30 s safety net
             # (Celery beat still runs the poll task once a minute).

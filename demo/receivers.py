@@ -203,9 +203,10 @@ class PagerDutyReceiver(Receiver):
             "errors": [why],
         }
 
-    def of(self, action: str) -> list[PagerDutyEvent]:
+    def of(self, action: str, routing_key: str) -> list[PagerDutyEvent]:
+        """The events with ``action`` for one service (routing key)."""
         with self.lock:
-            return [e for e in self.events if e.action == action]
+            return [e for e in self.events if e.action == action and e.routing_key == routing_key]
 
 
 class HeartbeatReceiver(Receiver):
