@@ -142,6 +142,9 @@ class Scenario:
                     completion_signal="success_marker",
                     storage_source=w.source,
                     location_template="raw/clicks/dt={partition}/",
+                    sla_cron=cron,
+                    sla_timezone="UTC",
+                    sla_grace_seconds=GRACE_SECONDS,
                 ),
             ),
             (
@@ -469,7 +472,21 @@ class Scenario:
         freshness = self.keys["orders"].get(
             f"/api/v1/datasets/{self.datasets['raw/orders']['id']}/freshness"
         )
-        say(f"  GET /freshness: {freshness['state']}, partition {freshness.get('partition_due')}")
+        say(
+            f"  GET raw/orders/freshness: {freshness['state']}, "
+            f"partition {freshness.get('partition_due')}"
+        )
+        clicks = self.keys["web"].get(
+            f"/api/v1/datasets/{self.datasets['raw/clicks']['id']}/freshness"
+        )
+        late_clicks = self.hooks.find(type="dataset.late", dataset="raw/clicks")
+        self.report.check(
+            "an SLA met through the poll",
+            f"raw/clicks fresh at the deadline, {d1} ready",
+            f"{clicks['state']}, latest ready {clicks.get('latest_ready')}, "
+            f"{len(late_clicks)} dataset.late",
+            clicks["state"] == "fresh" and clicks.get("latest_ready") == d1 and not late_clicks,
+        )
 
     def recovery(self) -> None:
         step("The partition lands: consumers are told, the pages resolve")
