@@ -1,10 +1,11 @@
-# Tidemark. `make run` starts it embedded (no servers); `make test` runs the whole suite.
+# Tidemark. `make run` starts it embedded (no servers); `make test` runs the whole suite;
+# `make demo` plays a scripted scenario end to end.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: run test test-main test-embedded lint format lock bench bench-poll bench-lineage clean
+.PHONY: run demo test test-main test-embedded lint format lock bench bench-poll bench-lineage clean
 
 $(STAMP): requirements/dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,6 +14,11 @@ $(STAMP): requirements/dev.txt
 
 run: $(STAMP)
 	bin/run
+
+# The scripted scenario, embedded (no servers); with DATABASE_URL, WATCHDOG_DATABASE_URL
+# and CELERY_BROKER_URL set, only with DEMO_ARGS=--demo.
+demo: $(STAMP)
+	$(PY) -m demo $(DEMO_ARGS)
 
 test: $(STAMP)
 	bin/ensure-services

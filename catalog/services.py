@@ -105,13 +105,21 @@ class Actor:
 
 
 @transaction.atomic
-def team_create(*, slug: str, name: str, contact_email: str = "") -> Team:
+def team_create(
+    *, slug: str, name: str, contact_email: str = "", paging_routing_key: str = ""
+) -> Team:
     """Create a team.
+
+    Args:
+        paging_routing_key: the team's on-call channel (a PagerDuty Events API v2 routing
+            key), handed to the watchdog for its critical datasets; "" for none.
 
     Raises:
         ValidationError: the slug is taken or malformed.
     """
-    team = Team(slug=slug, name=name, contact_email=contact_email)
+    team = Team(
+        slug=slug, name=name, contact_email=contact_email, paging_routing_key=paging_routing_key
+    )
     team.full_clean()
     team.save()
     return team

@@ -18,6 +18,11 @@ def test_create_team_then_api_key_prints_a_working_key_once(capsys, client):
     assert response.json()["team"]["slug"] == "orders"
 
 
+def test_create_team_with_paging_routing_key_sets_the_on_call_channel():
+    call_command("create_team", "orders", name="Orders", paging_routing_key="0123456789abcdef" * 2)
+    assert Team.objects.get(slug="orders").paging_routing_key == "0123456789abcdef" * 2
+
+
 def test_create_team_twice_is_a_clear_error():
     call_command("create_team", "orders", name="Orders")
     with pytest.raises(CommandError, match="slug"):
