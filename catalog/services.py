@@ -247,8 +247,27 @@ def _storage_sources() -> dict:
 
 
 def _validate_dataset_fields(values: dict[str, Any]) -> None:
-    """Field rules that need more than a type: zones, cron, storage source."""
+    """Field rules that need more than a type: integer bounds (``Dataset.INTEGER_BOUNDS``,
+    the API's limits), zones, cron, storage source."""
     problems: list[FieldError] = []
+    for int_field, (low, high) in Dataset.INTEGER_BOUNDS.items():
+        value = values.get(int_field)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            problems.append(FieldError(int_field, "A valid integer is required.", "invalid"))
+        elif value < low:
+            problems.append(
+                FieldError(
+                    int_field, f"Ensure this value is greater than or equal to {low}.", "min_value"
+                )
+            )
+        elif value > high:
+            problems.append(
+                FieldError(
+                    int_field, f"Ensure this value is less than or equal to {high}.", "max_value"
+                )
+            )
     for tz_field in ("partition_timezone", "sla_timezone"):
         if tz_field in values:
             try:

@@ -233,6 +233,14 @@ def test_owner_edits_through_dataset_update_and_it_is_audited(owner, orders_dail
         ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
         ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
         ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
+        ({"sla_grace_seconds": "9999999"}, "sla_grace_seconds", "less than or equal to 2678400"),
+        (
+            {"sla_grace_seconds": "99999999999999999999"},
+            "sla_grace_seconds",
+            "less than or equal to 2678400",
+        ),
+        ({"change_notice_days": "1099511627776"}, "change_notice_days", "or equal to 365"),
+        ({"change_notice_days": "9999999"}, "change_notice_days", "or equal to 365"),
     ],
 )
 def test_owner_edit_breaking_a_rule_shows_the_service_problem_on_the_form(
