@@ -1596,9 +1596,17 @@ def subscription_create(
         ``dataset_deprecated`` warning naming its sunset.
 
     Raises:
+        ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
+            blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
+            a host name is not resolved here, delivery checks it at connect time).
         DatasetRetired: the dataset is retired (409).
     """
     now = now or timezone.now()
+    refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
+    if refusal:
+        raise ValidationProblem(
+            refusal, errors=[FieldError("endpoint_url", refusal, "public_address")]
+        )
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(
             f"{dataset} is retired; it can no longer be subscribed to",

@@ -13,6 +13,7 @@ from catalog.models import (
     AuditEntry,
     ChangeNoticeAcknowledgement,
     Dataset,
+    Endpoint,
     LatePartition,
     Partition,
     PartitionRevision,
@@ -328,6 +329,20 @@ def test_subscribe_refuses_what_the_api_refuses(consumer, orders_daily, data, fi
     assert response.status_code == 400
     assert field in response.context["subscribe_form"].errors
     assert not Subscription.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://169.254.169.254/latest/meta-data", "http://127.0.0.1:8001/hook"]
+)
+def test_subscribe_refuses_a_webhook_at_a_blocked_ip_address(consumer, orders_daily, url, settings):
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe", {"team": "analytics", "endpoint_url": url}
+    )
+    assert response.status_code == 400
+    errors = response.context["subscribe_form"].errors["endpoint_url"]
+    assert "not a public address" in " ".join(errors)
+    assert not Subscription.objects.exists() and not Endpoint.objects.exists()
 
 
 def test_subscribing_to_a_retired_dataset_shows_the_problem(consumer, orders_daily):
