@@ -55,11 +55,19 @@ def _render(request: HttpRequest, template: str, context: dict, status: int = 20
 @login_required
 def dataset_list_page(request: HttpRequest) -> HttpResponse:
     """The catalog: datasets filtered and searched, 50 a page, each with its freshness
-    badge and latest ready partition. With htmx (``HX-Request``) only the table is sent."""
+    badge and latest ready partition. With htmx (``HX-Request``) only the table is sent.
+    An invalid filter (an unknown team, say) is left out and named above the table; the
+    valid ones still apply."""
     form = DatasetFilterForm(
         request.GET, teams=browse.team_choices(), namespaces=browse.namespace_choices()
     )
-    filters = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()
+    filters = form.cleaned_data  # the valid fields only: Django drops each invalid one
+    ignored = [
+        (form.fields[name].label or name, request.GET.get(name, ""), " ".join(field_errors))
+        for name, field_errors in form.errors.items()
+        if name in form.fields
+    ]
     now = timezone.now()
     queryset = browse.dataset_rows(
         owner=filters.get("team") or None,
@@ -81,6 +89,7 @@ def dataset_list_page(request: HttpRequest) -> HttpResponse:
         "page": page,
         "rows": [(d, states[d.pk]) for d in rows],
         "query": query.urlencode(),
+        "ignored_filters": ignored,
     }
     if request.headers.get("HX-Request"):
         return render(request, "catalog/_dataset_table.html", context)
