@@ -145,6 +145,7 @@ def _dataset_response(
             late_keys={k: row.recovered_at for k, row in late.items()},
             sla=sla,
             now=now,
+            tracked_since=dataset.created_at,
         )
         picture = timeline.picture_size(len(cells))
     graph = selectors.lineage_graph(

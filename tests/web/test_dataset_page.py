@@ -92,6 +92,7 @@ def test_dataset_page_shows_owner_sla_deadlines_and_freshness(consumer, orders_d
 
 @time_machine.travel(NOW, tick=False)
 def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(days=60))
     on_time = datetime(2026, 11, 27, 4, tzinfo=UTC)
     partition(orders_daily, "2026-11-26", ready_at=on_time)
     partition(orders_daily, "2026-11-25", ready_at=datetime(2026, 11, 26, 9, tzinfo=UTC))
@@ -115,6 +116,23 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
     assert "2026-11-25: ready late, 3 h 30 min after its deadline" in body
     assert body.count('class="restated"') == 1 and body.count('class="poll"') == 1
     assert "<strong>2026-11-25</strong> ready late, 3 h 30 min after its deadline" in body
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_draws_periods_before_registration_as_not_tracked(consumer, orders_daily):
+    # Registered today at 05:00 UTC: only the 27th's deadline (28th 05:30 UTC) and later
+    # ones fall after it; the 27th is late by now.
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(hours=4))
+    response, body = page(consumer, orders_daily)
+    cells = {c.key: c for c in response.context["cells"]}
+    assert cells["2026-11-26"].status == "untracked"
+    assert cells["2026-10-29"].status == "untracked"
+    assert (cells["2026-11-27"].status, cells["2026-11-27"].late_seconds) == ("missing", 12600)
+    assert sum(c.status == "untracked" for c in cells.values()) == 29
+    assert "2026-11-26: not tracked (before the dataset was registered)" in body
+    assert '<span class="swatch untracked"></span> not tracked' in body
+    late_list = body.split('id="late-partitions"')[1].split("</p>")[0]
+    assert "2026-11-27" in late_list and "2026-11-26" not in late_list
 
 
 @time_machine.travel(NOW, tick=False)
