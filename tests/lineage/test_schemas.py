@@ -135,6 +135,16 @@ def test_a_malformed_schema_facet_is_flagged_and_the_event_kept(receive, process
     assert not SchemaObservation.objects.exists()
 
 
+def test_a_schema_facet_with_duplicate_columns_is_flagged_and_left_unused(receive, process, shop):
+    twice = ev.dataset(*ORDERS, facets={"schema": schema_facet([{"name": "a"}, {"name": "a"}])})
+    result = receive(complete(RUN_1, "2026-11-28T06:00:00Z", outputs=[twice]))
+    assert [(p["field"], p["rule"]) for p in result.event.problems] == [
+        ("outputs.0.facets.schema.fields.1.name", "unique")
+    ]
+    assert process().by_state == {"processed": 1}
+    assert not SchemaObservation.objects.exists()
+
+
 def test_an_input_schema_from_a_verified_reader_counts_and_an_unverified_one_does_not(
     receive, process
 ):
