@@ -420,6 +420,7 @@ def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpRespo
 
 
 REPORT_ROWS = 100
+CHANGE_COLUMNS_SHOWN = 10  # removed names, and retyped entries, per breaking change row
 
 
 @require_GET
@@ -455,6 +456,14 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         rows = usage[(row["dataset_namespace"], row["dataset_name"])]
         row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
         row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
+    changes = list(
+        selectors.unannounced_schema_changes(teams=None if team is None else [team])[:REPORT_ROWS]
+    )
+    for change in changes:  # a dropped table can remove thousands of columns at once
+        change.removed_shown = change.removed[:CHANGE_COLUMNS_SHOWN]
+        change.removed_more = max(0, len(change.removed) - CHANGE_COLUMNS_SHOWN)
+        change.retyped_shown = change.retyped[:CHANGE_COLUMNS_SHOWN]
+        change.retyped_more = max(0, len(change.retyped) - CHANGE_COLUMNS_SHOWN)
     context = {
         "nav": "governance",
         "governance": governance,
@@ -472,11 +481,7 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         "uncatalogued": uncatalogued,
         "without_sla": list(browse.critical_without_sla(team=team)[:REPORT_ROWS]),
         "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
-        "unannounced_breaking_changes": list(
-            selectors.unannounced_schema_changes(teams=None if team is None else [team])[
-                :REPORT_ROWS
-            ]
-        ),
+        "unannounced_breaking_changes": changes,
     }
     return _render(request, "catalog/governance.html", context)
 
