@@ -59,8 +59,8 @@ CREATE_FIELDS: dict[str, dict[str, Any]] = {
     "location_template": _text(1024),
     "sla_cron": _text(128),
     "sla_timezone": _text(64, blank=False),
-    "sla_grace_seconds": {"type": int, "min": 0, "max": 31 * 86400},
-    "change_notice_days": {"type": int, "min": 0, "max": 365},
+    "sla_grace_seconds": {"type": int, "min": 0, "max": Dataset.MAX_SLA_GRACE_SECONDS},
+    "change_notice_days": {"type": int, "min": 0, "max": Dataset.MAX_CHANGE_NOTICE_DAYS},
 }
 # Fields the lifecycle rules guard: set after registration through dataset_update.
 LIFECYCLE_FIELDS: dict[str, dict[str, Any]] = {

@@ -17,8 +17,10 @@ every 30 s and expired leases are claimable again.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,6 +59,43 @@ def webhook_url_acceptable(url: str) -> bool:
     parts = urlsplit(url)
     schemes = ("https", "http") if settings.TIDEMARK_OUTBOUND_ALLOW_HTTP else ("https",)
     return parts.scheme in schemes and not parts.username and not parts.password
+
+
+def webhook_address_refusal(url: str) -> str | None:
+    """Why ``url`` may not be a subscription's webhook because of its host, or None.
+
+    Only a host written as an IP address is judged here (``169.254.169.254``,
+    ``[::1]``, and the legacy IPv4 forms such as ``127.1`` or ``0x7f000001``): one the
+    outbound guard would block (private, loopback, link-local, reserved... unless in
+    ``TIDEMARK_OUTBOUND_ALLOW_NETWORKS``, as loopback is in embedded mode for the demo
+    receiver) is refused with this reason. A host name is not resolved here: names can
+    change what they resolve to, so delivery checks every resolved address at connect
+    time (``outbound.Sender``), which is the guard; this check only refuses early what
+    can never be delivered.
+    """
+    host = urlsplit(url).hostname
+    if not host:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:  # inet_aton parses the numeric IPv4 shorthands; it never resolves a name
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    try:
+        address_policy().check(address, host)
+    except outbound.BlockedAddress:
+        return f"{host} is not a public address; webhooks are only sent to public addresses"
+    return None
+
+
+def address_policy() -> outbound.AddressPolicy:
+    """The outbound guard's policy from settings (the allow-list and plain http)."""
+    return outbound.AddressPolicy.from_strings(
+        settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS,
+        allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP,
+    )
 
 
 def endpoint_set_new_secret(*, endpoint: Endpoint, now: datetime) -> str:
@@ -442,10 +481,7 @@ def sender_from_settings() -> outbound.Sender:
     """A ``Sender`` configured from settings (one per worker process)."""
     config = _config()
     return outbound.Sender(
-        policy=outbound.AddressPolicy.from_strings(
-            settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS,
-            allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP,
-        ),
+        policy=address_policy(),
         connect_timeout=config["connect_timeout"],
         read_timeout=config["read_timeout"],
         total_deadline=config["total_deadline"],

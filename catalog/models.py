@@ -165,6 +165,16 @@ class Dataset(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # Bounds of the integer rules, the one place defining them: the services refuse
+    # values outside (``services._validate_dataset_fields``); the API's serializers, the
+    # web form and the declarations file use the same numbers.
+    MAX_SLA_GRACE_SECONDS = 31 * 86400
+    MAX_CHANGE_NOTICE_DAYS = 365
+    INTEGER_BOUNDS = {
+        "sla_grace_seconds": (0, MAX_SLA_GRACE_SECONDS),
+        "change_notice_days": (0, MAX_CHANGE_NOTICE_DAYS),
+    }
+
     # Changes to these are rule-relevant and go to the audit trail.
     AUDITED_FIELDS = (
         "completion_signal",

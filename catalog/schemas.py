@@ -53,8 +53,12 @@ def read_fields(value: Any, path: str = "fields") -> Fields:
 
     Raises:
         SchemaInvalid: not a list, a column that is not an object, a missing or empty
-            ``name``, a ``type`` that is not a string, nested ``fields`` that are not a
-            list, more than ``MAX_FIELDS`` columns or deeper than ``MAX_DEPTH``.
+            ``name`` or one longer than ``MAX_NAME_LENGTH``, a ``type`` that is not a
+            string or longer than ``MAX_TYPE_LENGTH``, two columns of the same name at the
+            same level (rule ``unique``; the same name in different structs is fine),
+            nested ``fields`` that are not a list, more than ``MAX_FIELDS`` columns or
+            deeper than ``MAX_DEPTH``. The readiness publish refuses such a schema; the
+            lineage intake flags it on the event and leaves it unused.
     """
     errors: list[FieldError] = []
     counter = [0]
@@ -74,6 +78,7 @@ def _read(
         errors.append(FieldError(path, f"nested deeper than {MAX_DEPTH} levels", "max_depth"))
         return []
     columns: Fields = []
+    seen: dict[str, int] = {}  # column name -> index of its first occurrence at this level
     for index, item in enumerate(value):
         at = f"{path}.{index}"
         counter[0] += 1
@@ -90,10 +95,35 @@ def _read(
             )
             continue
         if len(name) > MAX_NAME_LENGTH:
-            errors.append(FieldError(f"{at}.name", "name is too long", "max_length"))
+            errors.append(
+                FieldError(
+                    f"{at}.name",
+                    f"name is too long (at most {MAX_NAME_LENGTH} characters)",
+                    "max_length",
+                )
+            )
             continue
-        if kind is not None and (not isinstance(kind, str) or len(kind) > MAX_TYPE_LENGTH):
+        if name in seen:
+            errors.append(
+                FieldError(
+                    f"{at}.name",
+                    f"duplicate column name {name[:100]!r} (also {path}.{seen[name]})",
+                    "unique",
+                )
+            )
+            continue
+        seen[name] = index
+        if kind is not None and not isinstance(kind, str):
             errors.append(FieldError(f"{at}.type", "type must be a string", "string"))
+            continue
+        if kind is not None and len(kind) > MAX_TYPE_LENGTH:
+            errors.append(
+                FieldError(
+                    f"{at}.type",
+                    f"type is too long (at most {MAX_TYPE_LENGTH} characters)",
+                    "max_length",
+                )
+            )
             continue
         column: dict[str, Any] = {"name": name, "type": kind or None}
         if nested is not None:

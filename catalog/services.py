@@ -255,8 +255,27 @@ def _storage_sources() -> dict:
 
 
 def _validate_dataset_fields(values: dict[str, Any]) -> None:
-    """Field rules that need more than a type: zones, cron, storage source."""
+    """Field rules that need more than a type: integer bounds (``Dataset.INTEGER_BOUNDS``,
+    the API's limits), zones, cron, storage source."""
     problems: list[FieldError] = []
+    for int_field, (low, high) in Dataset.INTEGER_BOUNDS.items():
+        value = values.get(int_field)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            problems.append(FieldError(int_field, "A valid integer is required.", "invalid"))
+        elif value < low:
+            problems.append(
+                FieldError(
+                    int_field, f"Ensure this value is greater than or equal to {low}.", "min_value"
+                )
+            )
+        elif value > high:
+            problems.append(
+                FieldError(
+                    int_field, f"Ensure this value is less than or equal to {high}.", "max_value"
+                )
+            )
     for tz_field in ("partition_timezone", "sla_timezone"):
         if tz_field in values:
             try:
@@ -1585,10 +1604,18 @@ def subscription_create(
         ``dataset_deprecated`` warning naming its sunset.
 
     Raises:
+        ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
+            blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
+            a host name is not resolved here, delivery checks it at connect time).
         DatasetRetired: the dataset is retired (409).
         JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
     """
     now = now or timezone.now()
+    refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
+    if refusal:
+        raise ValidationProblem(
+            refusal, errors=[FieldError("endpoint_url", refusal, "public_address")]
+        )
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(
             f"{dataset} is retired; it can no longer be subscribed to",

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from schedules import FreshnessSla, Period, period_containing
 
-ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING = (
+ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
     "on_time",
     "late",
     "missing",
@@ -18,6 +18,7 @@ ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING = (
     "due",
     "awaiting",
     "pending",
+    "untracked",
 )
 # Words for each status, as the picture's legend and tooltips say them.
 WORDS = {
@@ -28,6 +29,7 @@ WORDS = {
     DUE: "due (grace running)",
     AWAITING: "not due yet",
     PENDING: "pending",
+    UNTRACKED: "not tracked (before the dataset was registered)",
 }
 CELL_WIDTH, CELL_HEIGHT, GAP, TOP, LABEL_SPACE = 22, 28, 3, 6, 18
 
@@ -79,6 +81,7 @@ def cells(
     late_keys: dict[str, datetime | None],
     sla: FreshnessSla | None,
     now: datetime,
+    tracked_since: datetime | None = None,
 ) -> list[Cell]:
     """The timeline of ``periods`` (oldest first), placed left to right.
 
@@ -91,6 +94,10 @@ def cells(
         sla: the dataset's SLA, or None; without one nothing is due, late or missing
             unless ``late_keys`` says so.
         now: aware UTC instant.
+        tracked_since: aware instant the dataset was registered, or None. A period
+            whose deadline (without an SLA: its end) is before it was never tracked: with
+            no partition, or one pending, it is ``untracked`` (not missing); a partition
+            ready then is late only when ``late_keys`` says so.
     """
     result = []
     for index, period in enumerate(periods):
@@ -100,7 +107,12 @@ def cells(
         deadline = sla.next_deadline(period.end - timedelta(seconds=1)) if sla else None
         late_after = sla.late_after(deadline) if sla and deadline else None
         late_seconds = None
-        if state == "ready":
+        untracked = tracked_since is not None and (deadline or period.end) < tracked_since
+        if untracked:
+            late_after = None  # no SLA was judged before the dataset existed
+        if untracked and state not in ("ready", "failed") and period.key not in late_keys:
+            status = UNTRACKED
+        elif state == "ready":
             status = ON_TIME
             if (late_after and ready_at > late_after) or period.key in late_keys:
                 status = LATE

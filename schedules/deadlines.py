@@ -20,8 +20,20 @@ class CronError(ValueError):
     """The cron expression is not valid."""
 
 
+CRON_FIELDS = 5
+
+
 def validate_cron(expression: str) -> None:
-    """Raise CronError unless ``expression`` is a valid five-field cron expression."""
+    """Raise CronError unless ``expression`` is a valid five-field cron expression.
+
+    cronsim also reads a sixth field (seconds) and would explain ``0 0 * * * *`` as
+    hourly; deadlines are minute-grained, so exactly five fields are accepted."""
+    count = len(expression.split())
+    if count != CRON_FIELDS:
+        raise CronError(
+            f"expected {CRON_FIELDS} fields (minute hour day-of-month month day-of-week), "
+            f"got {count}"
+        )
     try:
         CronSim(expression, datetime.now(UTC))
     except CronSimError as exc:

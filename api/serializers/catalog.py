@@ -76,8 +76,12 @@ class _DatasetFields(StrictSerializer):
     location_template = serializers.CharField(max_length=1024, allow_blank=True, required=False)
     sla_cron = serializers.CharField(max_length=128, allow_blank=True, required=False)
     sla_timezone = serializers.CharField(max_length=64, required=False)
-    sla_grace_seconds = serializers.IntegerField(min_value=0, max_value=31 * 86400, required=False)
-    change_notice_days = serializers.IntegerField(min_value=0, max_value=365, required=False)
+    sla_grace_seconds = serializers.IntegerField(
+        min_value=0, max_value=Dataset.MAX_SLA_GRACE_SECONDS, required=False
+    )
+    change_notice_days = serializers.IntegerField(
+        min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, required=False
+    )
 
 
 class DatasetCreateInputSerializer(_DatasetFields):

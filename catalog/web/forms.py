@@ -54,8 +54,12 @@ class DatasetEditForm(forms.Form):
     completion_signal = forms.ChoiceField(choices=Dataset.CompletionSignal.choices)
     sla_cron = forms.CharField(required=False, max_length=128, label="SLA deadline (cron)")
     sla_timezone = forms.CharField(max_length=64, label="SLA time zone")
-    sla_grace_seconds = forms.IntegerField(min_value=0, label="Grace (seconds)")
-    change_notice_days = forms.IntegerField(min_value=0, label="Change notice (days)")
+    sla_grace_seconds = forms.IntegerField(
+        min_value=0, max_value=Dataset.MAX_SLA_GRACE_SECONDS, label="Grace (seconds)"
+    )
+    change_notice_days = forms.IntegerField(
+        min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, label="Change notice (days)"
+    )
     lifecycle = forms.ChoiceField(choices=Dataset.Lifecycle.choices)
     sunset_at = forms.DateTimeField(required=False, label="Sunset (UTC, YYYY-MM-DD HH:MM)")
     override_reason = forms.CharField(

@@ -55,11 +55,19 @@ def _render(request: HttpRequest, template: str, context: dict, status: int = 20
 @login_required
 def dataset_list_page(request: HttpRequest) -> HttpResponse:
     """The catalog: datasets filtered and searched, 50 a page, each with its freshness
-    badge and latest ready partition. With htmx (``HX-Request``) only the table is sent."""
+    badge and latest ready partition. With htmx (``HX-Request``) only the table is sent.
+    An invalid filter (an unknown team, say) is left out and named above the table; the
+    valid ones still apply."""
     form = DatasetFilterForm(
         request.GET, teams=browse.team_choices(), namespaces=browse.namespace_choices()
     )
-    filters = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()
+    filters = form.cleaned_data  # the valid fields only: Django drops each invalid one
+    ignored = [
+        (form.fields[name].label or name, request.GET.get(name, ""), " ".join(field_errors))
+        for name, field_errors in form.errors.items()
+        if name in form.fields
+    ]
     now = timezone.now()
     queryset = browse.dataset_rows(
         owner=filters.get("team") or None,
@@ -81,6 +89,7 @@ def dataset_list_page(request: HttpRequest) -> HttpResponse:
         "page": page,
         "rows": [(d, states[d.pk]) for d in rows],
         "query": query.urlencode(),
+        "ignored_filters": ignored,
     }
     if request.headers.get("HX-Request"):
         return render(request, "catalog/_dataset_table.html", context)
@@ -136,6 +145,7 @@ def _dataset_response(
             late_keys={k: row.recovered_at for k, row in late.items()},
             sla=sla,
             now=now,
+            tracked_since=dataset.created_at,
         )
         picture = timeline.picture_size(len(cells))
     graph = selectors.lineage_graph(
@@ -410,6 +420,7 @@ def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpRespo
 
 
 REPORT_ROWS = 100
+CHANGE_COLUMNS_SHOWN = 10  # removed names, and retyped entries, per breaking change row
 
 
 @require_GET
@@ -445,6 +456,14 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         rows = usage[(row["dataset_namespace"], row["dataset_name"])]
         row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
         row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
+    changes = list(
+        selectors.unannounced_schema_changes(teams=None if team is None else [team])[:REPORT_ROWS]
+    )
+    for change in changes:  # a dropped table can remove thousands of columns at once
+        change.removed_shown = change.removed[:CHANGE_COLUMNS_SHOWN]
+        change.removed_more = max(0, len(change.removed) - CHANGE_COLUMNS_SHOWN)
+        change.retyped_shown = change.retyped[:CHANGE_COLUMNS_SHOWN]
+        change.retyped_more = max(0, len(change.retyped) - CHANGE_COLUMNS_SHOWN)
     context = {
         "nav": "governance",
         "governance": governance,
@@ -462,11 +481,7 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         "uncatalogued": uncatalogued,
         "without_sla": list(browse.critical_without_sla(team=team)[:REPORT_ROWS]),
         "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
-        "unannounced_breaking_changes": list(
-            selectors.unannounced_schema_changes(teams=None if team is None else [team])[
-                :REPORT_ROWS
-            ]
-        ),
+        "unannounced_breaking_changes": changes,
     }
     return _render(request, "catalog/governance.html", context)
 

@@ -49,6 +49,11 @@ def test_register_same_identity_twice_is_409(client_for, team):
             "cron_expression",
         ),
         (
+            {"namespace": "s3://lake", "name": "x", "sla_cron": "0 0 * * * *"},
+            "sla_cron",
+            "cron_expression",
+        ),
+        (
             {"namespace": "s3://lake", "name": "x", "sla_grace_seconds": -1},
             "sla_grace_seconds",
             "min_value",

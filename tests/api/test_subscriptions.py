@@ -84,6 +84,51 @@ def test_subscribe_rejects_bad_input(client_for, team, dataset, payload, field):
     assert not Subscription.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://169.254.169.254/latest/meta-data",
+        "http://127.0.0.1:8001/hook",
+        "https://[::1]/hook",
+        "https://10.0.0.7/hook",
+        "https://[fd00::1]/hook",
+        "https://100.64.0.1/hook",
+        "https://[::ffff:192.168.0.1]/hook",
+    ],
+)
+def test_subscribe_refuses_a_webhook_at_a_blocked_ip_address(
+    client_for, team, dataset, url, settings
+):
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []
+    response = client_for(team).post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": url}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert [(e["field"], e["rule"]) for e in body["errors"]] == [("endpoint_url", "public_address")]
+    assert "not a public address" in body["detail"]
+    assert not Subscription.objects.exists() and not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://8.8.8.8/hook",  # public
+        "https://localhost.example.com/hook",  # a name: judged at connect time, not here
+        "http://127.0.0.1:8001/hook",  # in the allow-list (embedded mode's demo receiver)
+    ],
+)
+def test_subscribe_accepts_public_names_and_allowed_networks(
+    client_for, team, dataset, url, settings
+):
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8"]
+    response = client_for(team).post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": url}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    assert Endpoint.objects.get().url == url
+
+
 def test_subscribe_to_unknown_dataset_is_404(client_for, team):
     response = client_for(team).post(URL, {"namespace": "s3://lake", "name": "none"}, format="json")
     assert response.status_code == 404

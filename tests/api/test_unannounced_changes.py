@@ -95,6 +95,35 @@ def test_a_malformed_published_schema_is_a_problem_naming_the_field(client_for, 
     assert body["errors"][0]["field"] == "metadata.schema.fields.0.type"
 
 
+@pytest.mark.parametrize(
+    ("fields", "field", "rule", "detail"),
+    [
+        (
+            [{"name": "a"}, {"name": "a"}],
+            "metadata.schema.fields.1.name",
+            "unique",
+            "duplicate column name 'a'",
+        ),
+        (
+            [{"name": "id", "type": "x" * 100_000}],
+            "metadata.schema.fields.0.type",
+            "max_length",
+            "at most 1024 characters",
+        ),
+    ],
+)
+def test_a_published_schema_with_duplicate_or_oversized_members_is_refused(
+    client_for, shop, orders, fields, field, rule, detail
+):
+    response = publish(client_for(shop, scopes=["publish"]), orders, fields, "2026-11-28")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "schema_invalid"
+    assert [(e["field"], e["rule"]) for e in body["errors"]] == [(field, rule)]
+    assert detail in body["errors"][0]["detail"]
+    assert not SchemaObservation.objects.exists()
+
+
 def test_a_datasets_schema_timeline_is_listed_newest_first(
     client_for, shop, orders, django_assert_max_num_queries
 ):

@@ -423,3 +423,19 @@ def test_pass_stops_claiming_after_its_time_budget_and_says_more_is_due(httpserv
     assert (first.claimed, first.more_due) == (1, True)
     rest = delivery.deliver_due(sender=sender, batch_size=1)
     assert (rest.claimed, rest.more_due) == (2, False)
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("https://127.1/hook", True),  # IPv4 shorthand, parsed without resolving
+        ("https://0x7f000001/hook", True),
+        ("https://[::ffff:127.0.0.1]/hook", True),
+        ("https://169.254.169.254/latest/meta-data", True),
+        ("https://93.184.215.14/hook", False),
+        ("https://hooks.example.com/hook", False),  # a name: the connect-time guard's
+    ],
+)
+def test_webhook_address_refusal_judges_ip_literals_only(url, refused, settings):
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []
+    assert (delivery.webhook_address_refusal(url) is not None) == refused

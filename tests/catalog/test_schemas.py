@@ -40,12 +40,37 @@ def test_read_fields_keeps_names_types_and_nesting_only():
         ([{"name": "id", "type": 3}], "fields.0.type", "string"),
         ([{"name": "a", "fields": "x"}], "fields.0.fields", "array"),
         ([{"name": "a", "fields": [{"name": 1}]}], "fields.0.fields.0.name", "required"),
+        ([{"name": "id", "type": "x" * 100_000}], "fields.0.type", "max_length"),
+        ([{"name": "x" * 1025}], "fields.0.name", "max_length"),
+        ([{"name": "a"}, {"name": "a"}], "fields.1.name", "unique"),
+        (
+            [{"name": "s", "fields": [{"name": "a"}, {"name": "b"}, {"name": "a"}]}],
+            "fields.0.fields.2.name",
+            "unique",
+        ),
     ],
 )
 def test_read_fields_names_what_is_malformed(value, field, rule):
     with pytest.raises(schemas.SchemaInvalid) as raised:
         schemas.read_fields(value)
     assert [(e.field, e.rule) for e in raised.value.errors] == [(field, rule)]
+
+
+def test_read_fields_says_how_long_a_type_may_be():
+    with pytest.raises(schemas.SchemaInvalid) as raised:
+        schemas.read_fields([{"name": "id", "type": "x" * 100_000}])
+    assert raised.value.errors[0].detail == "type is too long (at most 1024 characters)"
+
+
+def test_read_fields_allows_the_same_name_at_different_levels():
+    fields = schemas.read_fields(
+        [
+            {"name": "a"},
+            {"name": "s", "fields": [{"name": "a"}]},
+            {"name": "t", "fields": [{"name": "a"}]},
+        ]
+    )
+    assert [c["name"] for c in fields] == ["a", "s", "t"]
 
 
 def test_read_fields_bounds_size_and_depth(monkeypatch):

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from catalog import errors
-from catalog.models import ApiKey, AuditEntry, Partition, ReadinessEvent
+from catalog.models import ApiKey, AuditEntry, Dataset, Partition, ReadinessEvent
 from catalog.services import (
     Actor,
     api_key_authenticate,
@@ -13,6 +13,7 @@ from catalog.services import (
     dataset_update,
     readiness_publish,
 )
+from problems import ValidationProblem
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +59,46 @@ def test_dataset_register_audits_initial_rule_values(team):
     entry = AuditEntry.objects.get(dataset=dataset)
     assert entry.actor == "user:ana"
     assert entry.changes["sla_cron"] == [None, "0 7 * * *"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "rule"),
+    [
+        ({"sla_grace_seconds": 31 * 86400 + 1}, "sla_grace_seconds", "max_value"),
+        ({"sla_grace_seconds": 99999999999999999999}, "sla_grace_seconds", "max_value"),
+        ({"sla_grace_seconds": -1}, "sla_grace_seconds", "min_value"),
+        ({"change_notice_days": 366}, "change_notice_days", "max_value"),
+        ({"change_notice_days": 1099511627776}, "change_notice_days", "max_value"),
+        ({"change_notice_days": "14"}, "change_notice_days", "invalid"),
+    ],
+)
+def test_dataset_register_and_update_refuse_values_outside_the_api_bounds(
+    team, fields, field, rule
+):
+    actor = Actor(team=team, username="ana")
+    with pytest.raises(ValidationProblem) as register:
+        dataset_register(actor=actor, namespace="s3://lake", name="raw/x", **fields)
+    assert [(e.field, e.rule) for e in register.value.errors] == [(field, rule)]
+    dataset = DatasetFactory(owner=team, sla_cron="0 7 * * *", change_notice_days=14)
+    with pytest.raises(ValidationProblem) as update:
+        dataset_update(actor=actor, dataset=dataset, **fields)
+    assert [(e.field, e.rule) for e in update.value.errors] == [(field, rule)]
+    dataset.refresh_from_db()
+    assert (dataset.sla_grace_seconds, dataset.change_notice_days) == (0, 14)
+    assert Dataset.objects.count() == 1
+    assert not AuditEntry.objects.exists()
+
+
+def test_dataset_update_accepts_the_bounds_themselves(team):
+    dataset = DatasetFactory(owner=team, sla_cron="0 7 * * *")
+    dataset_update(
+        actor=Actor(team=team),
+        dataset=dataset,
+        sla_grace_seconds=Dataset.MAX_SLA_GRACE_SECONDS,
+        change_notice_days=Dataset.MAX_CHANGE_NOTICE_DAYS,
+    )
+    dataset.refresh_from_db()
+    assert (dataset.sla_grace_seconds, dataset.change_notice_days) == (2678400, 365)
 
 
 def test_dataset_update_by_other_team_writes_nothing(team):

@@ -136,6 +136,16 @@ def test_a_malformed_schema_facet_is_flagged_and_the_event_kept(receive, process
     assert not SchemaObservation.objects.exists()
 
 
+def test_a_schema_facet_with_duplicate_columns_is_flagged_and_left_unused(receive, process, shop):
+    twice = ev.dataset(*ORDERS, facets={"schema": schema_facet([{"name": "a"}, {"name": "a"}])})
+    result = receive(complete(RUN_1, "2026-11-28T06:00:00Z", outputs=[twice]))
+    assert [(p["field"], p["rule"]) for p in result.event.problems] == [
+        ("outputs.0.facets.schema.fields.1.name", "unique")
+    ]
+    assert process().by_state == {"processed": 1}
+    assert not SchemaObservation.objects.exists()
+
+
 def test_only_the_owners_events_record_a_schema_not_a_verified_reader(receive, process):
     owner = TeamFactory(slug="shop")
     DatasetFactory(owner=owner, namespace=ORDERS[0], name=ORDERS[1])

@@ -221,6 +221,7 @@ def test_create_a_deadline_monitor_watched_from_its_next_deadline(api, clock):
         ({"kind": "deadline"}, "cron"),
         ({"kind": "deadline", "cron": "61 * * * *"}, "cron"),
         ({"kind": "deadline", "cron": "every day"}, "cron"),
+        ({"kind": "deadline", "cron": "0 0 * * * *"}, "cron"),
         ({"kind": "deadline", "cron": "0 6 * * *", "timezone": "Mars/Olympus"}, "timezone"),
         (
             {"kind": "deadline", "cron": "0 6 * * *", "partition_timezone": "CET+99"},

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from catalog.models import (
     ChangeNoticeAcknowledgement,
+    Dataset,
     Delivery,
     LatePartition,
     Membership,
@@ -47,6 +48,8 @@ def seed():
         criticality="critical",
     )
     today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    # Registered before its month of partitions, so every period is tracked.
+    Dataset.objects.filter(pk=daily.pk).update(created_at=today - timedelta(days=40))
     for n in range(3, 12):
         table = DatasetFactory(
             owner=finance if n % 2 else orders,

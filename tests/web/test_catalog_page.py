@@ -145,6 +145,17 @@ def test_catalog_ignores_unknown_filter_values(ada, catalog):
     assert len(response.context["rows"]) == 4
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_catalog_keeps_the_valid_filters_and_names_the_invalid_one(ada, catalog, htmx):
+    headers = {"HX-Request": "true"} if htmx else {}
+    response = ada.get("/", {"team": "nonexistent", "criticality": "high"}, headers=headers)
+    assert response.status_code == 200
+    assert rows_of(response) == ["raw/orders"]
+    body = response.content.decode()
+    assert "Ignored the team filter “nonexistent”" in body
+    assert "criticality filter" not in body
+
+
 def test_catalog_query_count_does_not_grow_with_rows(ada, orders, django_assert_max_num_queries):
     TeamFactory(slug="other")
     for n in range(30):

@@ -13,6 +13,7 @@ from catalog.models import (
     AuditEntry,
     ChangeNoticeAcknowledgement,
     Dataset,
+    Endpoint,
     LatePartition,
     Partition,
     PartitionRevision,
@@ -91,6 +92,7 @@ def test_dataset_page_shows_owner_sla_deadlines_and_freshness(consumer, orders_d
 
 @time_machine.travel(NOW, tick=False)
 def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(days=60))
     on_time = datetime(2026, 11, 27, 4, tzinfo=UTC)
     partition(orders_daily, "2026-11-26", ready_at=on_time)
     partition(orders_daily, "2026-11-25", ready_at=datetime(2026, 11, 26, 9, tzinfo=UTC))
@@ -114,6 +116,23 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
     assert "2026-11-25: ready late, 3 h 30 min after its deadline" in body
     assert body.count('class="restated"') == 1 and body.count('class="poll"') == 1
     assert "<strong>2026-11-25</strong> ready late, 3 h 30 min after its deadline" in body
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_draws_periods_before_registration_as_not_tracked(consumer, orders_daily):
+    # Registered today at 05:00 UTC: only the 27th's deadline (28th 05:30 UTC) and later
+    # ones fall after it; the 27th is late by now.
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(hours=4))
+    response, body = page(consumer, orders_daily)
+    cells = {c.key: c for c in response.context["cells"]}
+    assert cells["2026-11-26"].status == "untracked"
+    assert cells["2026-10-29"].status == "untracked"
+    assert (cells["2026-11-27"].status, cells["2026-11-27"].late_seconds) == ("missing", 12600)
+    assert sum(c.status == "untracked" for c in cells.values()) == 29
+    assert "2026-11-26: not tracked (before the dataset was registered)" in body
+    assert '<span class="swatch untracked"></span> not tracked' in body
+    late_list = body.split('id="late-partitions"')[1].split("</p>")[0]
+    assert "2026-11-27" in late_list and "2026-11-26" not in late_list
 
 
 @time_machine.travel(NOW, tick=False)
@@ -233,6 +252,14 @@ def test_owner_edits_through_dataset_update_and_it_is_audited(owner, orders_dail
         ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
         ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
         ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
+        ({"sla_grace_seconds": "9999999"}, "sla_grace_seconds", "less than or equal to 2678400"),
+        (
+            {"sla_grace_seconds": "99999999999999999999"},
+            "sla_grace_seconds",
+            "less than or equal to 2678400",
+        ),
+        ({"change_notice_days": "1099511627776"}, "change_notice_days", "or equal to 365"),
+        ({"change_notice_days": "9999999"}, "change_notice_days", "or equal to 365"),
     ],
 )
 def test_owner_edit_breaking_a_rule_shows_the_service_problem_on_the_form(
@@ -320,6 +347,20 @@ def test_subscribe_refuses_what_the_api_refuses(consumer, orders_daily, data, fi
     assert response.status_code == 400
     assert field in response.context["subscribe_form"].errors
     assert not Subscription.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://169.254.169.254/latest/meta-data", "http://127.0.0.1:8001/hook"]
+)
+def test_subscribe_refuses_a_webhook_at_a_blocked_ip_address(consumer, orders_daily, url, settings):
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe", {"team": "analytics", "endpoint_url": url}
+    )
+    assert response.status_code == 400
+    errors = response.context["subscribe_form"].errors["endpoint_url"]
+    assert "not a public address" in " ".join(errors)
+    assert not Subscription.objects.exists() and not Endpoint.objects.exists()
 
 
 def test_subscribing_to_a_retired_dataset_shows_the_problem(consumer, orders_daily):

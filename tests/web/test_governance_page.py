@@ -132,3 +132,33 @@ def test_unannounced_breaking_changes_are_listed_for_the_owner_and_staff(
     assert [c.dataset for c in report(owner, "unannounced_breaking_changes")] == [raw]
     reader = client_as(make_person("ana", analytics)).get("/governance/")
     assert report(reader, "unannounced_breaking_changes") == []
+
+
+def test_a_wide_breaking_change_shows_ten_columns_of_each_kind_then_a_count(
+    world, make_person, client_as, orders
+):
+    from datetime import UTC, datetime, timedelta
+
+    from catalog import services
+    from catalog.services import Actor
+
+    raw = world["raw"]
+    before = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
+    wide = [{"name": f"c{n:02}", "type": "int"} for n in range(30)]
+    narrow = [{"name": f"c{n:02}", "type": "text"} for n in range(12)]  # 12 retyped, 18 gone
+    for day, fields in ((0, wide), (1, narrow)):
+        at = before + timedelta(days=day)
+        services.readiness_publish(
+            actor=Actor(team=orders, username="ci"),
+            namespace=raw.namespace,
+            name=raw.name,
+            partition=at.date().isoformat(),
+            metadata={"schema": {"fields": fields}},
+            now=at,
+        )
+    body = client_as(make_person("gov", is_staff=True)).get("/governance/").content.decode()
+    section = body.split('id="unannounced-breaking-changes"')[1]
+    assert ", ".join(f"c{n:02}" for n in range(12, 22)) in section
+    assert "c22" not in section and "and 8 more" in section
+    assert section.count("int &rarr; text") == 10
+    assert "c10: int" not in section and "and 2 more" in section
