@@ -5,52 +5,20 @@ succeed, and two teams never both claim overlapping prefixes."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
-
 import pytest
-from django.db import connection
 
 from catalog import errors, services
 from catalog.models import Claim, Dataset
 from catalog.services import Actor
 from problems import Problem
 from tests.catalog.factories import TeamFactory
+from tests.catalog.threads import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PREFIX = Claim.Kind.DATASET_PREFIX
 THREAD_TIMEOUT = 60
 ROUNDS = 8
-
-
-def _race(works: list[Callable[[], Any]]) -> list[Any]:
-    """Run each callable in its own thread, released at once; return each one's result
-    or the ``Problem`` it raised (anything else fails the test)."""
-    barrier = threading.Barrier(len(works))
-    outcomes: list[Any] = [None] * len(works)
-    failures: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=THREAD_TIMEOUT)
-            outcomes[index] = works[index]()
-        except Problem as exc:
-            outcomes[index] = exc
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(works))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=THREAD_TIMEOUT)
-    assert not any(thread.is_alive() for thread in threads), "a writer hung"
-    assert not failures, failures
-    return outcomes
 
 
 @pytest.fixture
@@ -67,7 +35,7 @@ def test_a_claim_and_a_registration_inside_it_never_both_win(sales, ops):
     outcomes = []
     for round_no in range(ROUNDS):
         prefix = f"s3://lake/r{round_no}/sales/"
-        claim, register = _race(
+        claim, register = race(
             [
                 lambda prefix=prefix: services.claim_create(
                     actor=sales, kind=PREFIX, pattern=prefix
@@ -75,7 +43,8 @@ def test_a_claim_and_a_registration_inside_it_never_both_win(sales, ops):
                 lambda round_no=round_no: services.dataset_register(
                     actor=ops, namespace="s3://lake", name=f"r{round_no}/sales/orders"
                 ),
-            ]
+            ],
+            expected=(Problem,),
         )
         claimed = not isinstance(claim, Problem)
         registered = not isinstance(register, Problem)
@@ -95,11 +64,12 @@ def test_a_claim_and_a_registration_inside_it_never_both_win(sales, ops):
 def test_overlapping_prefix_claims_of_two_teams_never_both_win(sales, ops):
     for round_no in range(ROUNDS):
         outer, inner = f"s3://lake/q{round_no}/", f"s3://lake/q{round_no}/eu/"
-        first, second = _race(
+        first, second = race(
             [
                 lambda outer=outer: services.claim_create(actor=sales, kind=PREFIX, pattern=outer),
                 lambda inner=inner: services.claim_create(actor=ops, kind=PREFIX, pattern=inner),
-            ]
+            ],
+            expected=(Problem,),
         )
         won = [not isinstance(outcome, Problem) for outcome in (first, second)]
         assert won.count(True) == 1, (first, second)
