@@ -7,7 +7,7 @@ run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
 """
 
 from .base import *  # noqa: F403
-from .base import WATCHDOG_PUBLIC_URL, _database, env
+from .base import WATCHDOG_PUBLIC_URL, _database, _prepare_threshold, env
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -31,6 +31,7 @@ DATABASES = {
         "WATCHDOG_DATABASE_URL",
         "watchdog.sqlite3",
         server_side_binding=env.bool("WATCHDOG_DATABASE_SERVER_SIDE_BINDING", default=True),
+        prepare_threshold=_prepare_threshold("WATCHDOG_DATABASE_PREPARE_THRESHOLD"),
     )
 }
 DATABASE_ROUTERS = []
