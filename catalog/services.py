@@ -744,26 +744,44 @@ def _publish_staged(
 def _publishable_dataset(actor: Actor, namespace: str, name: str, key: str) -> Dataset:
     """The dataset a staged publish names, checked as ``_publish`` checks it."""
     dataset = Dataset.objects.select_related("owner").filter(namespace=namespace, name=name).first()
+    _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+    return dataset
+
+
+def _check_publishable(
+    actor: Actor | None, dataset: Dataset | None, *, namespace: str, name: str, key: str
+) -> LogicalInterval | None:
+    """The checks every publish passes: the dataset exists, the actor may publish it
+    (None: the poll, which may), it is not retired, and ``key`` is in its partitioning's
+    format.
+
+    Returns:
+        The partition's logical interval (None when unpartitioned).
+
+    Raises:
+        DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
+        InvalidPartitionKey (400).
+    """
     if dataset is None:
         raise errors.DatasetNotFound(
             f"no dataset {namespace}/{name} is registered",
             errors=[FieldError("name", "no such dataset in this namespace", "exists")],
         )
-    _check_may_publish(actor, dataset)
+    if actor is not None:
+        _check_may_publish(actor, dataset)
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(
             f"{dataset} is retired; readiness can no longer be published",
             errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
         )
     try:
-        parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+        return parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
     except PartitionKeyError as exc:
         raise errors.InvalidPartitionKey(
             str(exc),
             errors=[FieldError("partition", str(exc), "partition_key_format")],
             extra={"expected_format": exc.expected_format},
         ) from exc
-    return dataset
 
 
 def _publish(
@@ -785,26 +803,7 @@ def _publish(
     (``found`` says what it saw); such a find is a no-op when the partition is ready."""
     target = _publish_target(namespace, name, key)
     dataset = target.dataset
-    if dataset is None:
-        raise errors.DatasetNotFound(
-            f"no dataset {namespace}/{name} is registered",
-            errors=[FieldError("name", "no such dataset in this namespace", "exists")],
-        )
-    if actor is not None:
-        _check_may_publish(actor, dataset)
-    if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
-        raise errors.DatasetRetired(
-            f"{dataset} is retired; readiness can no longer be published",
-            errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
-        )
-    try:
-        interval = parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
-    except PartitionKeyError as exc:
-        raise errors.InvalidPartitionKey(
-            str(exc),
-            errors=[FieldError("partition", str(exc), "partition_key_format")],
-            extra={"expected_format": exc.expected_format},
-        ) from exc
+    interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
     # What a new revision (or a revision changing state) and its event record.
     content = {
         "state": state,
@@ -1807,6 +1806,29 @@ def _covering_prefix_claim(*, location: str) -> Claim | None:
     )
 
 
+def _covering_prefix_claims(identities: set[tuple[str, str]]) -> dict[tuple[str, str], Claim]:
+    """``_covering_prefix_claim`` for many identities in one query: the prefix claims in
+    their namespaces (a prefix starts with its namespace), matched here; identities no
+    claim covers are left out."""
+    if not identities:
+        return {}
+    in_namespaces = models.Q()
+    for namespace in sorted({namespace for namespace, _ in identities}):
+        in_namespaces |= models.Q(pattern__startswith=namespace)
+    claims = sorted(  # longest first: the longest covering prefix wins
+        Claim.objects.select_related("team").filter(in_namespaces, kind=Claim.Kind.DATASET_PREFIX),
+        key=lambda claim: claim.pattern,
+        reverse=True,
+    )
+    covering = {}
+    for namespace, name in identities:
+        location = dataset_location(namespace, name)
+        claim = next((c for c in claims if location.startswith(c.pattern)), None)
+        if claim is not None:
+            covering[(namespace, name)] = claim
+    return covering
+
+
 def _check_prefix_owner(*, team: Team, location: str) -> None:
     """Raise PrefixClaimed when a team other than ``team`` claims a prefix of ``location``."""
     claim = _covering_prefix_claim(location=location)
@@ -2454,6 +2476,7 @@ def dataset_symlinks_record(
         Dataset.objects.only("id", "namespace", "name", "owner_id"), targets, "namespace", "name"
     )
     by_identity = {(d.namespace, d.name): d for d in datasets}
+    claims = _covering_prefix_claims(set(wanted))
     created = []
     for (alias_ns, alias_name), (namespace, name, kind) in sorted(wanted.items()):
         dataset = by_identity.get((namespace, name))
@@ -2461,7 +2484,7 @@ def dataset_symlinks_record(
             continue
         if (alias_ns, alias_name) in by_identity:  # a registered dataset is no alias
             continue
-        claim = _covering_prefix_claim(location=dataset_location(alias_ns, alias_name))
+        claim = claims.get((alias_ns, alias_name))
         if claim is not None and claim.team_id != team.pk:
             continue
         alias = DatasetAlias(
