@@ -572,7 +572,7 @@ def uncatalogued_datasets_list(*, team: Team | None = None) -> QuerySet:
     Returns:
         A values queryset of dicts ``{dataset_namespace, dataset_name, first_seen,
         last_seen, runs}`` (aware UTC instants; runs summed over its usage rows), one per
-        identity, most recently seen first. ``uncatalogued_usage_for`` gives a page's
+        identity, most recently seen first. ``uncatalogued_usage_attach`` gives a page's
         readers and writers.
     """
     return (
@@ -584,33 +584,36 @@ def uncatalogued_datasets_list(*, team: Team | None = None) -> QuerySet:
     )
 
 
-def uncatalogued_usage_for(
-    *, team: Team | None = None, identities: list[tuple[str, str]]
-) -> dict[tuple[str, str], list[DatasetUsage]]:
-    """The verified usage rows behind ``uncatalogued_datasets_list`` rows, in one query.
+def uncatalogued_usage_attach(*, team: Team | None = None, rows: list[dict]) -> list[dict]:
+    """Give each ``uncatalogued_datasets_list`` row (a page of them) its ``readers`` and
+    ``writers``: the verified usage rows behind it, in one query.
 
     Args:
         team: as given to ``uncatalogued_datasets_list``.
-        identities: ``(namespace, name)`` pairs, normalised.
+        rows: its rows (``dataset_namespace``, ``dataset_name``), changed in place.
 
     Returns:
-        ``{(namespace, name): [usage, ...]}`` with ``job`` and ``team`` joined, each list
-        ordered by direction, team slug and job identity.
+        ``rows``; each list has ``job`` and ``team`` joined, ordered by team slug and job
+        identity.
     """
-    if not identities:
-        return {}
-    match = Q()
-    for namespace, name in identities:
-        match |= Q(dataset_namespace=namespace, dataset_name=name)
-    rows: dict[tuple[str, str], list[DatasetUsage]] = {pair: [] for pair in identities}
-    usage = (
-        _uncatalogued_usage(team)
-        .filter(match)
-        .select_related("job", "team")
-        .order_by("direction", "team__slug", "job__namespace", "job__name")
-    )
-    for row in usage:
-        rows[(row.dataset_namespace, row.dataset_name)].append(row)
+    usage: dict[tuple[str, str], list[DatasetUsage]] = {
+        (row["dataset_namespace"], row["dataset_name"]): [] for row in rows
+    }
+    if usage:
+        match = Q()
+        for namespace, name in usage:
+            match |= Q(dataset_namespace=namespace, dataset_name=name)
+        for found in (
+            _uncatalogued_usage(team)
+            .filter(match)
+            .select_related("job", "team")
+            .order_by("direction", "team__slug", "job__namespace", "job__name")
+        ):
+            usage[(found.dataset_namespace, found.dataset_name)].append(found)
+    for row in rows:
+        seen = usage[(row["dataset_namespace"], row["dataset_name"])]
+        row["readers"] = [u for u in seen if u.direction == DatasetUsage.Direction.READ]
+        row["writers"] = [u for u in seen if u.direction == DatasetUsage.Direction.WRITE]
     return rows
 
 

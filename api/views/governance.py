@@ -234,13 +234,7 @@ class UncataloguedDatasetsReportApi(APIView):
         page = paginator.paginate_queryset(
             selectors.uncatalogued_datasets_list(team=team), request, view=self
         )
-        usage = selectors.uncatalogued_usage_for(
-            team=team, identities=[(r["dataset_namespace"], r["dataset_name"]) for r in page]
-        )
-        for row in page:
-            rows = usage[(row["dataset_namespace"], row["dataset_name"])]
-            row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
-            row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
+        selectors.uncatalogued_usage_attach(team=team, rows=page)
         data = s.UncataloguedDatasetOutputSerializer(page, many=True).data
         return paginator.get_paginated_response(data)
 

@@ -448,14 +448,9 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         if team is None:
             return _render(request, "catalog/governance.html", {"nav": "governance", "none": True})
     now = timezone.now()
-    uncatalogued = list(selectors.uncatalogued_datasets_list(team=team)[:REPORT_ROWS])
-    usage = selectors.uncatalogued_usage_for(
-        team=team, identities=[(r["dataset_namespace"], r["dataset_name"]) for r in uncatalogued]
+    uncatalogued = selectors.uncatalogued_usage_attach(
+        team=team, rows=list(selectors.uncatalogued_datasets_list(team=team)[:REPORT_ROWS])
     )
-    for row in uncatalogued:
-        rows = usage[(row["dataset_namespace"], row["dataset_name"])]
-        row["readers"] = [u for u in rows if u.direction == u.Direction.READ]
-        row["writers"] = [u for u in rows if u.direction == u.Direction.WRITE]
     changes = list(
         selectors.unannounced_schema_changes(teams=None if team is None else [team])[:REPORT_ROWS]
     )
