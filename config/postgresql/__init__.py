@@ -1,0 +1,1 @@
+"""Tidemark's PostgreSQL database backend (``ENGINE = "config.postgresql"``)."""
