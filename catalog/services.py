@@ -639,30 +639,51 @@ def readiness_publish(
             '{"fields": [{"name": ..., "type": ...}]}',
             errors=exc.errors,
         ) from exc
-    request_fingerprint = _fingerprint(
-        {
-            "namespace": identity.namespace,
-            "name": identity.name,
-            "partition": partition,
-            "version": version,
-            "state": state,
-            "manifest": manifest,
-            "metadata": metadata,
-            "code_version": code_version,
-            # Only when sent: the fingerprints of plain publishes stay as they were.
-            **({"restatement": restatement} if restatement is not None else {}),
-        }
-    )
+    target = None
+    if idempotency_key is None and restatement is None and _writes_in_one_statement():
+        # Read outside a transaction: the common publish then commits in its one statement.
+        target = _publish_target(identity.namespace, identity.name, partition)
+        result = _publish_at_once(
+            actor=actor,
+            target=target,
+            namespace=identity.namespace,
+            name=identity.name,
+            key=partition,
+            version=version,
+            state=state,
+            manifest=manifest,
+            metadata=metadata or {},
+            code_version=code_version,
+            records_schema=schema_fields is not None,
+            now=now,
+        )
+        if result is not None:
+            crashpoint("publish.after_commit")
+            return result
     with transaction.atomic():
         record = None
         if idempotency_key is not None:
+            request_fingerprint = _fingerprint(
+                {
+                    "namespace": identity.namespace,
+                    "name": identity.name,
+                    "partition": partition,
+                    "version": version,
+                    "state": state,
+                    "manifest": manifest,
+                    "metadata": metadata,
+                    "code_version": code_version,
+                    # Only when sent: the fingerprints of plain publishes stay as they were.
+                    **({"restatement": restatement} if restatement is not None else {}),
+                }
+            )
             record, replay = _idempotency_begin(
                 team=actor.team, key=idempotency_key, fingerprint=request_fingerprint, now=now
             )
             if replay is not None:
                 return replay
         publish = (
-            _publish
+            functools.partial(_publish, target=target)
             if restatement is None
             else functools.partial(_publish_staged, restatement_id=restatement)
         )
@@ -798,58 +819,40 @@ def _publish(
     now: datetime,
     found: dict | None = None,
     missed_event: bool = False,
+    target: _PublishTarget | None = None,
 ) -> PublishResult:
-    """The publish proper. ``actor`` None means the fallback poll found it in storage
-    (``found`` says what it saw); such a find is a no-op when the partition is ready."""
-    target = _publish_target(namespace, name, key)
+    """The publish proper, in the caller's transaction. ``actor`` None means the fallback
+    poll found it in storage (``found`` says what it saw); such a find is a no-op when the
+    partition is ready. ``target``: ``_publish_target`` of this publish if already read
+    (READ COMMITTED would read it afresh here no more consistently: nothing is locked)."""
+    if target is None:
+        target = _publish_target(namespace, name, key)
     dataset = target.dataset
     interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
-    # What a new revision (or a revision changing state) and its event record.
-    content = {
-        "state": state,
-        "ready_at": now if state == PartitionRevision.State.READY else None,
-        "manifest": manifest,
-        "metadata": metadata,
-        "code_version": code_version,
-        "detected_by": PartitionRevision.DetectedBy.EVENT
-        if actor is not None
-        else PartitionRevision.DetectedBy.POLL,
-    }
-    event_fields = {
-        "state": state,
-        "source": ReadinessEvent.Source.API if actor is not None else ReadinessEvent.Source.POLL,
-        "published_by": actor.team if actor is not None else None,
-        "api_key": actor.api_key if actor is not None else None,
-        "restated_version": None,  # a new partition restates nothing; see below otherwise
-        "payload": {
-            "version": version,
-            "state": state,
-            "manifest": manifest,
-            "metadata": metadata,
-            "code_version": code_version,
-            **({"found": found, "missed_event": missed_event} if actor is None else {}),
-        },
-    }
-
+    content, event_fields = _revision_content(
+        actor=actor,
+        version=version,
+        state=state,
+        manifest=manifest,
+        metadata=metadata,
+        code_version=code_version,
+        found=found,
+        missed_event=missed_event,
+        now=now,
+    )
     if target.subscribers is not None and not target.partition_exists:
-        # One statement creates the partition and all it owes (unless a concurrent
-        # publish has created it since: then it writes nothing).
-        created = _create_partition_with_revision(
+        result = _publish_new_partition(
             dataset=dataset,
             key=key,
             interval=interval,
-            version=version or "",
+            version=version,
             content=content,
             event_fields=event_fields,
             subscribers=target.subscribers,
             now=now,
         )
-        if created is not None:
-            part, revision, event_id, maybe_late = created
-            _revision_arrived(
-                dataset=dataset, key=key, revision=revision, maybe_late=maybe_late, now=now
-            )
-            return _publish_response(dataset, part, revision, status_code=201, event_id=event_id)
+        if result is not None:
+            return result
     part, part_created = _partition_lock_or_create(
         dataset=dataset, key=key, interval=interval, exists=target.partition_exists is not None
     )
@@ -942,6 +945,141 @@ def _publish(
         dataset, part, revision, status_code=201 if changed else 200, event_id=event_id
     )
 
+
+
+def _publish_at_once(
+    *,
+    actor: Actor,
+    target: _PublishTarget,
+    namespace: str,
+    name: str,
+    key: str,
+    version: str | None,
+    state: str,
+    manifest: dict | None,
+    metadata: dict,
+    code_version: str,
+    records_schema: bool,
+    now: datetime,
+) -> PublishResult | None:
+    """The common publish, a first revision of a new partition, committed by its one
+    statement (``_CREATE_PARTITION_SQL``) without a transaction around it: BEGIN and COMMIT
+    were two of a publish's five round trips. ``target`` was read just before, outside a
+    transaction too (PostgreSQL only).
+
+    Only what needs nothing else in the same transaction takes this way: not a dataset the
+    watchdog watches (its ping must commit with the partition), nor a publish recording a
+    schema. Closing the partition's late incident (if the statement saw one open) commits
+    just after, in its own transaction; ``freshness.recover_arrived`` closes one that a
+    crash in between left open.
+
+    Returns:
+        The response, or None when this publish must take the transactional way (the
+        partition exists, or was created concurrently: nothing was written).
+
+    Raises:
+        What ``_check_publishable`` raises (nothing is written).
+    """
+    dataset = target.dataset
+    interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+    if (
+        target.partition_exists
+        or target.subscribers is None
+        or (records_schema and state == PartitionRevision.State.READY)
+        or watchdog_feed.watches(dataset)
+    ):
+        return None
+    content, event_fields = _revision_content(
+        actor=actor,
+        version=version,
+        state=state,
+        manifest=manifest,
+        metadata=metadata,
+        code_version=code_version,
+        now=now,
+    )
+    return _publish_new_partition(
+        dataset=dataset,
+        key=key,
+        interval=interval,
+        version=version,
+        content=content,
+        event_fields=event_fields,
+        subscribers=target.subscribers,
+        now=now,
+    )
+
+
+def _revision_content(
+    *,
+    actor: Actor | None,
+    version: str | None,
+    state: str,
+    manifest: dict | None,
+    metadata: dict,
+    code_version: str,
+    now: datetime,
+    found: dict | None = None,
+    missed_event: bool = False,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a new revision (or a revision changing state) records, and the fields of its
+    ``ReadinessEvent`` (``actor`` None: the poll found it)."""
+    content = {
+        "state": state,
+        "ready_at": now if state == PartitionRevision.State.READY else None,
+        "manifest": manifest,
+        "metadata": metadata,
+        "code_version": code_version,
+        "detected_by": PartitionRevision.DetectedBy.EVENT
+        if actor is not None
+        else PartitionRevision.DetectedBy.POLL,
+    }
+    event_fields = {
+        "state": state,
+        "source": ReadinessEvent.Source.API if actor is not None else ReadinessEvent.Source.POLL,
+        "published_by": actor.team if actor is not None else None,
+        "api_key": actor.api_key if actor is not None else None,
+        "restated_version": None,  # a new partition restates nothing; _publish sets it
+        "payload": {
+            "version": version,
+            "state": state,
+            "manifest": manifest,
+            "metadata": metadata,
+            "code_version": code_version,
+            **({"found": found, "missed_event": missed_event} if actor is None else {}),
+        },
+    }
+    return content, event_fields
+
+
+def _publish_new_partition(
+    *,
+    dataset: Dataset,
+    key: str,
+    interval: LogicalInterval | None,
+    version: str | None,
+    content: dict[str, Any],
+    event_fields: dict[str, Any],
+    subscribers: list[notices.Subscriber],
+    now: datetime,
+) -> PublishResult | None:
+    """Create the partition with its first revision and all it owes in one statement;
+    None (nothing written) when a concurrent publish has created the partition since."""
+    created = _create_partition_with_revision(
+        dataset=dataset,
+        key=key,
+        interval=interval,
+        version=version or "",
+        content=content,
+        event_fields=event_fields,
+        subscribers=subscribers,
+        now=now,
+    )
+    if created is None:
+        return None
+    part, revision, event_id, maybe_late = created
+    _revision_arrived(dataset=dataset, key=key, revision=revision, maybe_late=maybe_late, now=now)
+    return _publish_response(dataset, part, revision, status_code=201, event_id=event_id)
 
 def readiness_found(
     *,
@@ -1374,8 +1512,9 @@ def _saved(instance: _Model) -> _Model:
 
 
 def _outbox_written(endpoint_ids: set[int]) -> None:
-    # The crash points of the statement-by-statement path: here the transaction holds all
-    # the rows, so a crash at either loses them all, as it would there.
+    # The crash points of the statement-by-statement path: here one statement wrote all
+    # the rows, so a crash at either loses them all (inside a transaction) or keeps them
+    # all (``_publish_at_once``: committed), never some.
     crashpoint("publish.after_event")
     crashpoint("publish.between_outbox_inserts")
     if endpoint_ids:
@@ -1390,7 +1529,9 @@ def _revision_arrived(
     if revision.state != PartitionRevision.State.READY:
         return
     if maybe_late:
-        freshness.partition_arrived(dataset=dataset, partition_key=key, now=now)
+        # A savepoint in a publish's transaction; its own after ``_publish_at_once``.
+        with transaction.atomic():
+            freshness.partition_arrived(dataset=dataset, partition_key=key, now=now)
     watchdog_feed.ping_partition(dataset, partition_key=key, revision_id=revision.pk, now=now)
 
 

@@ -34,7 +34,8 @@ def external_id(dataset: Dataset) -> str:
     return f"tidemark:dataset:{dataset.pk}:data"
 
 
-def _watched(dataset: Dataset) -> bool:
+def watches(dataset: Dataset) -> bool:
+    """Whether the watchdog watches ``dataset`` (a ready partition then pings it)."""
     return (
         configured()
         and dataset.lifecycle != Dataset.Lifecycle.RETIRED
@@ -61,7 +62,7 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
     Returns the last notification written, or None when the dataset is not watched.
     """
-    watched = _watched(dataset)
+    watched = watches(dataset)
     if not watched and not (
         configured()
         and Notification.objects.filter(
@@ -132,7 +133,7 @@ def pipeline_ping_url(dataset: Dataset) -> str | None:
 
 def ping_partition(dataset: Dataset, *, partition_key: str, revision_id: int, now: datetime):
     """Queue a ping for a partition of a watched dataset that became ready."""
-    if not _watched(dataset):
+    if not watches(dataset):
         return None
     notification = notices.notification_write(
         type=Notification.Type.WATCHDOG_PING,
