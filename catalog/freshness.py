@@ -8,7 +8,9 @@ costs what is due, not what exists. Judging a deadline looks at every period due
 ``LatePartition`` (unique per dataset and key: two evaluations, or two beats, open it
 once) and sends ``dataset.late``. A readiness for that key, whenever it arrives, closes it
 (compare-and-set) and sends ``dataset.recovered``. Freshness is per partition: a late
-backfill of an old partition never closes the incident of a newer one.
+backfill of an old partition never closes the incident of a newer one. A readiness that
+missed its incident (it raced the evaluation, or crashed before closing it) is caught by
+``recover_arrived``, which runs after every evaluation.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from schedules import FreshnessSla
 
@@ -158,6 +160,68 @@ def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) ->
     ).first()
     if incident is None:
         return False
+    return _recover(incident, dataset=dataset, now=now)
+
+
+def recover_arrived(*, now: datetime, limit: int = 200) -> int:
+    """Close the open late incidents whose partition is ready after all: the repair sweep
+    that runs after every evaluation (``catalog.tasks.evaluate_freshness``).
+
+    A publish closes an incident only if its own write statement saw it open, so a ready
+    partition can be left with an incident open for good, and ``dataset.recovered``
+    never sent, in two ways:
+
+    1. a race with ``evaluate_due``: the publish's statement takes its snapshot (no
+       incident yet); the evaluation, which cannot see the uncommitted partition, finds
+       it missing, opens the incident and commits; then the publish commits;
+    2. a crash between a publish's commit and the close of its incident, once that close
+       runs in a transaction of its own.
+
+    Each incident is closed as ``partition_arrived`` closes it (compare-and-set on
+    ``recovered_at``, ``dataset.recovered`` deduplicated as ``recovered:<incident id>``),
+    so a publish closing the same incident at the same moment tells it once. Ready means
+    the partition's current revision is ready (a restated one counts; a ready revision
+    staged in a restatement, not current, does not).
+
+    Args:
+        now: aware UTC instant, recorded as ``recovered_at`` and in the notice.
+        limit: most incidents closed in one call, oldest ``late_at`` first; the rest are
+            left to the next evaluation.
+
+    Returns:
+        The number of incidents this call closed (those a concurrent publish closed first
+        are not counted).
+
+    Side effects: per incident closed, a ``dataset.recovered`` notification and its
+    deliveries (subscribers and the owner team's contacts); the delivery doorbell rings
+    after each commit.
+    """
+    ready = Partition.objects.filter(
+        dataset_id=OuterRef("dataset_id"),
+        key=OuterRef("partition_key"),
+        current_revision__state=PartitionRevision.State.READY,
+    )
+    # Only open incidents are scanned (the partial index ``late_partition_open``), and they
+    # are few: the ones a publish or the poll has not closed.
+    incidents = list(
+        LatePartition.objects.filter(Exists(ready), recovered_at__isnull=True)
+        .select_related("dataset__owner")
+        .order_by("late_at", "pk")[:limit]
+    )
+    closed = 0
+    for incident in incidents:
+        # One transaction each: an incident is closed together with its notice, and its
+        # row lock (which a publish closing the same incident waits on) is held for one
+        # close, not for the whole batch.
+        with transaction.atomic():
+            if _recover(incident, dataset=incident.dataset, now=now):
+                closed += 1
+    return closed
+
+
+def _recover(incident: LatePartition, *, dataset: Dataset, now: datetime) -> bool:
+    """Mark ``incident`` recovered at ``now`` (compare-and-set) and send
+    ``dataset.recovered``; False, sending nothing, when another closed it first."""
     closed = LatePartition.objects.filter(pk=incident.pk, recovered_at__isnull=True).update(
         recovered_at=now
     )
@@ -166,7 +230,7 @@ def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) ->
     _tell(
         dataset,
         Notification.Type.DATASET_RECOVERED,
-        partition_key,
+        incident.partition_key,
         dedup_key=f"recovered:{incident.pk}",
         data={
             "deadline_at": iso(incident.deadline_at),

@@ -41,8 +41,11 @@ def deliver_due() -> str:
 
 @shared_task(name="catalog.tasks.evaluate_freshness")
 def evaluate_freshness() -> int:
-    """Judge the SLA deadlines whose grace has passed (beat, every 60 s); idempotent."""
-    late = freshness.evaluate_due(now=timezone.now())
+    """Judge the SLA deadlines whose grace has passed, then close the late incidents whose
+    partition is ready after all (``freshness.recover_arrived``) (beat, every 60 s);
+    idempotent. Returns the number of partitions newly late."""
+    now = timezone.now()
+    late = freshness.evaluate_due(now=now)
     for report in late:
         logger.info(
             "late: %s partition %s (deadline %s)",
@@ -50,6 +53,9 @@ def evaluate_freshness() -> int:
             report.partition,
             report.deadline_at,
         )
+    recovered = freshness.recover_arrived(now=now)
+    if recovered:
+        logger.info("recovered: %d late incident(s) whose partition had arrived", recovered)
     return len(late)
 
 

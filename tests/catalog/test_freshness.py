@@ -1,18 +1,23 @@
 """SLA deadlines judged on real PostgreSQL, with the evaluation's clock passed in and the
 request clock moved by time-machine."""
 
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.db import connection, transaction
 
-from catalog import freshness
-from catalog.models import Dataset, Delivery, LatePartition, Notification
+from catalog import freshness, restatements, tasks
+from catalog.models import Dataset, Delivery, LatePartition, Notification, PartitionRevision
 from catalog.services import Actor, dataset_register, dataset_update, readiness_publish
 from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
+
+THREAD_TIMEOUT = 60  # seconds a thread may take before the test calls it a hang
 
 
 def utc(*args):
@@ -31,13 +36,36 @@ def register(owner, at, **sla):
         )
 
 
-def publish(owner, partition, at):
+def publish(owner, partition, at, **kwargs):
     return readiness_publish(
         actor=Actor(team=owner),
         namespace="s3://lake",
         name="raw/orders",
         partition=partition,
         now=at,
+        **kwargs,
+    )
+
+
+def open_incident(dataset, key, late_at):
+    """A late incident opened as a lost race leaves it: after its partition arrived."""
+    return LatePartition.objects.create(
+        dataset=dataset, partition_key=key, deadline_at=late_at, late_at=late_at
+    )
+
+
+def open_keys():
+    return set(
+        LatePartition.objects.filter(recovered_at__isnull=True).values_list(
+            "partition_key", flat=True
+        )
+    )
+
+
+def recovered_keys():
+    return sorted(
+        n.payload["data"]["partition"]
+        for n in Notification.objects.filter(type=Notification.Type.DATASET_RECOVERED)
     )
 
 
@@ -195,3 +223,124 @@ def test_badge_shows_state_without_a_key_and_only_owners_see_its_url(owner, clie
     assert response["Content-Type"] == "image/svg+xml"
     assert b"late 3h" in response.content and b"#c62828" in response.content
     assert client.get("/badge/not-a-token.svg").status_code == 404
+
+
+# --- the repair sweep -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recover_arrived_closes_the_incident_a_committing_publish_missed(owner):
+    """The race: a publish has written the ready partition but not committed; the
+    evaluation cannot see it, opens the incident and commits; the publish's statement saw
+    no incident, so it closes none. Only the sweep closes it."""
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *")
+    subscriber = SubscriptionFactory(dataset=dataset)
+    written, release = threading.Event(), threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def publish_and_commit_late() -> None:
+        try:
+            with transaction.atomic():
+                outcome["status"] = publish(owner, "2026-11-28", utc(2026, 11, 29, 6, 0, 30))
+                written.set()
+                assert release.wait(THREAD_TIMEOUT), "never released"
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            written.set()
+            connection.close()
+
+    publisher = threading.Thread(target=publish_and_commit_late, daemon=True)
+    publisher.start()
+    try:
+        assert written.wait(THREAD_TIMEOUT)
+        assert "error" not in outcome, outcome
+        reports = freshness.evaluate_due(now=utc(2026, 11, 29, 6, 1))  # commits the incident
+    finally:
+        release.set()
+        publisher.join(THREAD_TIMEOUT)
+    assert not publisher.is_alive(), "the publisher hung"
+    assert "error" not in outcome, outcome
+    assert outcome["status"].status_code == 201
+    assert [r.partition for r in reports] == ["2026-11-28"]
+
+    # Both committed: the partition is ready and its incident open, with nobody to close it.
+    incident = LatePartition.objects.get()
+    assert incident.recovered_at is None
+    assert freshness._is_ready(dataset, "2026-11-28")
+    assert recovered_keys() == []
+
+    assert freshness.recover_arrived(now=utc(2026, 11, 29, 6, 2)) == 1
+
+    incident.refresh_from_db()
+    assert incident.recovered_at == utc(2026, 11, 29, 6, 2)
+    notice = Notification.objects.get(type=Notification.Type.DATASET_RECOVERED)
+    assert notice.dedup_key == f"recovered:{incident.pk}"
+    assert notice.payload["data"]["partition"] == "2026-11-28"
+    assert notice.payload["data"]["late_by_seconds"] == 120
+    targets = set(
+        Delivery.objects.filter(notification=notice).values_list("endpoint__url", flat=True)
+    )
+    assert targets == {subscriber.endpoint.url, "mailto:orders-oncall@example.com"}
+    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 7)).state == "fresh"
+
+    deliveries = Delivery.objects.count()
+    assert freshness.recover_arrived(now=utc(2026, 11, 29, 6, 3)) == 0  # closed: told once
+    assert Notification.objects.filter(type=Notification.Type.DATASET_RECOVERED).count() == 1
+    assert Delivery.objects.count() == deliveries
+
+
+def test_recover_arrived_closes_only_incidents_whose_current_revision_is_ready(
+    owner, django_assert_num_queries
+):
+    dataset = register(owner, utc(2026, 11, 24, 12), sla_cron="0 6 * * *")
+    at = utc(2026, 11, 29, 7)
+    # 2026-11-24 is missing
+    publish(owner, "2026-11-25", at, state=PartitionRevision.State.FAILED)
+    publish(owner, "2026-11-26", at, state=PartitionRevision.State.FAILED)
+    restatement = restatements.restatement_open(
+        actor=Actor(team=owner, username="t"),
+        dataset=dataset,
+        version="v2",
+        first_partition="2026-11-26",
+        last_partition="2026-11-26",
+        now=at,
+    )
+    publish(owner, "2026-11-26", at, version="v2", restatement=restatement.pk)  # ready, staged
+    publish(owner, "2026-11-27", at, version="v1")
+    publish(owner, "2026-11-27", at, version="v2")  # restated, still ready
+    publish(owner, "2026-11-28", at)
+    for day in range(24, 29):
+        open_incident(dataset, f"2026-11-{day}", utc(2026, 11, day + 1, 6))
+
+    assert freshness.recover_arrived(now=utc(2026, 11, 29, 8)) == 2
+
+    assert recovered_keys() == ["2026-11-27", "2026-11-28"]
+    assert open_keys() == {"2026-11-24", "2026-11-25", "2026-11-26"}
+    with django_assert_num_queries(1):  # finding nothing to close is one query
+        assert freshness.recover_arrived(now=utc(2026, 11, 29, 9)) == 0
+
+
+def test_recover_arrived_closes_at_most_limit_oldest_first(owner):
+    dataset = register(owner, utc(2026, 11, 24, 12), sla_cron="0 6 * * *")
+    for day in range(25, 29):
+        publish(owner, f"2026-11-{day}", utc(2026, 11, 29, 7))
+        open_incident(dataset, f"2026-11-{day}", utc(2026, 11, day + 1, 6))
+
+    assert freshness.recover_arrived(now=utc(2026, 11, 29, 8), limit=3) == 3
+    assert open_keys() == {"2026-11-28"}
+    assert freshness.recover_arrived(now=utc(2026, 11, 29, 8), limit=3) == 1
+    assert open_keys() == set()
+    assert recovered_keys() == ["2026-11-25", "2026-11-26", "2026-11-27", "2026-11-28"]
+
+
+def test_evaluate_freshness_task_judges_then_closes_incidents_whose_partition_arrived(owner):
+    dataset = register(owner, utc(2026, 11, 27, 12), sla_cron="0 6 * * *")
+    publish(owner, "2026-11-27", utc(2026, 11, 28, 6, 30))
+    open_incident(dataset, "2026-11-27", utc(2026, 11, 28, 6))  # a lost race left it open
+
+    with time_machine.travel(utc(2026, 11, 29, 7), tick=False):
+        assert tasks.evaluate_freshness() == 1  # 2026-11-28 newly late
+
+    assert open_keys() == {"2026-11-28"}
+    assert recovered_keys() == ["2026-11-27"]
