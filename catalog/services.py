@@ -946,7 +946,6 @@ def _publish(
     )
 
 
-
 def _publish_at_once(
     *,
     actor: Actor,
@@ -1080,6 +1079,7 @@ def _publish_new_partition(
     part, revision, event_id, maybe_late = created
     _revision_arrived(dataset=dataset, key=key, revision=revision, maybe_late=maybe_late, now=now)
     return _publish_response(dataset, part, revision, status_code=201, event_id=event_id)
+
 
 def readiness_found(
     *,
