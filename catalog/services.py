@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -641,11 +642,8 @@ def readiness_publish(
         ) from exc
     target = None
     if idempotency_key is None and restatement is None and _writes_in_one_statement():
-        # Read outside a transaction: the common publish then commits in its one statement.
-        target = _publish_target(identity.namespace, identity.name, partition)
-        result = _publish_at_once(
+        result, target = _publish_at_once(
             actor=actor,
-            target=target,
             namespace=identity.namespace,
             name=identity.name,
             key=partition,
@@ -841,14 +839,13 @@ def _publish(
         now=now,
     )
     if target.subscribers is not None and not target.partition_exists:
-        result = _publish_new_partition(
-            dataset=dataset,
+        result, _ = _publish_new_partition(
+            target=target,
             key=key,
             interval=interval,
             version=version,
             content=content,
             event_fields=event_fields,
-            subscribers=target.subscribers,
             now=now,
         )
         if result is not None:
@@ -949,7 +946,6 @@ def _publish(
 def _publish_at_once(
     *,
     actor: Actor,
-    target: _PublishTarget,
     namespace: str,
     name: str,
     key: str,
@@ -960,11 +956,13 @@ def _publish_at_once(
     code_version: str,
     records_schema: bool,
     now: datetime,
-) -> PublishResult | None:
+) -> tuple[PublishResult | None, _PublishTarget | None]:
     """The common publish, a first revision of a new partition, committed by its one
-    statement (``_CREATE_PARTITION_SQL``) without a transaction around it: BEGIN and COMMIT
-    were two of a publish's five round trips. ``target`` was read just before, outside a
-    transaction too (PostgreSQL only).
+    statement (``_CREATE_PARTITION_SQL``) without a transaction around it (PostgreSQL
+    only). BEGIN, COMMIT and reading the target were three of a publish's four round
+    trips: the statement acts on the target this process kept of the dataset
+    (``_kept_publish_target``) and writes only if that is still current; otherwise the
+    target is read, outside a transaction too, and the statement tried again.
 
     Only what needs nothing else in the same transaction takes this way: not a dataset the
     watchdog watches (its ping must commit with the partition), nor a publish recording a
@@ -973,21 +971,72 @@ def _publish_at_once(
     crash in between left open.
 
     Returns:
-        The response, or None when this publish must take the transactional way (the
-        partition exists, or was created concurrently: nothing was written).
+        ``(response, None)`` when published; else ``(None, target)``, for the
+        transactional way: the target it may act on (None: it reads it).
 
     Raises:
-        What ``_check_publishable`` raises (nothing is written).
+        What ``_check_publishable`` raises about the target as read (nothing is written).
     """
-    dataset = target.dataset
-    interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+    write = functools.partial(
+        _publish_plain_new_partition,
+        actor=actor,
+        key=key,
+        version=version,
+        state=state,
+        manifest=manifest,
+        metadata=metadata,
+        code_version=code_version,
+        records_schema=records_schema,
+        now=now,
+    )
+    kept = _kept_publish_target(namespace, name)
+    # A kept target may be out of date: only a publish it plainly allows (by the owner,
+    # of a dataset not retired, with a key in its format) acts on it; anything else, and
+    # every refusal, is judged on a fresh one.
+    if kept is not None and kept.dataset.owner_id == actor.team.pk:
+        try:
+            interval = _check_publishable(
+                actor, kept.dataset, namespace=namespace, name=name, key=key
+            )
+        except Problem:
+            kept = None
+    else:
+        kept = None
+    if kept is not None:
+        result, current = write(kept, interval)
+        if result is not None:
+            return result, None
+        if current:  # the partition exists: the kept target is the one to act on
+            return None, dataclasses.replace(kept, partition_exists=True)
+    target = _publish_target(namespace, name, key)
+    interval = _check_publishable(actor, target.dataset, namespace=namespace, name=name, key=key)
+    result, _ = write(target, interval)
+    return result, (None if result is not None else target)
+
+
+def _publish_plain_new_partition(
+    target: _PublishTarget,
+    interval: LogicalInterval | None,
+    *,
+    actor: Actor,
+    key: str,
+    version: str | None,
+    state: str,
+    manifest: dict | None,
+    metadata: dict,
+    code_version: str,
+    records_schema: bool,
+    now: datetime,
+) -> tuple[PublishResult | None, bool | None]:
+    """``_publish_at_once`` on one target, checked: ``(response or None, whether the
+    target was current; None: not tried, the publish is not a plain new partition)``."""
     if (
         target.partition_exists
         or target.subscribers is None
         or (records_schema and state == PartitionRevision.State.READY)
-        or watchdog_feed.watches(dataset)
+        or watchdog_feed.watches(target.dataset)
     ):
-        return None
+        return None, None
     content, event_fields = _revision_content(
         actor=actor,
         version=version,
@@ -998,13 +1047,12 @@ def _publish_at_once(
         now=now,
     )
     return _publish_new_partition(
-        dataset=dataset,
+        target=target,
         key=key,
         interval=interval,
         version=version,
         content=content,
         event_fields=event_fields,
-        subscribers=target.subscribers,
         now=now,
     )
 
@@ -1053,32 +1101,32 @@ def _revision_content(
 
 def _publish_new_partition(
     *,
-    dataset: Dataset,
+    target: _PublishTarget,
     key: str,
     interval: LogicalInterval | None,
     version: str | None,
     content: dict[str, Any],
     event_fields: dict[str, Any],
-    subscribers: list[notices.Subscriber],
     now: datetime,
-) -> PublishResult | None:
-    """Create the partition with its first revision and all it owes in one statement;
-    None (nothing written) when a concurrent publish has created the partition since."""
-    created = _create_partition_with_revision(
-        dataset=dataset,
+) -> tuple[PublishResult | None, bool]:
+    """Create the partition with its first revision and all it owes in one statement, if
+    ``target`` is current: ``(response, True)``; ``(None, current)`` when nothing was
+    written (the partition exists, or the target is not current)."""
+    created, current = _create_partition_with_revision(
+        target=target,
         key=key,
         interval=interval,
         version=version or "",
         content=content,
         event_fields=event_fields,
-        subscribers=subscribers,
         now=now,
     )
     if created is None:
-        return None
+        return None, current
+    dataset = target.dataset
     part, revision, event_id, maybe_late = created
     _revision_arrived(dataset=dataset, key=key, revision=revision, maybe_late=maybe_late, now=now)
-    return _publish_response(dataset, part, revision, status_code=201, event_id=event_id)
+    return _publish_response(dataset, part, revision, status_code=201, event_id=event_id), True
 
 
 def readiness_found(
@@ -1240,32 +1288,52 @@ _PUBLISH_DATASET_SQL = (
 )
 # PostgreSQL: the same row also says whether the partition exists and, for a publish that
 # creates it (``_create_partition_with_revision``), brings the dataset's subscribers, as
-# JSON ``notices.Subscriber`` rows.
+# JSON ``notices.Subscriber`` rows, and the target's version: a hash of both, which
+# ``_CREATE_PARTITION_SQL`` computes again to write only when it still holds.
+_TARGET_FROM = """FROM catalog_dataset, LATERAL (
+    SELECT coalesce(json_agg(
+        json_build_array(endpoint_id, event_types, partition_pattern) ORDER BY id
+    ), '[]')::text AS rows
+    FROM catalog_subscription
+    WHERE dataset_id = catalog_dataset.id AND endpoint_id IS NOT NULL
+) AS subscribers"""
+_TARGET_VERSION = (
+    f"md5(row({', '.join(f'catalog_dataset.{c}' for c in _PUBLISH_DATASET_COLUMNS)}, "
+    "subscribers.rows)::text)"
+)
 _PUBLISH_DATASET_PG_SQL = (
-    f"SELECT {', '.join(_PUBLISH_DATASET_COLUMNS)}, EXISTS ("  # noqa: S608 - model columns
-    "SELECT 1 FROM catalog_partition WHERE dataset_id = catalog_dataset.id AND key = %s"
-    "), ("
-    "SELECT coalesce(json_agg(json_build_array(endpoint_id, event_types, partition_pattern)),"
-    " '[]') FROM catalog_subscription"
-    " WHERE dataset_id = catalog_dataset.id AND endpoint_id IS NOT NULL"
-    ")::text FROM catalog_dataset WHERE namespace = %s AND name = %s"
+    f"SELECT {', '.join(f'catalog_dataset.{c}' for c in _PUBLISH_DATASET_COLUMNS)}, "  # noqa: S608
+    "EXISTS (SELECT 1 FROM catalog_partition "
+    "WHERE dataset_id = catalog_dataset.id AND key = %s), "
+    f"subscribers.rows, {_TARGET_VERSION} {_TARGET_FROM} "
+    "WHERE catalog_dataset.namespace = %s AND catalog_dataset.name = %s"
 )
 
 
 @dataclass(frozen=True)
 class _PublishTarget:
     """What ``_publish_target`` reads: the dataset (None: not registered) and, on
-    PostgreSQL, whether the partition exists and the dataset's subscribers (else None)."""
+    PostgreSQL, whether the partition exists, the dataset's subscribers (else None) and
+    the target's version (``_TARGET_VERSION``)."""
 
     dataset: Dataset | None
     partition_exists: bool | None = None
     subscribers: list[notices.Subscriber] | None = None
+    version: str | None = None
+
+
+# The last target read of each dataset, per process, by (namespace, name): ``(dataset
+# row, subscribers, version)``. A publish may act on it without reading it again, since
+# the statement that writes checks the version first (and writes nothing if it changed).
+PUBLISH_TARGETS_KEPT = 1024
+_publish_targets: dict[tuple[str, str], tuple[tuple, list, str]] = {}
 
 
 def _publish_target(namespace: str, name: str, key: str) -> _PublishTarget:
     """The dataset with this (normalised) identity, only ``_PUBLISH_DATASET_FIELDS``
     loaded (the rest deferred), and where ``_writes_in_one_statement()`` whether the
-    partition ``key`` exists and the dataset's subscribers, in one statement.
+    partition ``key`` exists, the dataset's subscribers and the target's version, in one
+    statement (kept for ``_kept_publish_target``).
 
     Raw SQL: every publish runs it, and compiling the ORM query cost more than running it.
     """
@@ -1277,12 +1345,28 @@ def _publish_target(namespace: str, name: str, key: str) -> _PublishTarget:
             cursor.execute(_PUBLISH_DATASET_SQL, [namespace, name])
         row = cursor.fetchone()
     if row is None:
+        _publish_targets.pop((namespace, name), None)
         return _PublishTarget(None)
     columns = len(_PUBLISH_DATASET_COLUMNS)
     dataset = Dataset.from_db(connection.alias, _PUBLISH_DATASET_COLUMNS, row[:columns])
     if not on_pg:
         return _PublishTarget(dataset)
-    return _PublishTarget(dataset, row[columns], json.loads(row[columns + 1]))
+    subscribers, version = json.loads(row[columns + 1]), row[columns + 2]
+    if len(_publish_targets) >= PUBLISH_TARGETS_KEPT:
+        _publish_targets.pop(next(iter(_publish_targets)), None)  # the oldest
+    _publish_targets[namespace, name] = (row[:columns], subscribers, version)
+    return _PublishTarget(dataset, row[columns], subscribers, version)
+
+
+def _kept_publish_target(namespace: str, name: str) -> _PublishTarget | None:
+    """The target last read of this dataset by this process, as if its partition were
+    missing, or None; not to be trusted before a statement checks its version."""
+    kept = _publish_targets.get((namespace, name))
+    if kept is None:
+        return None
+    row, subscribers, version = kept
+    dataset = Dataset.from_db(connection.alias, _PUBLISH_DATASET_COLUMNS, row)
+    return _PublishTarget(dataset, False, subscribers, version)
 
 
 def _writes_in_one_statement() -> bool:
@@ -1346,14 +1430,20 @@ FROM revision, event
 
 # A new partition, created already pointing at its first revision (whose id is drawn
 # first: the foreign keys are checked at commit), and everything the revision owes, in one
-# round trip; no row when the partition exists (the insert conflicted: nothing written).
+# round trip, if the publish target (``_publish_target``) still has the version the
+# publish acted on. One row: whether it had, and, if the partition was created (the
+# version held and the insert did not conflict), its ids.
 _CREATE_PARTITION_SQL = f"""
-WITH partition AS (
+WITH target AS (
+    SELECT 1 {_TARGET_FROM}
+    WHERE catalog_dataset.id = %(dataset)s AND {_TARGET_VERSION} = %(target_version)s
+), partition AS (
     INSERT INTO catalog_partition
         (dataset_id, key, start_at, end_at, current_revision_id, created_at, updated_at)
-    VALUES (%(dataset)s, %(key)s, %(start)s, %(end)s,
-            nextval(pg_get_serial_sequence('catalog_partitionrevision', 'id')),
-            %(stamp)s, %(stamp)s)
+    SELECT %(dataset)s, %(key)s, %(start)s, %(end)s,
+           nextval(pg_get_serial_sequence('catalog_partitionrevision', 'id')),
+           %(stamp)s, %(stamp)s
+    FROM target
     ON CONFLICT (dataset_id, key) DO NOTHING
     RETURNING id, current_revision_id
 ), revision AS (
@@ -1365,33 +1455,35 @@ WITH partition AS (
     FROM partition
     RETURNING id, partition_id
 ), {_OUTBOX_CTES}
-SELECT revision.partition_id, revision.id, event.id, {_MAYBE_LATE}
-FROM revision, event
+SELECT EXISTS (SELECT 1 FROM target), revision.partition_id, revision.id, event.id,
+       {_MAYBE_LATE}
+FROM (VALUES (1)) AS one (x) LEFT JOIN (revision CROSS JOIN event) ON true
 """  # noqa: S608 - constant fragments, no input
 
 
 def _create_partition_with_revision(
     *,
-    dataset: Dataset,
+    target: _PublishTarget,
     key: str,
     interval: LogicalInterval | None,
     version: str,
     content: dict[str, Any],
     event_fields: dict[str, Any],
-    subscribers: list[notices.Subscriber],
     now: datetime,
-) -> tuple[Partition, PartitionRevision, int, bool] | None:
+) -> tuple[tuple[Partition, PartitionRevision, int, bool] | None, bool]:
     """PostgreSQL only: create the partition with its first revision and everything that
     owes (``_CREATE_PARTITION_SQL``), the common publish, in one statement: the rows the
-    statement-by-statement path of ``_publish`` writes in eight. ``subscribers`` were read
-    with the dataset, one statement earlier in this transaction. Rings the doorbell after
-    commit.
+    statement-by-statement path of ``_publish`` writes in eight. The statement writes only
+    if ``target`` (its dataset, subscribers and version, read earlier or kept by this
+    process) is still current. Rings the doorbell after commit.
 
     Returns:
-        ``(partition, revision, event id, maybe_late)``, or None when the partition exists
-        (nothing was written); ``maybe_late``: the partition has an open late incident
-        (ready revisions only).
+        ``(created, current)``: ``created`` is ``(partition, revision, event id,
+        maybe_late)``, or None when nothing was written (the partition exists, or the
+        target is not current); ``current``: the target's version still held;
+        ``maybe_late``: the partition has an open late incident (ready revisions only).
     """
+    dataset = target.dataset
     start, end = (interval.start, interval.end) if interval else (None, None)
     stamp = timezone.now()  # what auto_now and auto_now_add would set
     part = Partition(dataset=dataset, key=key, start_at=start, end_at=end, created_at=stamp)
@@ -1400,18 +1492,18 @@ def _create_partition_with_revision(
     kind, data = _readiness_notice(
         dataset, part, revision, restated_version=None, missed_event=_missed(event_fields)
     )
-    endpoint_ids = notices.matching_endpoints(subscribers, type=kind, partition_key=key)
+    endpoint_ids = notices.matching_endpoints(target.subscribers, type=kind, partition_key=key)
     params = _outbox_params(dataset, revision, event_fields, kind, data, endpoint_ids, now=now)
+    params.update(start=start, end=end, target_version=target.version)
     with connection.cursor() as cursor:
-        cursor.execute(_CREATE_PARTITION_SQL, {**params, "start": start, "end": end})
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    part.pk, revision.pk, event_id, maybe_late = row
+        cursor.execute(_CREATE_PARTITION_SQL, params)
+        current, part.pk, revision.pk, event_id, maybe_late = cursor.fetchone()
+    if part.pk is None:
+        return None, current
     revision.partition = _saved(part)  # its id is known now
     part.current_revision = _saved(revision)
     _outbox_written(endpoint_ids)
-    return part, revision, event_id, maybe_late
+    return (part, revision, event_id, maybe_late), current
 
 
 def _insert_revision_with_outbox(

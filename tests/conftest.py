@@ -22,6 +22,16 @@ _EMBEDDED = os.environ.get("DJANGO_SETTINGS_MODULE", "").endswith("test_embedded
 collect_ignore_glob = [] if _EMBEDDED else ["embedded/*"]
 
 
+@pytest.fixture(autouse=True)
+def _forget_kept_publish_targets() -> Iterator[None]:
+    """Each test starts with no publish target kept by the process (a test's rolled-back
+    datasets would otherwise stay kept, and change the next test's statement counts)."""
+    from catalog import services
+
+    services._publish_targets.clear()
+    yield
+
+
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()

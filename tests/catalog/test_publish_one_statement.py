@@ -10,17 +10,19 @@ from typing import Any
 
 import pytest
 
-from catalog import services
+from catalog import errors, services
 from catalog.models import (
     ApiKey,
+    Dataset,
     Delivery,
     Notification,
     Partition,
     PartitionRevision,
     ReadinessEvent,
+    Subscription,
 )
 from catalog.services import Actor, api_key_create, readiness_found, readiness_publish
-from tests.catalog.factories import DatasetFactory, SubscriptionFactory
+from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -216,3 +218,103 @@ def test_a_partition_created_meanwhile_is_left_to_the_lock(actor, dataset, monke
         .order_by("id")
         .values_list("version", flat=True)
     ) == ["", "v2"]
+
+
+# --- the kept publish target ---------------------------------------------------------
+
+
+def _publish_new(actor: Actor, key: str):
+    return readiness_publish(
+        actor=actor, namespace="s3://lake", name="raw/orders", partition=key, now=NOW
+    )
+
+
+def _delivered(key: str) -> set[int]:
+    return set(
+        Delivery.objects.filter(notification__payload__data__partition=key).values_list(
+            "endpoint_id", flat=True
+        )
+    )
+
+
+def test_a_kept_target_makes_a_new_partition_one_statement(
+    actor, dataset, django_assert_num_queries
+):
+    _publish_new(actor, "2026-11-20")  # reads the target, and keeps it
+
+    with django_assert_num_queries(1):
+        assert _publish_new(actor, "2026-11-21").status_code == 201
+
+    assert _delivered("2026-11-21") == _delivered("2026-11-20")
+    assert len(_delivered("2026-11-21")) == 3
+
+
+def test_a_subscriber_added_since_the_target_was_kept_is_told(
+    actor, dataset, django_assert_num_queries
+):
+    _publish_new(actor, "2026-11-20")
+    late = SubscriptionFactory(dataset=dataset)
+
+    # The kept target's statement finds it out of date and writes nothing; the target is
+    # read again and the statement tried again.
+    with django_assert_num_queries(3):
+        assert _publish_new(actor, "2026-11-21").status_code == 201
+
+    assert _delivered("2026-11-21") == _delivered("2026-11-20") | {late.endpoint_id}
+    with django_assert_num_queries(1):  # kept again, as read
+        _publish_new(actor, "2026-11-22")
+    assert late.endpoint_id in _delivered("2026-11-22")
+
+
+def test_a_filter_changed_since_the_target_was_kept_is_honoured(actor, dataset):
+    _publish_new(actor, "2026-11-20")
+    changed = dataset.subscriptions.get(event_types=["partition.ready"])
+    Subscription.objects.filter(pk=changed.pk).update(event_types=["partition.failed"])
+
+    _publish_new(actor, "2026-11-21")
+
+    assert changed.endpoint_id in _delivered("2026-11-20")
+    assert changed.endpoint_id not in _delivered("2026-11-21")
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"lifecycle": "retired"}, errors.DatasetRetired),
+        ({"owner": "other"}, errors.PublishNotAllowed),
+    ],
+)
+def test_a_dataset_changed_since_the_target_was_kept_is_judged_as_it_is(
+    actor, dataset, change, error
+):
+    _publish_new(actor, "2026-11-20")
+    if change.get("owner"):
+        change = {"owner": TeamFactory(slug="other")}
+    Dataset.objects.filter(pk=dataset.pk).update(**change)
+
+    with pytest.raises(error):
+        _publish_new(actor, "2026-11-21")
+
+    assert not Partition.objects.filter(key="2026-11-21").exists()
+
+
+def test_a_repeat_acts_on_the_kept_target(actor, dataset, django_assert_num_queries):
+    _publish_new(actor, "2026-11-20")
+
+    # The kept target's statement (current, but the partition exists), then SAVEPOINT,
+    # partition lock, current revision, its event's id, RELEASE.
+    with django_assert_num_queries(6):
+        assert _publish_new(actor, "2026-11-20").status_code == 200
+
+    assert ReadinessEvent.objects.filter(partition__key="2026-11-20").count() == 1
+
+
+def test_the_kept_targets_are_bounded(actor, team, monkeypatch):
+    monkeypatch.setattr(services, "PUBLISH_TARGETS_KEPT", 2)
+    for name in ("a", "b", "c"):
+        DatasetFactory(owner=team, namespace="s3://lake", name=name)
+        readiness_publish(
+            actor=actor, namespace="s3://lake", name=name, partition="2026-11-20", now=NOW
+        )
+
+    assert list(services._publish_targets) == [("s3://lake", "b"), ("s3://lake", "c")]
