@@ -8,8 +8,9 @@ It creates fresh PostgreSQL databases (``tidemark_bench`` and ``tidemark_bench_w
 migrates them, seeds a producer team, a publish-scoped API key and a daily-partitioned
 dataset with two webhook subscribers (so each publish writes partition, revision, event,
 notification and two deliveries, then rings the Redis doorbell after commit), starts
-gunicorn with ``config.settings.bench`` on a free loopback port and drives it with 16
-concurrent keep-alive clients (``wrk`` when installed, else a multiprocessing generator).
+gunicorn with ``config.settings.bench`` (the Procfile's 4 sync workers) on a free loopback
+port and drives it with 16 concurrent clients (``wrk`` when installed, else a
+multiprocessing generator; a sync worker closes each connection after its response).
 
 Targets, measured alternately with one gunicorn config (floor, tidemark, floor, ...):
 
@@ -87,14 +88,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clients", type=int, default=16, help="concurrent clients (16)")
     p.add_argument("--duration", type=float, default=10.0, help="seconds measured per run (10)")
     p.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds before each run")
-    p.add_argument("--rounds", type=int, default=2, help="floor+tidemark rounds (2)")
-    # Defaults: the Procfile's web process (2 workers x 4 threads), what production runs.
-    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    p.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker (4)")
+    p.add_argument("--rounds", type=int, default=3, help="floor+tidemark rounds (3)")
+    # Defaults: the Procfile's web process (4 sync workers), what production runs.
+    p.add_argument("--workers", type=int, default=4, help="gunicorn workers (4)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="gunicorn threads per worker (1; > 1: gthread)"
+    )
     p.add_argument(
         "--worker-class",
-        default="gthread",
-        help="gunicorn worker class: sync or gthread (gthread)",
+        default="sync",
+        help="gunicorn worker class: sync or gthread (sync)",
     )
     p.add_argument(
         "--loadgen",

@@ -9,8 +9,8 @@ It creates fresh PostgreSQL databases (``tidemark_bench_lineage`` and
 ``tidemark_bench_lineage_watchdog``), migrates them, seeds a team that claims the job
 namespace (so events are verified), a ``lineage`` key and a catalog dataset, starts
 gunicorn with ``config.settings.bench`` on a free loopback port (the Procfile's web
-process: 2 workers x 4 threads) and drives it with 16 concurrent keep-alive ``wrk``
-clients.
+process: 4 sync workers) and drives it with 16 concurrent ``wrk`` clients (a sync worker
+closes each connection after its response).
 
 Measured:
 
@@ -103,9 +103,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=10.0, help="seconds measured per run (10)")
     p.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds before each run")
     p.add_argument("--rounds", type=int, default=2, help="floor+accept rounds (2)")
-    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    p.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker (4)")
-    p.add_argument("--worker-class", default="gthread", help="gunicorn worker class (gthread)")
+    p.add_argument("--workers", type=int, default=4, help="gunicorn workers (4)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="gunicorn threads per worker (1; > 1: gthread)"
+    )
+    p.add_argument("--worker-class", default="sync", help="gunicorn worker class (sync)")
     p.add_argument("--events", type=int, default=4000, help="events seeded to process (4000)")
     p.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server")
     p.add_argument("--db-name", default="tidemark_bench_lineage")

@@ -591,7 +591,8 @@ def readiness_publish(
     different partitions do not wait on each other), the revision upsert, the immutable
     ``ReadinessEvent``, the ``Notification`` and one ``Delivery`` per matching subscriber
     endpoint. After commit the delivery doorbell rings; a broker outage never fails the
-    publish.
+    publish. On PostgreSQL the common case, a new partition without an Idempotency-Key,
+    is all written by one statement, which is its own transaction (``_publish_at_once``).
 
     Rules:
         - without ``version`` the publish refers to the current revision (created with

@@ -34,7 +34,8 @@ def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_
     stack = start_stack(tmp_path / "var")
     assert (tmp_path / "var" / "demo-api-key").read_text().strip() == stack.key
     names = [n for n in stack.commands.values() if "sh -c" not in n]  # not honcho's shells
-    assert sum("bin/gunicorn config.wsgi:application" in n for n in names) == 3, names
+    # The Procfile's web process: gunicorn's master and its 4 sync workers.
+    assert sum("bin/gunicorn config.wsgi:application" in n for n in names) == 5, names
     assert sum("config.wsgi_watchdog:application" in n for n in names) == 2, names
     assert any("manage.py run_watchdog" in n for n in names), names
     assert httpx.get(f"{stack.watchdog_url}/healthz", timeout=5).text == "ok"
