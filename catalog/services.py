@@ -1003,16 +1003,60 @@ def _publish_at_once(
             kept = None
     else:
         kept = None
+    repeat = functools.partial(
+        _publish_repeat, key=key, version=version, state=state, records_schema=records_schema
+    )
     if kept is not None:
         result, current = write(kept, interval)
         if result is not None:
             return result, None
         if current:  # the partition exists: the kept target is the one to act on
-            return None, dataclasses.replace(kept, partition_exists=True)
+            kept = dataclasses.replace(kept, partition_exists=True)
+            result = repeat(kept)
+            return result, (None if result is not None else kept)
     target = _publish_target(namespace, name, key)
     interval = _check_publishable(actor, target.dataset, namespace=namespace, name=name, key=key)
     result, _ = write(target, interval)
+    if result is None and target.partition_exists:
+        result = repeat(target)
     return result, (None if result is not None else target)
+
+
+# The partition's current revision, and the id of its first event in its state.
+_CURRENT_REVISION_SQL = """
+SELECT p.id, p.start_at, p.end_at, r.id, r.version, r.state, r.ready_at, (
+    SELECT e.id FROM catalog_readinessevent e
+    WHERE e.revision_id = r.id AND e.state = r.state ORDER BY e.id LIMIT 1
+)
+FROM catalog_partition p JOIN catalog_partitionrevision r ON r.id = p.current_revision_id
+WHERE p.dataset_id = %s AND p.key = %s
+"""
+
+
+def _publish_repeat(
+    target: _PublishTarget, *, key: str, version: str | None, state: str, records_schema: bool
+) -> PublishResult | None:
+    """The answer to a repeat of what the partition's current revision already says (no
+    ``version``, or its version, and its state), read without a lock or a transaction:
+    nothing is written, so the answer holds as of the read. None (the transactional way
+    decides) for anything else, or a publish that records a schema (every ready one
+    does, repeat or not)."""
+    if records_schema and state == PartitionRevision.State.READY:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_CURRENT_REVISION_SQL, [target.dataset.pk, key])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    part_id, start_at, end_at, revision_id, current_version, current_state, ready_at, event = row
+    if current_state != state or version not in (None, current_version):
+        return None
+    part = Partition(id=part_id, dataset=target.dataset, key=key, start_at=start_at, end_at=end_at)
+    revision = PartitionRevision(
+        id=revision_id, partition=part, version=current_version, state=state, ready_at=ready_at
+    )
+    part.current_revision = revision
+    return _publish_response(target.dataset, part, revision, status_code=200, event_id=event)
 
 
 def _publish_plain_new_partition(

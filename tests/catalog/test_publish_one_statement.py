@@ -5,6 +5,7 @@ PostgreSQL too by turning ``_writes_in_one_statement`` off."""
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -172,7 +173,7 @@ def test_a_poll_find_writes_the_same_rows_either_way(dataset, monkeypatch):
     assert rows["notifications"][0][3]["missed_event"] is True
 
 
-def test_a_new_partition_takes_two_statements_and_a_repeat_six(
+def test_a_new_partition_takes_two_statements_and_a_repeat_two(
     actor, dataset, django_assert_num_queries
 ):
     def publish():
@@ -184,8 +185,9 @@ def test_a_new_partition_takes_two_statements_and_a_repeat_six(
     # transaction around it; here only the test's own).
     with django_assert_num_queries(2):
         assert publish().status_code == 201
-    # Dataset, SAVEPOINT, partition lock, current revision, its event's id, RELEASE.
-    with django_assert_num_queries(6):
+    # The kept target's statement (current, but the partition exists: nothing written),
+    # then the current revision, read without a lock.
+    with django_assert_num_queries(2):
         assert publish().status_code == 200
 
 
@@ -298,15 +300,53 @@ def test_a_dataset_changed_since_the_target_was_kept_is_judged_as_it_is(
     assert not Partition.objects.filter(key="2026-11-21").exists()
 
 
-def test_a_repeat_acts_on_the_kept_target(actor, dataset, django_assert_num_queries):
-    _publish_new(actor, "2026-11-20")
+@pytest.mark.parametrize("version", [None, "v1"])
+def test_a_repeat_is_answered_as_the_transactional_way_answers_it(
+    actor, dataset, monkeypatch, django_assert_num_queries, version
+):
+    publish = functools.partial(
+        readiness_publish,
+        actor=actor,
+        namespace="s3://lake",
+        name="raw/orders",
+        partition="2026-11-20",
+        version=version,
+        now=NOW,
+    )
+    publish()
+    with django_assert_num_queries(2):
+        quick = publish(now=NOW + timedelta(hours=1))
+    monkeypatch.setattr(services, "_publish_repeat", lambda *args, **kwargs: None)
+    slow = publish(now=NOW + timedelta(hours=1))
 
-    # The kept target's statement (current, but the partition exists), then SAVEPOINT,
-    # partition lock, current revision, its event's id, RELEASE.
-    with django_assert_num_queries(6):
-        assert _publish_new(actor, "2026-11-20").status_code == 200
-
+    assert quick == slow
+    assert quick.status_code == 200
+    assert quick.body["event_id"] == ReadinessEvent.objects.get(partition__key="2026-11-20").pk
     assert ReadinessEvent.objects.filter(partition__key="2026-11-20").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "outcome"),
+    [
+        ({}, {"state": "failed"}, errors.RevisionAlreadyReady),
+        ({"state": "failed"}, {}, 201),  # failed, then ready: a new event
+        ({"version": "v1"}, {"version": "v2"}, 201),  # a restatement
+        ({"version": "v2"}, {"version": "v1"}, 201),  # another version, ready: current
+    ],
+)
+def test_anything_but_a_plain_repeat_takes_the_transactional_way(
+    actor, dataset, first, then, outcome
+):
+    publish = functools.partial(
+        readiness_publish, actor=actor, namespace="s3://lake", name="raw/orders", now=NOW
+    )
+    publish(partition="2026-11-20", **first)
+    if isinstance(outcome, int):
+        assert publish(partition="2026-11-20", **then).status_code == outcome
+        assert ReadinessEvent.objects.filter(partition__key="2026-11-20").count() == 2
+    else:
+        with pytest.raises(outcome):
+            publish(partition="2026-11-20", **then)
 
 
 def test_the_kept_targets_are_bounded(actor, team, monkeypatch):
