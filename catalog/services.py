@@ -824,10 +824,41 @@ def _publish(
     poll found it in storage (``found`` says what it saw); such a find is a no-op when the
     partition is ready. ``target``: ``_publish_target`` of this publish if already read
     (READ COMMITTED would read it afresh here no more consistently: nothing is locked)."""
-    if target is None:
-        target = _publish_target(namespace, name, key)
-    dataset = target.dataset
-    interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+    for attempt in range(1, TARGET_READS + 1):
+        if target is None:
+            target = _publish_target(namespace, name, key)
+        dataset = target.dataset
+        interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+        if target.subscribers is None or target.partition_exists:
+            break
+        content, event_fields = _revision_content(
+            actor=actor,
+            version=version,
+            state=state,
+            manifest=manifest,
+            metadata=metadata,
+            code_version=code_version,
+            found=found,
+            missed_event=missed_event,
+            now=now,
+        )
+        result, current = _publish_new_partition(
+            target=target,
+            key=key,
+            interval=interval,
+            version=version,
+            content=content,
+            event_fields=event_fields,
+            now=now,
+        )
+        if result is not None:
+            return result
+        if current:
+            break  # created meanwhile by a concurrent publish: the lock below decides
+        if attempt < TARGET_READS:
+            # The dataset or its subscribers changed since the target was read: judge the
+            # publish again on them as they are now.
+            target = None
     content, event_fields = _revision_content(
         actor=actor,
         version=version,
@@ -839,18 +870,6 @@ def _publish(
         missed_event=missed_event,
         now=now,
     )
-    if target.subscribers is not None and not target.partition_exists:
-        result, _ = _publish_new_partition(
-            target=target,
-            key=key,
-            interval=interval,
-            version=version,
-            content=content,
-            event_fields=event_fields,
-            now=now,
-        )
-        if result is not None:
-            return result
     part, part_created = _partition_lock_or_create(
         dataset=dataset, key=key, interval=interval, exists=target.partition_exists is not None
     )
@@ -1016,7 +1035,9 @@ def _publish_at_once(
             return result, (None if result is not None else kept)
     target = _publish_target(namespace, name, key)
     interval = _check_publishable(actor, target.dataset, namespace=namespace, name=name, key=key)
-    result, _ = write(target, interval)
+    result, current = write(target, interval)
+    if result is None and current is False:
+        return None, None  # changed since this very read: the transactional way reads again
     if result is None and target.partition_exists:
         result = repeat(target)
     return result, (None if result is not None else target)
@@ -1367,9 +1388,14 @@ class _PublishTarget:
     version: str | None = None
 
 
+# Reads of a publish's target before it goes on with one read moments ago even if the
+# statement found that out of date again (only a dataset changing that fast could).
+TARGET_READS = 3
+
 # The last target read of each dataset, per process, by (namespace, name): ``(dataset
-# row, subscribers, version)``. A publish may act on it without reading it again, since
-# the statement that writes checks the version first (and writes nothing if it changed).
+# row, subscribers, version)``; the least recently read is forgotten first. A publish may
+# act on it without reading it again, since the statement that writes checks the version
+# first (and writes nothing if it changed).
 PUBLISH_TARGETS_KEPT = 1024
 _publish_targets: dict[tuple[str, str], tuple[tuple, list, str]] = {}
 
@@ -1397,8 +1423,9 @@ def _publish_target(namespace: str, name: str, key: str) -> _PublishTarget:
     if not on_pg:
         return _PublishTarget(dataset)
     subscribers, version = json.loads(row[columns + 1]), row[columns + 2]
-    if len(_publish_targets) >= PUBLISH_TARGETS_KEPT:
-        _publish_targets.pop(next(iter(_publish_targets)), None)  # the oldest
+    if _publish_targets.pop((namespace, name), None) is None:
+        while len(_publish_targets) >= PUBLISH_TARGETS_KEPT:
+            _publish_targets.pop(next(iter(_publish_targets)), None)  # read longest ago
     _publish_targets[namespace, name] = (row[:columns], subscribers, version)
     return _PublishTarget(dataset, row[columns], subscribers, version)
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import io
 
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,7 +18,7 @@ from catalog import declarations, errors, freshness, selectors, services, watchd
 from catalog.models import ApiKey, AuditEntry
 from httpkit.exceptions import problem_exception_handler
 from httpkit.parsers import StrictJSONParser
-from problems import PROBLEM_CONTENT_TYPE, FieldError, Problem, ValidationProblem
+from problems import PROBLEM_CONTENT_TYPE, FieldError, ValidationProblem
 
 from ..auth import ApiKeyAuthentication
 from ..parsers import DeclarationYAMLParser
@@ -291,12 +289,12 @@ def _publish_directly(request: HttpRequest) -> HttpResponse | None:
     header without JSON...): DRF then serves it, and its error. ``readiness_publish``'s
     own errors are rendered here by the API's exception handler."""
     meta = request.META
+    if meta.get("QUERY_STRING"):
+        return None  # e.g. DRF's ?format= override
     if meta.get("CONTENT_TYPE", "").partition(";")[0].strip().lower() != "application/json":
         return None
     accept = meta.get("HTTP_ACCEPT")
-    if accept and not any(
-        part.partition(";")[0].strip().lower() in _JSON_RANGES for part in accept.split(",")
-    ):
+    if accept and not _plainly_json(accept):
         return None
     try:
         principal, key = ApiKeyAuthentication().authenticate(request) or (None, None)
@@ -308,8 +306,8 @@ def _publish_directly(request: HttpRequest) -> HttpResponse | None:
         if not data.is_valid():
             return None
         idempotency_key = _idempotency_key(request)
-    except (APIException, Problem, RequestDataTooBig):
-        return None  # DRF answers it
+    except Exception:  # whatever it is, DRF answers it as it always does
+        return None
     try:
         result = services.readiness_publish(
             actor=principal.actor,
@@ -317,13 +315,29 @@ def _publish_directly(request: HttpRequest) -> HttpResponse | None:
             now=timezone.now(),
             **data.validated_data,
         )
-    except Problem as exc:
+    except Exception as exc:  # as DRF renders it: a problem (logged when unexpected)
         problem = problem_exception_handler(exc, {"request": request})
-        return _rendered(problem.data, problem.status_code, PROBLEM_CONTENT_TYPE)
+        response = _rendered(problem.data, problem.status_code, PROBLEM_CONTENT_TYPE)
+        for name, value in problem.items():  # e.g. Retry-After; the renderer's type wins
+            if name.lower() != "content-type":
+                response[name] = value
+        return response
     response = _rendered(result.body, result.status_code, "application/json")
     if result.replayed:
         response["Idempotent-Replayed"] = "true"
     return response
+
+
+def _plainly_json(accept: str) -> bool:
+    """Whether DRF would pick its JSON renderer for ``accept`` and render compact JSON:
+    some media range matches JSON and none has a parameter but ``q`` (``indent=4``
+    changes the rendering)."""
+    ranges = [part.split(";") for part in accept.split(",")]
+    if any(
+        param.partition("=")[0].strip().lower() != "q" for _, *params in ranges for param in params
+    ):
+        return False
+    return any(media.strip().lower() in _JSON_RANGES for media, *_ in ranges)
 
 
 def _rendered(body: dict, status_code: int, content_type: str) -> HttpResponse:

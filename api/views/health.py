@@ -18,13 +18,21 @@ def readyz(request):
     without it (doorbells are best-effort; sweepers catch up).
     """
     checks: dict[str, str] = {}
-    try:
-        with connections["default"].cursor() as cursor:
-            cursor.execute("SELECT 1")
-        checks["database"] = "ok"
-    except Exception as exc:  # any driver error means unreachable
-        checks["database"] = f"unreachable: {type(exc).__name__}"
-        return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+    database = connections["default"]
+    for attempt in (1, 2):
+        try:
+            with database.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            checks["database"] = "ok"
+            break
+        except Exception as exc:  # any driver error means unreachable
+            if attempt == 1:
+                # A kept connection may have died since its last use (it is not checked
+                # before reuse when used within DATABASE_HEALTH_CHECK_DELAY): try a new one.
+                database.close()
+                continue
+            checks["database"] = f"unreachable: {type(exc).__name__}"
+            return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
     checks["broker"] = _broker_check()
     status = "ok" if checks["broker"] == "ok" else "degraded"
     return JsonResponse({"status": status, "checks": checks})
