@@ -824,6 +824,17 @@ def _publish(
     poll found it in storage (``found`` says what it saw); such a find is a no-op when the
     partition is ready. ``target``: ``_publish_target`` of this publish if already read
     (READ COMMITTED would read it afresh here no more consistently: nothing is locked)."""
+    content, event_fields = _revision_content(
+        actor=actor,
+        version=version,
+        state=state,
+        manifest=manifest,
+        metadata=metadata,
+        code_version=code_version,
+        found=found,
+        missed_event=missed_event,
+        now=now,
+    )
     for attempt in range(1, TARGET_READS + 1):
         if target is None:
             target = _publish_target(namespace, name, key)
@@ -831,17 +842,6 @@ def _publish(
         interval = _check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
         if target.subscribers is None or target.partition_exists:
             break
-        content, event_fields = _revision_content(
-            actor=actor,
-            version=version,
-            state=state,
-            manifest=manifest,
-            metadata=metadata,
-            code_version=code_version,
-            found=found,
-            missed_event=missed_event,
-            now=now,
-        )
         result, current = _publish_new_partition(
             target=target,
             key=key,
@@ -859,17 +859,6 @@ def _publish(
             # The dataset or its subscribers changed since the target was read: judge the
             # publish again on them as they are now.
             target = None
-    content, event_fields = _revision_content(
-        actor=actor,
-        version=version,
-        state=state,
-        manifest=manifest,
-        metadata=metadata,
-        code_version=code_version,
-        found=found,
-        missed_event=missed_event,
-        now=now,
-    )
     part, part_created = _partition_lock_or_create(
         dataset=dataset, key=key, interval=interval, exists=target.partition_exists is not None
     )
