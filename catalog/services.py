@@ -641,21 +641,29 @@ def readiness_publish(
             '{"fields": [{"name": ..., "type": ...}]}',
             errors=exc.errors,
         ) from exc
+    records_schema = (
+        schema_fields is not None and state == PartitionRevision.State.READY and restatement is None
+    )
+    request = {
+        "actor": actor,
+        "namespace": identity.namespace,
+        "name": identity.name,
+        "key": partition,
+        "version": version,
+        "state": state,
+        "manifest": manifest,
+        "metadata": metadata or {},
+        "code_version": code_version,
+        "now": now,
+    }
     target = None
-    if idempotency_key is None and restatement is None and _writes_in_one_statement():
-        result, target = _publish_at_once(
-            actor=actor,
-            namespace=identity.namespace,
-            name=identity.name,
-            key=partition,
-            version=version,
-            state=state,
-            manifest=manifest,
-            metadata=metadata or {},
-            code_version=code_version,
-            records_schema=schema_fields is not None,
-            now=now,
-        )
+    if (
+        idempotency_key is None
+        and restatement is None
+        and not records_schema  # its sighting commits with the publish
+        and _writes_in_one_statement()
+    ):
+        result, target = _publish_at_once(**request)
         if result is not None:
             crashpoint("publish.after_commit")
             return result
@@ -686,23 +694,8 @@ def readiness_publish(
             if restatement is None
             else functools.partial(_publish_staged, restatement_id=restatement)
         )
-        result = publish(
-            actor=actor,
-            namespace=identity.namespace,
-            name=identity.name,
-            key=partition,
-            version=version,
-            state=state,
-            manifest=manifest,
-            metadata=metadata or {},
-            code_version=code_version,
-            now=now,
-        )
-        if (
-            schema_fields is not None
-            and state == PartitionRevision.State.READY
-            and restatement is None
-        ):
+        result = publish(**request)
+        if records_schema:
             schema_changes.schema_sightings_record(
                 sightings=[
                     schema_changes.SchemaSighting(identity.namespace, identity.name, schema_fields)
@@ -963,7 +956,6 @@ def _publish_at_once(
     manifest: dict | None,
     metadata: dict,
     code_version: str,
-    records_schema: bool,
     now: datetime,
 ) -> tuple[PublishResult | None, _PublishTarget | None]:
     """The common publish, a first revision of a new partition, committed by its one
@@ -971,13 +963,14 @@ def _publish_at_once(
     only). BEGIN, COMMIT and reading the target were three of a publish's four round
     trips: the statement acts on the target this process kept of the dataset
     (``_kept_publish_target``) and writes only if that is still current; otherwise the
-    target is read, outside a transaction too, and the statement tried again.
+    target is read, outside a transaction too, and the statement tried again. A plain
+    repeat is answered from one read (``_publish_repeat``).
 
     Only what needs nothing else in the same transaction takes this way: not a dataset the
-    watchdog watches (its ping must commit with the partition), nor a publish recording a
-    schema. Closing the partition's late incident (if the statement saw one open) commits
-    just after, in its own transaction; ``freshness.recover_arrived`` closes one that a
-    crash in between left open.
+    watchdog watches (its ping must commit with the partition); the caller keeps a publish
+    recording a schema off it. Closing the partition's late incident (if the statement saw
+    one open) commits just after, in its own transaction; ``freshness.recover_arrived``
+    closes one that a crash in between left open.
 
     Returns:
         ``(response, None)`` when published; else ``(None, target)``, for the
@@ -986,18 +979,36 @@ def _publish_at_once(
     Raises:
         What ``_check_publishable`` raises about the target as read (nothing is written).
     """
-    write = functools.partial(
-        _publish_plain_new_partition,
+    content, event_fields = _revision_content(
         actor=actor,
-        key=key,
         version=version,
         state=state,
         manifest=manifest,
         metadata=metadata,
         code_version=code_version,
-        records_schema=records_schema,
         now=now,
     )
+
+    def write(target: _PublishTarget, interval: LogicalInterval | None):
+        """``(response or None, whether the target was current; None: not tried, the
+        publish is not a new partition of an unwatched dataset)``."""
+        if (
+            target.partition_exists
+            or target.subscribers is None
+            or watchdog_feed.watches(target.dataset)
+        ):
+            return None, None
+        return _publish_new_partition(
+            target=target,
+            key=key,
+            interval=interval,
+            version=version,
+            content=content,
+            event_fields=event_fields,
+            now=now,
+        )
+
+    repeat = functools.partial(_publish_repeat, key=key, version=version, state=state)
     kept = _kept_publish_target(namespace, name)
     # A kept target may be out of date: only a publish it plainly allows (by the owner,
     # of a dataset not retired, with a key in its format) acts on it; anything else, and
@@ -1011,9 +1022,6 @@ def _publish_at_once(
             kept = None
     else:
         kept = None
-    repeat = functools.partial(
-        _publish_repeat, key=key, version=version, state=state, records_schema=records_schema
-    )
     if kept is not None:
         result, current = write(kept, interval)
         if result is not None:
@@ -1044,15 +1052,12 @@ WHERE p.dataset_id = %s AND p.key = %s
 
 
 def _publish_repeat(
-    target: _PublishTarget, *, key: str, version: str | None, state: str, records_schema: bool
+    target: _PublishTarget, *, key: str, version: str | None, state: str
 ) -> PublishResult | None:
     """The answer to a repeat of what the partition's current revision already says (no
     ``version``, or its version, and its state), read without a lock or a transaction:
     nothing is written, so the answer holds as of the read. None (the transactional way
-    decides) for anything else, or a publish that records a schema (every ready one
-    does, repeat or not)."""
-    if records_schema and state == PartitionRevision.State.READY:
-        return None
+    decides) for anything else."""
     with connection.cursor() as cursor:
         cursor.execute(_CURRENT_REVISION_SQL, [target.dataset.pk, key])
         row = cursor.fetchone()
@@ -1067,49 +1072,6 @@ def _publish_repeat(
     )
     part.current_revision = revision
     return _publish_response(target.dataset, part, revision, status_code=200, event_id=event)
-
-
-def _publish_plain_new_partition(
-    target: _PublishTarget,
-    interval: LogicalInterval | None,
-    *,
-    actor: Actor,
-    key: str,
-    version: str | None,
-    state: str,
-    manifest: dict | None,
-    metadata: dict,
-    code_version: str,
-    records_schema: bool,
-    now: datetime,
-) -> tuple[PublishResult | None, bool | None]:
-    """``_publish_at_once`` on one target, checked: ``(response or None, whether the
-    target was current; None: not tried, the publish is not a plain new partition)``."""
-    if (
-        target.partition_exists
-        or target.subscribers is None
-        or (records_schema and state == PartitionRevision.State.READY)
-        or watchdog_feed.watches(target.dataset)
-    ):
-        return None, None
-    content, event_fields = _revision_content(
-        actor=actor,
-        version=version,
-        state=state,
-        manifest=manifest,
-        metadata=metadata,
-        code_version=code_version,
-        now=now,
-    )
-    return _publish_new_partition(
-        target=target,
-        key=key,
-        interval=interval,
-        version=version,
-        content=content,
-        event_fields=event_fields,
-        now=now,
-    )
 
 
 def _revision_content(

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from catalog.models import Claim, DatasetTransfer, SchemaObservation
 
 from .catalog import StrictSerializer
+from .lineage import JobRefSerializer
 
 
 class ClaimCreateInputSerializer(StrictSerializer):
@@ -101,11 +102,6 @@ class _DatasetField(serializers.Serializer):
     owner = serializers.CharField(source="owner.slug")
 
 
-class _JobField(serializers.Serializer):
-    namespace = serializers.CharField()
-    name = serializers.CharField()
-
-
 class ReportFilterSerializer(StrictSerializer):
     team = serializers.SlugField(
         required=False, help_text="With the governance scope: only this team's rows."
@@ -134,7 +130,7 @@ class StaleDeclarationOutputSerializer(serializers.Serializer):
         help_text="The team's latest verified read of the dataset; null: never seen.",
     )
 
-    @extend_schema_field(_JobField(allow_null=True))
+    @extend_schema_field(JobRefSerializer(allow_null=True))
     def get_job(self, obj) -> dict | None:
         if not obj.job_namespace and not obj.job_name:
             return None
@@ -143,7 +139,7 @@ class StaleDeclarationOutputSerializer(serializers.Serializer):
 
 class UndeclaredWriteOutputSerializer(serializers.Serializer):
     team = serializers.CharField(source="team.slug", help_text="The writing team.")
-    job = _JobField()
+    job = JobRefSerializer()
     dataset = _DatasetField()
     first_seen_at = serializers.DateTimeField()
     last_seen_at = serializers.DateTimeField()
@@ -152,7 +148,7 @@ class UndeclaredWriteOutputSerializer(serializers.Serializer):
 
 class _UsageParty(serializers.Serializer):
     team = serializers.CharField(source="team.slug")
-    job = _JobField()
+    job = JobRefSerializer()
     last_seen_at = serializers.DateTimeField()
     runs = serializers.IntegerField(source="run_count")
 
@@ -205,7 +201,7 @@ class UnannouncedChangeOutputSerializer(serializers.Serializer):
     )
     created_at = serializers.DateTimeField(help_text="When Tidemark detected it.")
 
-    @extend_schema_field(_JobField(allow_null=True))
+    @extend_schema_field(JobRefSerializer(allow_null=True))
     def get_job(self, obj) -> dict | None:
         if not obj.observation.job_namespace:
             return None

@@ -8,16 +8,12 @@ from rest_framework import serializers
 from catalog.models import SchemaObservation
 
 from .catalog import StrictSerializer
+from .lineage import JobRefSerializer
 
 
 class SchemaObservationFilterSerializer(StrictSerializer):
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
-
-
-class _SchemaJobField(serializers.Serializer):
-    namespace = serializers.CharField()
-    name = serializers.CharField()
 
 
 class SchemaObservationOutputSerializer(serializers.Serializer):
@@ -39,7 +35,7 @@ class SchemaObservationOutputSerializer(serializers.Serializer):
     def get_team(self, obj) -> str | None:
         return obj.team.slug if obj.team_id else None
 
-    @extend_schema_field(_SchemaJobField(allow_null=True))
+    @extend_schema_field(JobRefSerializer(allow_null=True))
     def get_job(self, obj) -> dict | None:
         if not obj.job_namespace:
             return None

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog import selectors, services
-from catalog.models import ApiKey
+from catalog.models import ApiKey, Team
 
 from ..pagination import CursorPagination
 from ..serializers import governance as s
@@ -139,6 +139,14 @@ def _report_team(request: Request, slug: str | None):
     return selectors.team_get(slug=slug) if slug else (None if governance else own)
 
 
+def _report_filters(request: Request, serializer_class) -> tuple[dict, Team | None]:
+    """A report's query parameters validated by ``serializer_class`` (a 400 naming the
+    field otherwise), and the team whose rows it shows (``_report_team`` of ``team``)."""
+    filters = serializer_class(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    return filters.validated_data, _report_team(request, filters.validated_data.get("team"))
+
+
 _VERIFIED = {"true": True, "false": False, "all": None}
 
 
@@ -155,10 +163,7 @@ class UndeclaredReadsReportApi(APIView):
         responses=s.UndeclaredReadOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        filters = s.UndeclaredReadsFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        f = filters.validated_data
-        team = _report_team(request, f.get("team"))
+        f, team = _report_filters(request, s.UndeclaredReadsFilterSerializer)
         queryset = selectors.undeclared_reads_list(team=team, verified=_VERIFIED[f["verified"]])
         return paginate(
             self, request, queryset, s.UndeclaredReadOutputSerializer, ("-last_seen_at", "-id")
@@ -178,11 +183,9 @@ class StaleDeclarationsReportApi(APIView):
         responses=s.StaleDeclarationOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        filters = s.StaleDeclarationsFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        f = filters.validated_data
+        f, team = _report_filters(request, s.StaleDeclarationsFilterSerializer)
         queryset = selectors.stale_declarations_list(
-            team=_report_team(request, f.get("team")),
+            team=team,
             days=f.get("days") or settings.TIDEMARK_STALE_DECLARATION_DAYS,
             now=timezone.now(),
         )
@@ -203,11 +206,8 @@ class UndeclaredWritesReportApi(APIView):
         responses=s.UndeclaredWriteOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        filters = s.ReportFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        queryset = selectors.undeclared_writes_list(
-            team=_report_team(request, filters.validated_data.get("team"))
-        )
+        _, team = _report_filters(request, s.ReportFilterSerializer)
+        queryset = selectors.undeclared_writes_list(team=team)
         return paginate(
             self, request, queryset, s.UndeclaredWriteOutputSerializer, ("-last_seen_at", "-id")
         )
@@ -226,9 +226,7 @@ class UncataloguedDatasetsReportApi(APIView):
         responses=s.UncataloguedDatasetOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        filters = s.ReportFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        team = _report_team(request, filters.validated_data.get("team"))
+        _, team = _report_filters(request, s.ReportFilterSerializer)
         paginator = CursorPagination()
         paginator.ordering = ("-last_seen", "dataset_namespace", "dataset_name")
         page = paginator.paginate_queryset(
@@ -254,9 +252,7 @@ class UnannouncedChangesReportApi(APIView):
         responses=s.UnannouncedChangeOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        filters = s.ReportFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        team = _report_team(request, filters.validated_data.get("team"))
+        _, team = _report_filters(request, s.ReportFilterSerializer)
         queryset = selectors.unannounced_schema_changes(teams=None if team is None else [team])
         return paginate(
             self, request, queryset, s.UnannouncedChangeOutputSerializer, ("-observed_at", "-id")
