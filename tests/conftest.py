@@ -101,7 +101,7 @@ def s3_bucket(moto_endpoint):
 # --- browser ----------------------------------------------------------------------------
 
 CHROMIUM = os.environ.get("TIDEMARK_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOT_DIR = os.environ.get("TIDEMARK_SCREENSHOT_DIR", "var/screenshots")
+SCREENSHOT_DIR = os.environ.get("TIDEMARK_SCREENSHOT_DIR")  # default: the run's tmp dir
 _CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -130,13 +130,18 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture
-def screenshot():
+def screenshot(tmp_path_factory):
     """``screenshot(page, name)``: saves a full-page PNG as ``<TIDEMARK_SCREENSHOT_DIR>/
-    <name>.png`` (default ``var/screenshots``), the artifact the browser tests leave."""
+    <name>.png``, the artifact the browser tests leave; without the variable, in this run's
+    temporary directory (tests never write into the working tree)."""
     from pathlib import Path
 
+    folder = (
+        Path(SCREENSHOT_DIR) if SCREENSHOT_DIR else tmp_path_factory.getbasetemp() / "screenshots"
+    )
+
     def take(page, name: str) -> Path:
-        path = Path(SCREENSHOT_DIR) / f"{name}.png"
+        path = folder / f"{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path), full_page=True)
         return path
