@@ -1,0 +1,206 @@
+"""Telling consumers: subscriptions and the endpoints they deliver to, and the outbox
+(notifications, one delivery per endpoint, and each attempt); plus the Idempotency-Key
+records that let a publish be retried safely."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db import models
+from django.db.models import Q
+
+from .datasets import Dataset
+from .teams import Team
+
+
+class Endpoint(models.Model):
+    """Where Tidemark sends notifications for a team."""
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook"
+        EMAIL = "email"
+        SLACK = "slack"
+        WATCHDOG = "watchdog"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="endpoints")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.WEBHOOK)
+    url = models.CharField(max_length=2048)
+    is_active = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=255, blank=True)
+    # Standard Webhooks signing secrets, encrypted (catalog.secrets): they must sign, so
+    # they cannot be hashed. The previous one keeps signing until its overlap ends.
+    secret_encrypted = models.TextField(blank=True)
+    # [{"encrypted": ..., "expires_at": ISO 8601}]: every secret replaced less than an
+    # overlap ago, so rotating twice in a row never strands a consumer on the first one.
+    previous_secrets = models.JSONField(default=list, blank=True)
+    failing_since = models.DateTimeField(
+        null=True, blank=True, help_text="First retryable failure since the last success."
+    )
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "kind", "url"], name="uniq_endpoint"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}:{self.kind}:{self.url}"
+
+    @property
+    def previous_secret_expires_at(self) -> datetime | None:
+        """When the last replaced secret stops signing (None: none is signing)."""
+        ends = [datetime.fromisoformat(p["expires_at"]) for p in self.previous_secrets]
+        return max(ends) if ends else None
+
+
+class Subscription(models.Model):
+    """A consumer team's declaration that it (optionally one of its jobs) reads a dataset."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="subscriptions")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="subscriptions")
+    job_namespace = models.CharField(max_length=255, blank=True)
+    job_name = models.CharField(max_length=1024, blank=True)
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="subscriptions"
+    )
+    event_types = models.JSONField(default=list, blank=True, help_text="Empty: every type.")
+    partition_pattern = models.CharField(
+        max_length=64, blank=True, help_text="fnmatch pattern on partition keys; empty: all."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "dataset", "job_namespace", "job_name"], name="uniq_subscription"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug} reads {self.dataset}"
+
+
+class Notification(models.Model):
+    """Something consumers are told about, with a stable id (the Standard Webhooks
+    ``webhook-id``) and the exact payload every endpoint receives."""
+
+    class Type(models.TextChoices):
+        PARTITION_READY = "partition.ready"
+        PARTITION_RESTATED = "partition.restated"
+        PARTITION_FAILED = "partition.failed"
+        ENDPOINT_DISABLED = "endpoint.disabled"
+        DATASET_LATE = "dataset.late"
+        DATASET_RECOVERED = "dataset.recovered"
+        WATCHDOG_MONITOR = "watchdog.monitor"
+        WATCHDOG_PING = "watchdog.ping"
+        CHANGE_NOTICE_ANNOUNCED = "change_notice.announced"
+        CHANGE_NOTICE_REMINDER = "change_notice.reminder"
+        CHANGE_NOTICE_EFFECTIVE = "change_notice.effective"
+        DATASET_VERSION_PROMOTED = "dataset.version_promoted"
+        SCHEMA_UNANNOUNCED_CHANGE = "schema.unannounced_change"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    type = models.CharField(max_length=64, choices=Type.choices)
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+    )
+    dedup_key = models.CharField(max_length=255, unique=True)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.id}"
+
+
+class Delivery(models.Model):
+    """One notification to one endpoint: the outbox row a delivery worker claims."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RETRYING = "retrying"
+        SUCCEEDED = "succeeded"
+        REJECTED = "rejected"
+        DEAD = "dead"
+        CANCELLED = "cancelled"
+
+    notification = models.ForeignKey(
+        Notification, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0, help_text="Attempts ever made.")
+    attempts_before_replay = models.PositiveIntegerField(
+        default=0, help_text="Attempts made before the last replay; the budget restarts there."
+    )
+    next_attempt_at = models.DateTimeField()
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error_kind = models.CharField(max_length=32, blank=True)
+    last_error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["notification", "endpoint"], name="uniq_delivery"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_due",
+                condition=Q(state__in=["pending", "retrying"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} -> {self.endpoint_id} ({self.state})"
+
+
+class DeliveryAttempt(models.Model):
+    """One try of a delivery, append-only: what was sent when, and what came back."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    decision = models.CharField(max_length=16)
+    error_kind = models.CharField(max_length=32, blank=True)
+    error = models.TextField(blank=True)
+    response_excerpt = models.TextField(blank=True)
+    next_attempt_in_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["delivery", "number"], name="uniq_attempt_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id}#{self.number} {self.status_code or self.error_kind}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a request sent with an ``Idempotency-Key``, per team
+    (IETF draft-ietf-httpapi-idempotency-key-header)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="uniq_idempotency_key"),
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="idempotency_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.team_id}:{self.key}"

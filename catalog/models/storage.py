@@ -1,0 +1,65 @@
+"""The fallback poll's bookkeeping: datasets polled together under one storage prefix
+(``StorageGroup``) and each sweep of such a group."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class StorageGroup(models.Model):
+    """Datasets whose partitions live under one parent prefix of one storage source: the
+    fallback poll lists the parent once per sweep, with a delimiter, for all of them.
+
+    ``interval_seconds`` is the current gap between sweeps: adaptive groups (some dataset
+    sends no readiness events) start at the minimum and back off while nothing new
+    appears; groups whose datasets all publish events are swept as an hourly safety net.
+    """
+
+    class Mode(models.TextChoices):
+        ADAPTIVE = "adaptive", "poll-only: adaptive"
+        SAFETY_NET = "safety_net", "events: hourly safety net"
+
+    source = models.CharField(max_length=64)
+    prefix = models.CharField(max_length=1024, help_text="Parent prefix, relative to the root.")
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ADAPTIVE)
+    interval_seconds = models.PositiveIntegerField(default=60)
+    next_sweep_at = models.DateTimeField()
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_swept_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last completed sweep started."
+    )
+    last_full_sweep_at = models.DateTimeField(null=True, blank=True)
+    last_found_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "prefix"], name="uniq_storage_group"),
+        ]
+        indexes = [models.Index(fields=["next_sweep_at"], name="storage_group_due")]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.prefix or '/'}"
+
+
+class StorageSweep(models.Model):
+    """One sweep of a storage group and what it cost (kept for a week)."""
+
+    group = models.ForeignKey(StorageGroup, on_delete=models.CASCADE, related_name="sweeps")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    full = models.BooleanField(default=False, help_text="Listed every partition, no horizon.")
+    list_calls = models.PositiveIntegerField(default=0)
+    pages = models.PositiveIntegerField(default=0)
+    objects_seen = models.PositiveIntegerField(default=0)
+    partitions_checked = models.PositiveIntegerField(default=0)
+    partitions_found = models.PositiveIntegerField(default=0)
+    missed_events = models.PositiveIntegerField(default=0)
+    incomplete = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["group", "-started_at"], name="storage_sweep_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.group} @ {self.started_at}"

@@ -1,0 +1,120 @@
+"""Who uses which dataset, as lineage reports it: jobs, their observed reads and writes of
+datasets, and what a database role accessed while no team claimed it."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from .datasets import Dataset
+from .teams import Team
+
+
+class Job(models.Model):
+    """A job seen in runtime lineage, by its OpenLineage ``namespace`` + ``name`` (kept as
+    received: job identities are not normalised). ``team`` is its verified owner: the team
+    that claimed the job namespace, set by the last verified event; None while only
+    unverified events named the job."""
+
+    namespace = models.CharField(max_length=255)
+    name = models.CharField(max_length=1024)
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    first_seen_at = models.DateTimeField(help_text="Earliest event time seen (UTC).")
+    last_seen_at = models.DateTimeField(help_text="Latest event time seen (UTC).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="uniq_job_identity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class DatasetUsage(models.Model):
+    """An observed edge: ``job`` read or wrote the dataset with this normalised identity,
+    as reported by ``team``'s keys, aggregated over all runs.
+
+    ``verified``: the reporting team claims the job's namespace; unverified edges are kept
+    apart (their own rows) and never count as declarations. ``dataset`` links the catalog's
+    row when one is registered with this identity (usage of unknown datasets is still
+    recorded, by identity). ``run_count`` counts each run once.
+    """
+
+    class Direction(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="usages")
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="usages"
+    )
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=Direction.choices)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="usages")
+    verified = models.BooleanField(default=False)
+    first_seen_at = models.DateTimeField(help_text="Earliest event time seen (UTC).")
+    last_seen_at = models.DateTimeField(help_text="Latest event time seen (UTC).")
+    run_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "job",
+                    "dataset_namespace",
+                    "dataset_name",
+                    "direction",
+                    "team",
+                    "verified",
+                ],
+                name="uniq_dataset_usage",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dataset_namespace", "dataset_name"], name="usage_identity"),
+            models.Index(fields=["team", "direction", "verified"], name="usage_team"),
+        ]
+
+    def __str__(self) -> str:
+        verified = "" if self.verified else " (unverified)"
+        return (
+            f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name}"
+            f" for {self.team_id}{verified}"
+        )
+
+
+class UnclaimedUsage(models.Model):
+    """What a lineage collector saw a database role read or write while no team claimed
+    the role (``Claim`` kind ``db_role``, ``pattern``): kept, attributed to no team, so
+    that when a team claims the role it becomes that team's verified usage
+    (``catalog.services.held_usage_attribute``) without collecting the history again.
+    ``access_count`` adds up the accesses (they become the usage's ``run_count``)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="unclaimed_usages")
+    pattern = models.CharField(max_length=255, help_text="The db_role claim pattern it awaits.")
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=DatasetUsage.Direction.choices)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    access_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "dataset_namespace", "dataset_name", "direction"],
+                name="uniq_unclaimed_usage",
+            ),
+        ]
+        indexes = [models.Index(fields=["pattern"], name="unclaimed_usage_pattern")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name} (unclaimed)"
+        )
