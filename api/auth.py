@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from catalog.services import Actor, api_key_authenticate
+from catalog.actors import Actor
+from catalog.services.teams import api_key_authenticate
 
 
 class ApiPrincipal:

@@ -150,15 +150,16 @@ def seed() -> dict[str, Any]:
     from django.db import connection
 
     from bench.floor import CREATE_TABLE_SQL
-    from catalog import services
+    from catalog.actors import Actor
     from catalog.models import ApiKey
+    from catalog.services import datasets, subscriptions, teams
 
     with connection.cursor() as cursor:
         cursor.execute(CREATE_TABLE_SQL)
-    producer = services.team_create(slug="bench-producer", name="Bench producer")
-    key, token = services.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
-    dataset = services.dataset_register(
-        actor=services.Actor(team=producer, api_key=key),
+    producer = teams.team_create(slug="bench-producer", name="Bench producer")
+    key, token = teams.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
+    dataset = datasets.dataset_register(
+        actor=Actor(team=producer, api_key=key),
         namespace=NAMESPACE,
         name=NAME,
         partitioning="daily",
@@ -166,9 +167,9 @@ def seed() -> dict[str, Any]:
         criticality="high",
     )
     for i in (1, 2):
-        consumer = services.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
-        services.subscription_create(
-            actor=services.Actor(team=consumer),
+        consumer = teams.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
+        subscriptions.subscription_create(
+            actor=Actor(team=consumer),
             dataset=dataset,
             endpoint_url=f"https://hooks.example.invalid/bench/{i}",
         )

@@ -131,16 +131,17 @@ def seed() -> str:
     from django.db import connection
 
     from bench.floor import CREATE_TABLE_SQL
-    from catalog import services
+    from catalog.actors import Actor
     from catalog.models import ApiKey
+    from catalog.services import datasets, ownership, teams
 
     with connection.cursor() as cursor:
         cursor.execute(CREATE_TABLE_SQL)
-    team = services.team_create(slug="bench-lineage", name="Bench lineage")
-    actor = services.Actor(team=team)
-    services.claim_create(actor=actor, kind="job_namespace", pattern=JOB_NAMESPACE)
-    services.dataset_register(actor=actor, namespace=DATASET_NAMESPACE, name=CATALOGUED)
-    _, token = services.api_key_create(team=team, name="bench", scopes=[ApiKey.Scope.LINEAGE])
+    team = teams.team_create(slug="bench-lineage", name="Bench lineage")
+    actor = Actor(team=team)
+    ownership.claim_create(actor=actor, kind="job_namespace", pattern=JOB_NAMESPACE)
+    datasets.dataset_register(actor=actor, namespace=DATASET_NAMESPACE, name=CATALOGUED)
+    _, token = teams.api_key_create(team=team, name="bench", scopes=[ApiKey.Scope.LINEAGE])
     return token
 
 
@@ -190,8 +191,8 @@ def process_run(n: int) -> dict[str, Any]:
     in this process with ``lineage_events_process_due``; wall and CPU time."""
     from django.db import connection
 
+    from catalog.actors import Actor
     from catalog.models import Team
-    from catalog.services import Actor
     from lineage import services
     from lineage.models import LineageEvent
 

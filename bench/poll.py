@@ -6,7 +6,7 @@ Run from the repository root::
 
 It creates fresh PostgreSQL databases (``tmbench_poll`` and ``tmbench_poll_wd``), migrates
 them and drives the real poll code in this process: ``polling.sweep_due`` (the beat's
-every-minute pass, with ``boot_at`` after a restart) and ``services.readiness_publish`` for
+every-minute pass, with ``boot_at`` after a restart) and ``publishing.readiness_publish`` for
 readiness events, in simulated time (``now=`` everywhere, ``time_machine`` frozen at the
 same instant for what reads the clock). Storage is an in-memory S3 stand-in
 (``FakeS3.call_s3("list_objects_v2", ...)`` honouring Prefix, Delimiter, MaxKeys,
@@ -368,13 +368,14 @@ def register_datasets(team, specs: list[tuple[str, str]], *, at: datetime) -> di
     real service (which creates and attaches the storage groups)."""
     import time_machine
 
-    from catalog import services
+    from catalog.actors import Actor
+    from catalog.services import datasets as dataset_services
 
-    actor = services.Actor(team=team)
+    actor = Actor(team=team)
     out = {}
     with time_machine.travel(at, tick=False):
         for name, template in specs:
-            out[name] = services.dataset_register(
+            out[name] = dataset_services.dataset_register(
                 actor=actor,
                 namespace=NAMESPACE,
                 name=name,
@@ -410,15 +411,17 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
     import time_machine
     from django.db import connection
 
-    from catalog import polling, services
+    from catalog import polling
+    from catalog.actors import Actor
     from catalog.models import Partition, StorageGroup, StorageSweep
+    from catalog.services import publishing, teams
 
     global STORE
     STORE = FakeS3()
     STORE.put_many(BUCKET, [])
     reset_catalog()
-    team = services.team_create(slug="bench-producer", name="Bench producer")
-    actor = services.Actor(team=team)
+    team = teams.team_create(slug="bench-producer", name="Bench producer")
+    actor = Actor(team=team)
     names, events, arrival = sc["names"], sc["events"], sc["arrival"]
     started = time.perf_counter()
     datasets = register_datasets(
@@ -504,7 +507,7 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
             else:
                 before_q, before_t = queries.count, time.perf_counter()
                 for name in events_due.get(minute, ()):
-                    result = services.readiness_publish(
+                    result = publishing.readiness_publish(
                         actor=actor, namespace=NAMESPACE, name=name, partition=KEY, now=now
                     )
                     event_log["processed"] += 1
@@ -658,13 +661,14 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
     from django.conf import settings
 
     import objectstore
-    from catalog import polling, services, storage
+    from catalog import polling, storage
     from catalog.models import StorageGroup
+    from catalog.services import teams
 
     global STORE
     STORE = FakeS3()
     reset_catalog()
-    team = services.team_create(slug="bench-history", name="Bench history")
+    team = teams.team_create(slug="bench-history", name="Bench history")
     now = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
     last = date.fromisoformat(KEY)
     keys = [(last - timedelta(days=d)).isoformat() for d in range(args.big_days - 1, -1, -1)]

@@ -42,7 +42,7 @@ from .models import (
 from .notices import iso
 
 if TYPE_CHECKING:
-    from .services import Actor
+    from .actors import Actor
 
 logger = logging.getLogger(__name__)
 

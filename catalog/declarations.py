@@ -13,7 +13,7 @@ The document::
 Each dataset takes the dataset API's field names. Pure: parsing, validation and the plan
 (create / update with each field's old -> new / unchanged) need no database; the catalog's
 current values come in as plain dicts (``selectors.declaration_current``) and applying goes
-through the services (``services.declarations_apply``), so every rule of the API holds.
+through the services (``services.datasets.declarations_apply``), so every rule of the API holds.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ and a location template. Datasets whose templates share a parent prefix form a
 - one recursive listing inside each listed partition prefix that holds a partition not
   yet known ready; ready partitions are never listed inside again.
 
-What completed is recorded through ``services.readiness_found`` (``detected_by = poll``),
+What completed is recorded through ``services.publishing.readiness_found`` (``detected_by = poll``),
 which fires the same notifications as a published event; a dataset that otherwise
 publishes events has it flagged as a missed event.
 
@@ -36,7 +36,7 @@ from django.db.models import Min, Q
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
 
-from . import services, storage
+from . import storage
 from .models import (
     Dataset,
     Partition,
@@ -45,6 +45,7 @@ from .models import (
     StorageGroup,
     StorageSweep,
 )
+from .services import publishing
 
 logger = logging.getLogger(__name__)
 
@@ -339,7 +340,7 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
             )
             missed = dataset.pk in by_event
             if verdict.complete:
-                if services.readiness_found(
+                if publishing.readiness_found(
                     dataset=dataset,
                     partition=key,
                     manifest=verdict.manifest,
@@ -353,7 +354,7 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
                     report.found.append(f"{dataset} {key or '-'}")
             elif verdict.found is not None:
                 report.incomplete += 1
-                services.readiness_incomplete(
+                publishing.readiness_incomplete(
                     dataset=dataset,
                     partition=key,
                     manifest=verdict.manifest,

@@ -40,7 +40,7 @@ from .models import (
 from .notices import iso
 
 if TYPE_CHECKING:
-    from .services import Actor
+    from .actors import Actor
 
 # The most partitions one restatement may span (a runaway range is a typo).
 MAX_RESTATEMENT_PARTITIONS = 1000

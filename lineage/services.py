@@ -29,9 +29,9 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from catalog import doorbell, schema_changes, selectors
-from catalog import services as catalog_services
+from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage, Job, SchemaObservation, Team
-from catalog.services import Actor
+from catalog.services import aliases, subscriptions, usage
 
 from . import collectors, openlineage, runstate
 from .errors import CollectorUnknown
@@ -273,7 +273,7 @@ def lineage_events_process_claimed(
     well-formed ``schema`` facet is a schema sighting of the catalog dataset
     (``catalog.schema_changes``: recorded for verified events and the owner's own), and
     its ``symlinks`` facet, in a verified event of the dataset's owner, declares aliases
-    of it (``catalog.services.dataset_symlinks_record``).
+    of it (``catalog.services.aliases.dataset_symlinks_record``).
 
     A transaction takes at most ``EVENTS_PER_TRANSACTION`` of the claims, applied first
     without savepoints; if one of them fails, the transaction is rolled back and the
@@ -413,14 +413,14 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
     if parsed.kind == openlineage.RUN:
         _apply_run_event(event, parsed, now=now)
     elif parsed.kind == openlineage.JOB:
-        catalog_services.job_record(
+        usage.job_record(
             namespace=parsed.job_namespace,
             name=parsed.job_name,
             team=owner,
             seen_at=parsed.event_time,
         )
         if owner is not None:  # a verified JobEvent's inputs declare what the job reads
-            catalog_services.subscription_declare_for_job(
+            subscriptions.subscription_declare_for_job(
                 team=owner,
                 job_namespace=parsed.job_namespace,
                 job_name=parsed.job_name,
@@ -428,7 +428,7 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
             )
     refs = [*parsed.inputs, *parsed.outputs, *([parsed.dataset] if parsed.dataset else [])]
     for ref in sorted(refs, key=lambda r: (r.received_namespace, r.received_name)):
-        catalog_services.dataset_alias_record(
+        aliases.dataset_alias_record(
             alias_namespace=ref.received_namespace,
             alias_name=ref.received_name,
             namespace=ref.namespace,
@@ -437,9 +437,7 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
         )
     links = [(ref.namespace, ref.name, ref.symlinks) for ref in refs if ref.symlinks]
     if links and event.verified:  # only the owner's verified events declare aliases
-        catalog_services.dataset_symlinks_record(
-            team=event.team, links=links, seen_at=parsed.event_time
-        )
+        aliases.dataset_symlinks_record(team=event.team, links=links, seen_at=parsed.event_time)
     sightings = [
         schema_changes.SchemaSighting(ref.namespace, ref.name, ref.schema)
         for ref in refs
@@ -465,7 +463,7 @@ def _apply_run_event(
 ) -> None:
     """Locks in one order everywhere (job, run, usage rows sorted by identity), so
     concurrent workers never deadlock."""
-    job = catalog_services.job_record(
+    job = usage.job_record(
         namespace=parsed.job_namespace,
         name=parsed.job_name,
         team=event.team if event.verified else None,
@@ -500,7 +498,7 @@ def _apply_run_event(
     )
     if not edges:
         return
-    usage_ids = catalog_services.usages_observe(
+    usage_ids = usage.usages_observe(
         job=run.job,
         edges=edges,
         team=event.team,
@@ -509,7 +507,7 @@ def _apply_run_event(
     )
     # The run row is locked: no one else adds its edges meanwhile.
     new_ids = _run_edges_add(run, sorted(usage_ids.values()))
-    catalog_services.usage_count_runs(usage_ids=new_ids)
+    usage.usage_count_runs(usage_ids=new_ids)
 
 
 _RUN_SAVED_FIELDS = [
@@ -755,7 +753,7 @@ def collector_run(*, name: str, now: datetime) -> CollectSummary:
     ``run_count`` grows by the access count), the jobs of unclaimed principals are
     recorded without an owner and their accesses held (``catalog.UnclaimedUsage``) until
     a team claims the role, which makes them its usage at once
-    (``catalog.services.held_usage_attribute``), and the new cursor is stored. A failure
+    (``catalog.services.usage.held_usage_attribute``), and the new cursor is stored. A failure
     rolls all of it back, so the next run reads the same history again: running twice records once.
 
     Args:
@@ -814,7 +812,7 @@ def _record_accesses(
         team = teams.get(patterns[principal])
         principal_accesses = by_principal[principal]
         seen_at = max(access.observed_at for access in principal_accesses)
-        job = catalog_services.job_record(
+        job = usage.job_record(
             namespace=collector.job_namespace, name=principal, team=team, seen_at=seen_at
         )
         counts: dict[tuple[str, str, str], int] = {}
@@ -823,21 +821,19 @@ def _record_accesses(
             counts[edge] = counts.get(edge, 0) + access.count
         if team is None:  # held, attributed to no team, until a team claims the role
             unclaimed.append(principal)
-            catalog_services.usages_hold(
-                job=job, pattern=patterns[principal], counts=counts, seen_at=seen_at
-            )
+            usage.usages_hold(job=job, pattern=patterns[principal], counts=counts, seen_at=seen_at)
             continue
         # What was held while it was unclaimed and the claim did not see (it committed
         # while this run was reading) is the claimant's now.
-        catalog_services.held_usage_attribute(team=team, pattern=patterns[principal])
+        usage.held_usage_attribute(team=team, pattern=patterns[principal])
         edges = sorted(counts, key=lambda edge: (edge[1], edge[2], edge[0]))
-        usage_ids = catalog_services.usages_observe(
+        usage_ids = usage.usages_observe(
             job=job, edges=edges, team=team, verified=True, seen_at=seen_at
         )
         by_count: dict[int, list[int]] = {}
         for edge, usage_id in usage_ids.items():
             by_count.setdefault(counts[edge], []).append(usage_id)
         for count, ids in sorted(by_count.items()):
-            catalog_services.usage_count_runs(usage_ids=sorted(ids), runs=count)
+            usage.usage_count_runs(usage_ids=sorted(ids), runs=count)
         recorded += len(usage_ids)
     return recorded, unclaimed

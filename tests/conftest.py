@@ -26,9 +26,9 @@ collect_ignore_glob = [] if _EMBEDDED else ["embedded/*"]
 def _forget_kept_publish_targets() -> Iterator[None]:
     """Each test starts with no publish target kept by the process (a test's rolled-back
     datasets would otherwise stay kept, and change the next test's statement counts)."""
-    from catalog import services
+    from catalog.services import publish_targets
 
-    services._publish_targets.clear()
+    publish_targets._publish_targets.clear()
     yield
 
 
@@ -48,7 +48,7 @@ def team(db):
 def make_key(db):
     """``make_key(team, scopes=...) -> token``: a real API key for ``team``."""
     from catalog.models import ApiKey
-    from catalog.services import api_key_create
+    from catalog.services.teams import api_key_create
 
     def make(team, scopes=None, **kwargs) -> str:
         _, token = api_key_create(

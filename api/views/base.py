@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog.services import Actor
+from catalog.actors import Actor
 
 from ..pagination import CursorPagination
 

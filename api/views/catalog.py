@@ -14,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import declarations, errors, freshness, selectors, services, watchdog_feed
+from catalog import declarations, errors, freshness, selectors, watchdog_feed
 from catalog.models import ApiKey, AuditEntry
+from catalog.services import datasets, publishing, subscriptions, teams
 from httpkit.exceptions import problem_exception_handler
 from httpkit.parsers import StrictJSONParser
 from problems import PROBLEM_CONTENT_TYPE, FieldError, ValidationProblem
@@ -60,7 +61,7 @@ class ApiKeyListCreateApi(APIView):
                 "expires_at is in the past",
                 errors=[FieldError("expires_at", "must be in the future", "future")],
             )
-        key, token = services.api_key_create(
+        key, token = teams.api_key_create(
             team=actor_of(request).team,
             name=data.validated_data["name"],
             scopes=data.validated_data["scopes"],
@@ -77,7 +78,7 @@ class ApiKeyRevokeApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, public_id: str) -> Response:
         key = selectors.api_key_get(team=actor_of(request).team, public_id=public_id)
-        services.api_key_revoke(key=key, now=timezone.now())
+        teams.api_key_revoke(key=key, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -107,7 +108,7 @@ class DatasetListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = s.DatasetCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        dataset = services.dataset_register(actor=actor_of(request), **data.validated_data)
+        dataset = datasets.dataset_register(actor=actor_of(request), **data.validated_data)
         return Response(s.DatasetOutputSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
 
@@ -129,7 +130,7 @@ class DatasetDetailApi(APIView):
         data = s.DatasetUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        dataset = services.dataset_update(
+        dataset = datasets.dataset_update(
             actor=actor_of(request), dataset=dataset, **data.validated_data
         )
         return Response(s.DatasetOutputSerializer(dataset).data)
@@ -157,7 +158,7 @@ class CatalogApplyApi(APIView):
         if dry_run:
             result = selectors.declarations_plan(team=actor.team, document=document)
         else:
-            result = services.declarations_apply(actor=actor, document=document)
+            result = datasets.declarations_apply(actor=actor, document=document)
         body = {**declarations.plan_as_dict(result), "dry_run": dry_run}
         return Response(s.CatalogPlanOutputSerializer(body).data)
 
@@ -258,7 +259,7 @@ class ReadinessPublishApi(APIView):
     def post(self, request: Request) -> Response:
         data = s.ReadinessPublishInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = services.readiness_publish(
+        result = publishing.readiness_publish(
             actor=actor_of(request),
             idempotency_key=_idempotency_key(request),
             now=timezone.now(),
@@ -309,7 +310,7 @@ def _publish_directly(request: HttpRequest) -> HttpResponse | None:
     except Exception:  # whatever it is, DRF answers it as it always does
         return None
     try:
-        result = services.readiness_publish(
+        result = publishing.readiness_publish(
             actor=principal.actor,
             idempotency_key=idempotency_key,
             now=timezone.now(),
@@ -391,7 +392,9 @@ class SubscriptionListCreateApi(APIView):
             if dataset_id is not None
             else selectors.dataset_get(namespace=namespace, name=name)
         )
-        result = services.subscription_create(actor=actor_of(request), dataset=dataset, **values)
+        result = subscriptions.subscription_create(
+            actor=actor_of(request), dataset=dataset, **values
+        )
         body = dict(s.SubscriptionOutputSerializer(result.subscription).data)
         if result.endpoint_secret:
             body["endpoint_secret"] = result.endpoint_secret
@@ -406,5 +409,5 @@ class SubscriptionDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:
-        services.subscription_delete(actor=actor_of(request), subscription_id=subscription_id)
+        subscriptions.subscription_delete(actor=actor_of(request), subscription_id=subscription_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

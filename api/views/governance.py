@@ -11,8 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import selectors, services
+from catalog import selectors
 from catalog.models import ApiKey, Team
+from catalog.services import ownership
 
 from ..pagination import CursorPagination
 from ..serializers import governance as s
@@ -37,7 +38,7 @@ class ClaimListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = s.ClaimCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        claim, created = services.claim_create(actor=actor_of(request), **data.validated_data)
+        claim, created = ownership.claim_create(actor=actor_of(request), **data.validated_data)
         return Response(
             s.ClaimOutputSerializer(claim).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -49,7 +50,7 @@ class ClaimDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, claim_id: int) -> Response:
-        services.claim_release(actor=actor_of(request), claim_id=claim_id)
+        ownership.claim_release(actor=actor_of(request), claim_id=claim_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -87,7 +88,7 @@ class DatasetTransferCreateApi(APIView):
         data = s.DatasetTransferCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        transfer = services.dataset_transfer_propose(
+        transfer = ownership.dataset_transfer_propose(
             actor=actor_of(request), dataset=dataset, **data.validated_data
         )
         return Response(
@@ -103,7 +104,7 @@ class DatasetTransferAcceptApi(APIView):
     @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
     def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        services.dataset_transfer_accept(
+        ownership.dataset_transfer_accept(
             actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
         )
         transfer = selectors.dataset_transfer_get(dataset=dataset, transfer_id=transfer_id)
@@ -118,7 +119,7 @@ class DatasetTransferCancelApi(APIView):
     @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
     def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        transfer = services.dataset_transfer_cancel(
+        transfer = ownership.dataset_transfer_cancel(
             actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
         )
         return Response(s.DatasetTransferOutputSerializer(transfer).data)

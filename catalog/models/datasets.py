@@ -90,7 +90,7 @@ class Dataset(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     # Bounds of the integer rules, the one place defining them: the services refuse
-    # values outside (``services._validate_dataset_fields``); the API's serializers, the
+    # values outside (``services.datasets._validate_dataset_fields``); the API's serializers, the
     # web form and the declarations file use the same numbers.
     MAX_SLA_GRACE_SECONDS = 31 * 86400
     MAX_CHANGE_NOTICE_DAYS = 365
@@ -142,7 +142,7 @@ class DatasetAlias(models.Model):
     team declared for it in a verified lineage event's ``symlinks`` facet (a metastore
     table over a lake path, say), normalised; ``dataset`` is the registered dataset, and
     usage naming the alias is usage of that dataset. An identity is an alias of at most
-    one dataset, the first to claim it (``catalog.services.dataset_symlinks_record`` says
+    one dataset, the first to claim it (``catalog.services.aliases.dataset_symlinks_record`` says
     who may)."""
 
     class Kind(models.TextChoices):

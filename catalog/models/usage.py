@@ -92,7 +92,7 @@ class UnclaimedUsage(models.Model):
     """What a lineage collector saw a database role read or write while no team claimed
     the role (``Claim`` kind ``db_role``, ``pattern``): kept, attributed to no team, so
     that when a team claims the role it becomes that team's verified usage
-    (``catalog.services.held_usage_attribute``) without collecting the history again.
+    (``catalog.services.usage.held_usage_attribute``) without collecting the history again.
     ``access_count`` adds up the accesses (they become the usage's ``run_count``)."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="unclaimed_usages")

@@ -28,10 +28,12 @@ from .. import (
     freshness,
     graph_layout,
     selectors,
-    services,
     timeline,
 )
+from ..actors import Actor
 from ..models import Dataset, Membership, Team
+from ..services import datasets, subscriptions
+from ..services import teams as team_services
 from .forms import (
     ApiKeyCreateForm,
     DatasetEditForm,
@@ -193,7 +195,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = DatasetEditForm.for_dataset(dataset, request.POST)
     if form.is_valid():
         try:
-            services.dataset_update(
+            datasets.dataset_update(
                 actor=_actor(request, membership.team),
                 dataset=dataset,
                 override_reason=form.cleaned_data["override_reason"],
@@ -220,7 +222,7 @@ def dataset_subscribe(request: HttpRequest, dataset_id: int) -> HttpResponse:
     if form.is_valid():
         team = next(t for t in teams if t.slug == form.cleaned_data["team"])
         try:
-            result = services.subscription_create(
+            result = subscriptions.subscription_create(
                 actor=_actor(request, team),
                 dataset=dataset,
                 job_namespace=form.cleaned_data["job_namespace"],
@@ -268,8 +270,8 @@ def change_notice_acknowledge(
     return redirect(f"{reverse('web:dataset', args=[dataset.pk])}#notice-{notice.pk}")
 
 
-def _actor(request: HttpRequest, team: Team) -> services.Actor:
-    return services.Actor(team=team, username=request.user.get_username())
+def _actor(request: HttpRequest, team: Team) -> Actor:
+    return Actor(team=team, username=request.user.get_username())
 
 
 def _dataset_or_404(dataset_id: int) -> Dataset:
@@ -389,7 +391,7 @@ def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
     form = ApiKeyCreateForm(request.POST, governance=browse.person_is_governance(user=request.user))
     if form.is_valid():
         try:
-            _, token = services.api_key_create(
+            _, token = team_services.api_key_create(
                 team=membership.team,
                 name=form.cleaned_data["name"],
                 scopes=form.cleaned_data["scopes"],
@@ -414,7 +416,7 @@ def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpRespo
         key = selectors.api_key_get(team=team, public_id=public_id)
     except errors.ApiKeyNotFound as exc:
         raise Http404(exc.detail) from exc
-    services.api_key_revoke(key=key, now=timezone.now())
+    team_services.api_key_revoke(key=key, now=timezone.now())
     messages.success(request, f"Key {key.name} (tm_{key.public_id}_…) is revoked.")
     return redirect(f"{reverse('web:team', args=[slug])}#keys")
 

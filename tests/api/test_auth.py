@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from catalog import services
 from catalog.models import ApiKey
-from catalog.services import api_key_authenticate, api_key_revoke
+from catalog.services import teams
+from catalog.services.teams import api_key_authenticate, api_key_revoke
 
 pytestmark = pytest.mark.django_db
 
@@ -104,8 +104,8 @@ def test_a_key_revoked_by_another_process_is_refused_within_the_cache_bound(
     ApiKey.objects.filter(team=team).update(revoked_at=now)
     assert api_key_authenticate(token=token, now=now) is not None
     # ...and reads the row again once the cache bound has passed.
-    later = time.monotonic() + services.API_KEY_CACHE_SECONDS
-    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=lambda: later))
+    later = time.monotonic() + teams.API_KEY_CACHE_SECONDS
+    monkeypatch.setattr(teams, "time", SimpleNamespace(monotonic=lambda: later))
     assert api_key_authenticate(token=token, now=now) is None
 
 

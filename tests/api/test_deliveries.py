@@ -3,8 +3,9 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 
 from catalog import delivery
+from catalog.actors import Actor
 from catalog.models import Delivery, Endpoint
-from catalog.services import Actor, readiness_publish
+from catalog.services.publishing import readiness_publish
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db

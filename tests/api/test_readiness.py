@@ -7,7 +7,7 @@ from catalog.models import (
     PartitionRevision,
     ReadinessEvent,
 )
-from catalog.services import api_key_create
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db

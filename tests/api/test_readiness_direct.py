@@ -14,9 +14,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from api.views import catalog as views
-from catalog import services
 from catalog.models import ApiKey, Dataset, Partition
-from catalog.services import api_key_create, api_key_revoke
+from catalog.services import publishing
+from catalog.services.teams import api_key_create, api_key_revoke
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -234,7 +234,7 @@ def test_an_unexpected_error_is_rendered_as_drf_renders_it(world, raw_ways, monk
     def boom(**kwargs):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(services, "readiness_publish", boom)
+    monkeypatch.setattr(publishing, "readiness_publish", boom)
     world["owner"].raise_request_exception = False
     answers = raw_ways(lambda: _post(world["owner"]))
     drf, direct = answers["drf"], answers["direct"]

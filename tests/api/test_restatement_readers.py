@@ -13,8 +13,10 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from catalog import restatements
+from catalog.actors import Actor
 from catalog.models import ApiKey, Restatement
-from catalog.services import Actor, api_key_create, readiness_publish
+from catalog.services.publishing import readiness_publish
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

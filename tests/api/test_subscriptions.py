@@ -152,8 +152,9 @@ def test_since_delivers_recent_history_once(client_for, team, dataset):
 
     from django.utils import timezone
 
+    from catalog.actors import Actor
     from catalog.models import Delivery
-    from catalog.services import Actor, readiness_publish
+    from catalog.services.publishing import readiness_publish
 
     for day in ("2026-11-26", "2026-11-27"):
         readiness_publish(
@@ -205,8 +206,9 @@ def test_since_never_delivers_the_watchdogs_notifications(client_for, team, data
 def test_without_since_a_subscription_gets_no_history(client_for, team, dataset):
     from django.utils import timezone
 
+    from catalog.actors import Actor
     from catalog.models import Delivery
-    from catalog.services import Actor, readiness_publish
+    from catalog.services.publishing import readiness_publish
 
     readiness_publish(
         actor=Actor(team=dataset.owner),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from catalog import polling, services
+from catalog import polling
+from catalog.actors import Actor
 from catalog.models import Dataset
+from catalog.services import datasets
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -15,8 +17,8 @@ def register(team, name="orders", **fields) -> Dataset:
     fields.setdefault("completion_signal", Dataset.CompletionSignal.SUCCESS_MARKER)
     fields.setdefault("storage_source", "lake")
     fields.setdefault("location_template", f"sales/{name}/dt={{partition}}/")
-    return services.dataset_register(
-        actor=services.Actor(team=team), namespace="s3://lake", name=name, **fields
+    return datasets.dataset_register(
+        actor=Actor(team=team), namespace="s3://lake", name=name, **fields
     )
 
 

@@ -36,8 +36,8 @@ def test_change_notice_admin_shows_the_override_and_acknowledgements_read_only(c
 
     from django.utils import timezone
 
+    from catalog.actors import Actor
     from catalog.change_notices import change_notice_acknowledge, change_notice_announce
-    from catalog.services import Actor
     from tests.catalog.factories import SubscriptionFactory
 
     dataset = DatasetFactory()

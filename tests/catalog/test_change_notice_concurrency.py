@@ -9,8 +9,8 @@ import pytest
 from django.db import transaction
 
 from catalog import change_notices
+from catalog.actors import Actor
 from catalog.models import ChangeNotice, Delivery, Notification
-from catalog.services import Actor
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 from tests.catalog.threads import race
 

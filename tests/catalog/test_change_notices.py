@@ -8,6 +8,7 @@ import time_machine
 from django.core.management import call_command
 
 from catalog import change_notices, errors, notices
+from catalog.actors import Actor
 from catalog.change_notices import (
     change_notice_acknowledge,
     change_notice_announce,
@@ -20,7 +21,7 @@ from catalog.models import (
     Delivery,
     Notification,
 )
-from catalog.services import Actor, subscription_create
+from catalog.services.subscriptions import subscription_create
 from problems import ValidationProblem
 from tests.catalog.factories import (
     DatasetFactory,

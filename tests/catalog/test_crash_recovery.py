@@ -25,9 +25,11 @@ from django.db import connections
 from django.utils import timezone
 
 from catalog import delivery
+from catalog.actors import Actor
 from catalog.crashpoints import POINTS
 from catalog.models import Delivery, Notification, Partition, PartitionRevision, ReadinessEvent
-from catalog.services import Actor, readiness_publish, subscription_create
+from catalog.services.publishing import readiness_publish
+from catalog.services.subscriptions import subscription_create
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default"])
@@ -39,8 +41,9 @@ SCENARIO = """
 import django; django.setup()
 from django.utils import timezone
 from catalog import delivery
+from catalog.actors import Actor
 from catalog.models import Team
-from catalog.services import Actor, readiness_publish
+from catalog.services.publishing import readiness_publish
 owner = Team.objects.get(slug="orders")
 for partition in {partitions!r}:
     readiness_publish(actor=Actor(team=owner), namespace="s3://lake", name="raw/orders",

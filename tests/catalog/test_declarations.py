@@ -3,9 +3,11 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from catalog import declarations, selectors, services
+from catalog import declarations, selectors
+from catalog.actors import Actor
 from catalog.errors import DeclarationForAnotherTeam, LifecycleNoticeRequired
 from catalog.models import AuditEntry, Dataset
+from catalog.services import datasets
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 DOC = """
@@ -115,7 +117,7 @@ def test_plan_diffs_fields_and_reports_not_declared():
 
 @pytest.fixture
 def actor(team):
-    return services.Actor(team=team, username="test")
+    return Actor(team=team, username="test")
 
 
 def _doc(text=DOC):
@@ -131,16 +133,16 @@ def test_dry_run_changes_nothing_and_shows_the_plan(actor):
 
 @pytest.mark.django_db
 def test_apply_creates_then_updates_and_twice_is_a_no_op(actor):
-    services.declarations_apply(actor=actor, document=_doc())
+    datasets.declarations_apply(actor=actor, document=_doc())
     orders = Dataset.objects.get(name="raw/orders")
     assert (orders.owner, orders.criticality, orders.change_notice_days) == (actor.team, "high", 7)
     assert Dataset.objects.filter(name="raw/refunds").exists()
 
-    again = services.declarations_apply(actor=actor, document=_doc())
+    again = datasets.declarations_apply(actor=actor, document=_doc())
     assert {i.action for i in again.items} == {"unchanged"}
     assert AuditEntry.objects.filter(action="dataset.updated").count() == 0
 
-    changed = services.declarations_apply(
+    changed = datasets.declarations_apply(
         actor=actor, document=_doc(DOC.replace("criticality: high", "criticality: low"))
     )
     assert changed.items[0].action == "update"
@@ -153,7 +155,7 @@ def test_apply_creates_then_updates_and_twice_is_a_no_op(actor):
 @pytest.mark.django_db
 def test_apply_leaves_undeclared_datasets_alone(actor):
     other = DatasetFactory(owner=actor.team, namespace="s3://lake", name="raw/old")
-    plan = services.declarations_apply(actor=actor, document=_doc())
+    plan = datasets.declarations_apply(actor=actor, document=_doc())
     assert plan.not_declared == ("s3://lake/raw/old",)
     assert Dataset.objects.filter(pk=other.pk).exists()
 
@@ -163,7 +165,7 @@ def test_a_lifecycle_change_without_its_notice_refuses_the_whole_apply(actor):
     DatasetFactory(owner=actor.team, namespace="s3://lake", name="raw/refunds")
     text = DOC + "    lifecycle: deprecated\n    sunset_at: 2099-01-01T00:00:00Z\n"
     with pytest.raises(LifecycleNoticeRequired) as caught:
-        services.declarations_apply(actor=actor, document=_doc(text))
+        datasets.declarations_apply(actor=actor, document=_doc(text))
     assert "datasets[1]" in caught.value.detail
     assert caught.value.errors[0].field == "datasets[1].lifecycle"
     assert not Dataset.objects.filter(name="raw/orders").exists()  # all or nothing
@@ -173,10 +175,10 @@ def test_a_lifecycle_change_without_its_notice_refuses_the_whole_apply(actor):
 @pytest.mark.django_db
 def test_a_declaration_for_another_team_or_dataset_is_refused(actor):
     with pytest.raises(DeclarationForAnotherTeam):
-        services.declarations_apply(actor=actor, document=_doc(DOC.replace("orders\n", "x\n", 1)))
+        datasets.declarations_apply(actor=actor, document=_doc(DOC.replace("orders\n", "x\n", 1)))
     DatasetFactory(owner=TeamFactory(slug="billing"), namespace="s3://lake", name="raw/refunds")
     with pytest.raises(Exception, match=r"datasets\[1\]"):
-        services.declarations_apply(actor=actor, document=_doc())
+        datasets.declarations_apply(actor=actor, document=_doc())
     assert not Dataset.objects.filter(name="raw/orders").exists()
 
 

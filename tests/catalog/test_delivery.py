@@ -12,8 +12,10 @@ from standardwebhooks import Webhook
 from werkzeug import Response
 
 from catalog import delivery
+from catalog.actors import Actor
 from catalog.models import Delivery, DeliveryAttempt, Endpoint
-from catalog.services import Actor, readiness_publish, subscription_create
+from catalog.services.publishing import readiness_publish
+from catalog.services.subscriptions import subscription_create
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db

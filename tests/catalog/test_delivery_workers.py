@@ -23,8 +23,10 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 
 from catalog import doorbell
+from catalog.actors import Actor
 from catalog.models import Delivery, DeliveryAttempt
-from catalog.services import Actor, readiness_publish, subscription_create
+from catalog.services.publishing import readiness_publish
+from catalog.services.subscriptions import subscription_create
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.catalog.worker_helpers import (
     Receiver,

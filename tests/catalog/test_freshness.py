@@ -11,8 +11,10 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from catalog import freshness, restatements, tasks
+from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, LatePartition, Notification, PartitionRevision
-from catalog.services import Actor, dataset_register, dataset_update, readiness_publish
+from catalog.services.datasets import dataset_register, dataset_update
+from catalog.services.publishing import readiness_publish
 from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db

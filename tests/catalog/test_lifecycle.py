@@ -8,9 +8,12 @@ import pytest
 import time_machine
 
 from catalog import errors
+from catalog.actors import Actor
 from catalog.change_notices import change_notice_announce, send_due
 from catalog.models import AuditEntry, ChangeNotice, Dataset, Partition
-from catalog.services import Actor, dataset_update, readiness_publish, subscription_create
+from catalog.services.datasets import dataset_update
+from catalog.services.publishing import readiness_publish
+from catalog.services.subscriptions import subscription_create
 from problems import ValidationProblem
 from tests.catalog.factories import DatasetFactory, TeamFactory
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from catalog import errors, services
+from catalog import errors
+from catalog.actors import Actor
 from catalog.models import AuditEntry, Claim, Dataset, DatasetTransfer
-from catalog.services import Actor
+from catalog.services import datasets, ownership
 from problems import ValidationProblem
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
@@ -26,9 +27,9 @@ def ops():
 
 
 def test_claim_create_normalises_a_prefix_and_audits_it(sales):
-    claim, created = services.claim_create(actor=sales, kind=PREFIX, pattern="S3://Lake/sales/")
+    claim, created = ownership.claim_create(actor=sales, kind=PREFIX, pattern="S3://Lake/sales/")
     assert (claim.pattern, created) == ("s3://lake/sales/", True)
-    again, created = services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    again, created = ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
     assert (again.pk, created) == (claim.pk, False)
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.team, entry.actor, entry.dataset) == (
@@ -41,8 +42,8 @@ def test_claim_create_normalises_a_prefix_and_audits_it(sales):
 
 
 def test_claim_release_is_audited(sales):
-    claim, _ = services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
-    services.claim_release(actor=sales, claim_id=claim.pk)
+    claim, _ = ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    ownership.claim_release(actor=sales, claim_id=claim.pk)
     assert not Claim.objects.exists()
     released = AuditEntry.objects.get(action="claim.released")
     assert released.changes == {"kind": [PREFIX, None], "pattern": ["s3://lake/sales/", None]}
@@ -58,19 +59,19 @@ def test_claim_release_is_audited(sales):
     ],
 )
 def test_claim_create_refuses_a_prefix_overlapping_another_teams(sales, ops, theirs, ours):
-    services.claim_create(actor=ops, kind=PREFIX, pattern=theirs)
+    ownership.claim_create(actor=ops, kind=PREFIX, pattern=theirs)
     with pytest.raises(errors.ClaimTaken) as caught:
-        services.claim_create(actor=sales, kind=PREFIX, pattern=ours)
+        ownership.claim_create(actor=sales, kind=PREFIX, pattern=ours)
     assert caught.value.extra["owner"] == "ops"
     assert "ops" in caught.value.detail
     assert not Claim.objects.filter(team=sales.team).exists()
 
 
 def test_claim_create_allows_neighbouring_prefixes_and_own_nesting(sales, ops):
-    services.claim_create(actor=ops, kind=PREFIX, pattern="s3://lake/sales_archive/")
-    services.claim_create(actor=ops, kind=PREFIX, pattern="s3://lakehouse/")
-    services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
-    services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/eu/")
+    ownership.claim_create(actor=ops, kind=PREFIX, pattern="s3://lake/sales_archive/")
+    ownership.claim_create(actor=ops, kind=PREFIX, pattern="s3://lakehouse/")
+    ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/eu/")
     assert Claim.objects.filter(team=sales.team).count() == 2
 
 
@@ -79,7 +80,7 @@ def test_claim_create_refuses_a_prefix_over_other_teams_datasets_naming_them(sal
     DatasetFactory(namespace="s3://lake", name="sales/ours", owner=sales.team)
     DatasetFactory(namespace="s3://lake", name="sales_archive/x", owner=ops.team)
     with pytest.raises(errors.ClaimOverDatasets) as caught:
-        services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+        ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
     assert caught.value.extra == {
         "datasets": [
             {"id": theirs.pk, "namespace": "s3://lake", "name": "sales/orders", "owner": "ops"}
@@ -91,11 +92,11 @@ def test_claim_create_refuses_a_prefix_over_other_teams_datasets_naming_them(sal
 
 
 def test_claim_create_lists_a_bounded_number_of_other_teams_datasets(sales, ops):
-    for n in range(services.CLAIM_CONFLICT_LISTED + 2):
+    for n in range(ownership.CLAIM_CONFLICT_LISTED + 2):
         DatasetFactory(namespace="s3://lake", name=f"sales/t{n:02}", owner=ops.team)
     with pytest.raises(errors.ClaimOverDatasets) as caught:
-        services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/")
-    assert len(caught.value.extra["datasets"]) == services.CLAIM_CONFLICT_LISTED
+        ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/")
+    assert len(caught.value.extra["datasets"]) == ownership.CLAIM_CONFLICT_LISTED
     assert caught.value.extra["more"] is True
 
 
@@ -104,33 +105,33 @@ def test_claim_create_lists_a_bounded_number_of_other_teams_datasets(sales, ops)
 )
 def test_claim_create_rejects_a_malformed_prefix(sales, pattern):
     with pytest.raises(ValidationProblem) as caught:
-        services.claim_create(actor=sales, kind=PREFIX, pattern=pattern)
+        ownership.claim_create(actor=sales, kind=PREFIX, pattern=pattern)
     assert [e.field for e in caught.value.errors] == ["pattern"]
 
 
 def test_dataset_register_inside_another_teams_prefix_is_refused_naming_the_owner(sales, ops):
-    services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
     with pytest.raises(errors.PrefixClaimed) as caught:
-        services.dataset_register(actor=ops, namespace="S3://lake", name="sales/orders")
+        datasets.dataset_register(actor=ops, namespace="S3://lake", name="sales/orders")
     assert caught.value.extra == {"owner": "sales", "prefix": "s3://lake/sales/"}
     assert "sales" in caught.value.detail
     assert not Dataset.objects.exists()
     # The claimer registers there; the other team registers next to it.
-    services.dataset_register(actor=sales, namespace="s3://lake", name="sales/orders")
-    services.dataset_register(actor=ops, namespace="s3://lake", name="sales_archive/orders")
+    datasets.dataset_register(actor=sales, namespace="s3://lake", name="sales/orders")
+    datasets.dataset_register(actor=ops, namespace="s3://lake", name="sales_archive/orders")
 
 
 def test_a_released_prefix_no_longer_refuses_registration(sales, ops):
-    claim, _ = services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
-    services.claim_release(actor=sales, claim_id=claim.pk)
-    assert services.dataset_register(actor=ops, namespace="s3://lake", name="sales/x").owner == (
+    claim, _ = ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    ownership.claim_release(actor=sales, claim_id=claim.pk)
+    assert datasets.dataset_register(actor=ops, namespace="s3://lake", name="sales/x").owner == (
         ops.team
     )
 
 
 def test_a_transfer_proposed_and_accepted_moves_ownership_and_is_audited(sales, ops):
     dataset = DatasetFactory(namespace="s3://lake", name="sales/orders", owner=ops.team)
-    transfer = services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+    transfer = ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
     assert (transfer.state, transfer.from_team, transfer.to_team) == (
         DatasetTransfer.State.PROPOSED,
         ops.team,
@@ -138,9 +139,9 @@ def test_a_transfer_proposed_and_accepted_moves_ownership_and_is_audited(sales, 
     )
     assert Dataset.objects.get().owner == ops.team  # nothing moves until accepted
     with pytest.raises(errors.NotDatasetOwner):  # the proposing side cannot accept
-        services.dataset_transfer_accept(actor=ops, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_accept(actor=ops, dataset=dataset, transfer_id=transfer.pk)
 
-    moved = services.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
+    moved = ownership.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
     assert moved.owner == sales.team
     assert Dataset.objects.get().owner == sales.team
     transfer.refresh_from_db()
@@ -153,19 +154,19 @@ def test_a_transfer_proposed_and_accepted_moves_ownership_and_is_audited(sales, 
     ]
     assert entries[1].changes["owner"] == ["ops", "sales"]
     # Now the prefix can be claimed, and the old owner may no longer change the dataset.
-    services.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
+    ownership.claim_create(actor=sales, kind=PREFIX, pattern="s3://lake/sales/")
     with pytest.raises(errors.NotDatasetOwner):
-        services.dataset_update(actor=ops, dataset=moved, description="x")
+        datasets.dataset_update(actor=ops, dataset=moved, description="x")
     with pytest.raises(errors.TransferClosed):
-        services.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
 
 
 @pytest.mark.parametrize("side", ["from", "to"])
 def test_either_side_cancels_an_open_transfer(sales, ops, side):
     dataset = DatasetFactory(owner=ops.team)
-    transfer = services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+    transfer = ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
     actor = ops if side == "from" else sales
-    cancelled = services.dataset_transfer_cancel(
+    cancelled = ownership.dataset_transfer_cancel(
         actor=actor, dataset=dataset, transfer_id=transfer.pk
     )
     assert cancelled.state == DatasetTransfer.State.CANCELLED
@@ -174,43 +175,43 @@ def test_either_side_cancels_an_open_transfer(sales, ops, side):
         dataset=dataset, action="dataset.transfer_cancelled", team=actor.team
     ).exists()
     with pytest.raises(errors.TransferClosed):
-        services.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_accept(actor=sales, dataset=dataset, transfer_id=transfer.pk)
     # A new one may be proposed once the old one is closed.
-    services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+    ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
 
 
 def test_transfer_propose_refusals(sales, ops):
     dataset = DatasetFactory(owner=ops.team)
     with pytest.raises(errors.NotDatasetOwner):
-        services.dataset_transfer_propose(actor=sales, dataset=dataset, to_team="sales")
+        ownership.dataset_transfer_propose(actor=sales, dataset=dataset, to_team="sales")
     with pytest.raises(errors.TeamNotFound):
-        services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="nobody")
+        ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="nobody")
     with pytest.raises(ValidationProblem):
-        services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="ops")
-    services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+        ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="ops")
+    ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
     with pytest.raises(errors.TransferPending):
-        services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+        ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
 
 
 def test_a_stranger_does_not_see_or_decide_a_transfer(sales, ops):
     dataset = DatasetFactory(owner=ops.team)
-    transfer = services.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
+    transfer = ownership.dataset_transfer_propose(actor=ops, dataset=dataset, to_team="sales")
     stranger = Actor(team=TeamFactory(slug="finance"))
     with pytest.raises(errors.TransferNotFound):
-        services.dataset_transfer_accept(actor=stranger, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_accept(actor=stranger, dataset=dataset, transfer_id=transfer.pk)
     with pytest.raises(errors.TransferNotFound):
-        services.dataset_transfer_cancel(actor=stranger, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_cancel(actor=stranger, dataset=dataset, transfer_id=transfer.pk)
 
 
 def test_a_transfer_into_a_third_teams_prefix_is_refused(sales, ops):
     finance = Actor(team=TeamFactory(slug="finance"))
     dataset = DatasetFactory(namespace="s3://lake", name="fin/ledger", owner=finance.team)
-    transfer = services.dataset_transfer_propose(actor=finance, dataset=dataset, to_team="ops")
+    transfer = ownership.dataset_transfer_propose(actor=finance, dataset=dataset, to_team="ops")
     # finance hands the dataset to ops, then claims the prefix before ops accepts
-    services.claim_create(actor=finance, kind=PREFIX, pattern="s3://lake/fin/")
+    ownership.claim_create(actor=finance, kind=PREFIX, pattern="s3://lake/fin/")
     with pytest.raises(errors.PrefixClaimed) as caught:
-        services.dataset_transfer_accept(actor=ops, dataset=dataset, transfer_id=transfer.pk)
+        ownership.dataset_transfer_accept(actor=ops, dataset=dataset, transfer_id=transfer.pk)
     assert caught.value.extra["owner"] == "finance"
     assert Dataset.objects.get().owner == finance.team
     with pytest.raises(errors.PrefixClaimed):
-        services.dataset_transfer_propose(actor=finance, dataset=dataset, to_team="sales")
+        ownership.dataset_transfer_propose(actor=finance, dataset=dataset, to_team="sales")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from catalog import errors, services
+from catalog import errors
+from catalog.actors import Actor
 from catalog.models import Claim, Dataset
-from catalog.services import Actor
+from catalog.services import datasets, ownership
 from problems import Problem
 from tests.catalog.factories import TeamFactory
 from tests.catalog.threads import race
@@ -37,10 +38,10 @@ def test_a_claim_and_a_registration_inside_it_never_both_win(sales, ops):
         prefix = f"s3://lake/r{round_no}/sales/"
         claim, register = race(
             [
-                lambda prefix=prefix: services.claim_create(
+                lambda prefix=prefix: ownership.claim_create(
                     actor=sales, kind=PREFIX, pattern=prefix
                 ),
-                lambda round_no=round_no: services.dataset_register(
+                lambda round_no=round_no: datasets.dataset_register(
                     actor=ops, namespace="s3://lake", name=f"r{round_no}/sales/orders"
                 ),
             ],
@@ -66,8 +67,8 @@ def test_overlapping_prefix_claims_of_two_teams_never_both_win(sales, ops):
         outer, inner = f"s3://lake/q{round_no}/", f"s3://lake/q{round_no}/eu/"
         first, second = race(
             [
-                lambda outer=outer: services.claim_create(actor=sales, kind=PREFIX, pattern=outer),
-                lambda inner=inner: services.claim_create(actor=ops, kind=PREFIX, pattern=inner),
+                lambda outer=outer: ownership.claim_create(actor=sales, kind=PREFIX, pattern=outer),
+                lambda inner=inner: ownership.claim_create(actor=ops, kind=PREFIX, pattern=inner),
             ],
             expected=(Problem,),
         )

@@ -9,7 +9,8 @@ import pytest
 import time_machine
 
 import objectstore
-from catalog import polling, services
+from catalog import polling
+from catalog.actors import Actor
 from catalog.models import (
     Dataset,
     Delivery,
@@ -20,6 +21,7 @@ from catalog.models import (
     StorageGroup,
     StorageSweep,
 )
+from catalog.services import datasets, publishing
 from tests.catalog.factories import SubscriptionFactory
 from tests.catalog.polling_helpers import NOW, register, sweep
 
@@ -37,8 +39,8 @@ def put(root, relative: str, body: bytes = b"x") -> None:
 
 
 def publish(team, dataset, key):
-    return services.readiness_publish(
-        actor=services.Actor(team=team),
+    return publishing.readiness_publish(
+        actor=Actor(team=team),
         namespace=dataset.namespace,
         name=dataset.name,
         partition=key,
@@ -88,8 +90,8 @@ def test_found_then_published_with_a_version_is_not_a_restatement(
     put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
     sweep(dataset)
 
-    late = services.readiness_publish(
-        actor=services.Actor(team=producer),
+    late = publishing.readiness_publish(
+        actor=Actor(team=producer),
         namespace=dataset.namespace,
         name=dataset.name,
         partition="2026-11-28",
@@ -269,8 +271,8 @@ def test_a_polled_signal_needs_a_source_and_a_template(db, producer, lake):
     from problems import ValidationProblem
 
     with pytest.raises(ValidationProblem) as caught:
-        services.dataset_register(
-            actor=services.Actor(team=producer),
+        datasets.dataset_register(
+            actor=Actor(team=producer),
             namespace="s3://lake",
             name="x",
             completion_signal=Dataset.CompletionSignal.MANIFEST,

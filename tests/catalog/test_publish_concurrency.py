@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from catalog import errors
+from catalog.actors import Actor
 from catalog.models import (
     ApiKey,
     Delivery,
@@ -24,7 +25,9 @@ from catalog.models import (
     PartitionRevision,
     ReadinessEvent,
 )
-from catalog.services import Actor, PublishResult, api_key_create, readiness_publish
+from catalog.services.publish_steps import PublishResult
+from catalog.services.publishing import readiness_publish
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from catalog import errors, services
+from catalog import errors
+from catalog.actors import Actor
 from catalog.models import (
     ApiKey,
     Dataset,
@@ -22,7 +23,9 @@ from catalog.models import (
     ReadinessEvent,
     Subscription,
 )
-from catalog.services import Actor, api_key_create, readiness_found, readiness_publish
+from catalog.services import one_statement, publish_targets
+from catalog.services.publishing import readiness_found, readiness_publish
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +132,7 @@ def test_one_statement_writes_the_rows_the_statement_by_statement_path_writes(
     actor, dataset, monkeypatch
 ):
     fast = _scenario(actor, dataset, ONE_STATEMENT)
-    monkeypatch.setattr(services, "_writes_in_one_statement", lambda: False)
+    monkeypatch.setattr(publish_targets, "writes_in_one_statement", lambda: False)
     slow = _scenario(actor, dataset, ONE_BY_ONE)
 
     assert [status for status, _ in fast] == [201, 201, 201, 200, 201]
@@ -157,7 +160,7 @@ def test_a_poll_find_writes_the_same_rows_either_way(dataset, monkeypatch):
         missed_event=True,
         now=NOW,
     )
-    monkeypatch.setattr(services, "_writes_in_one_statement", lambda: False)
+    monkeypatch.setattr(publish_targets, "writes_in_one_statement", lambda: False)
     assert readiness_found(
         dataset=dataset,
         partition=ONE_BY_ONE,
@@ -197,11 +200,13 @@ def test_a_partition_created_meanwhile_is_left_to_the_lock(actor, dataset, monke
     readiness_publish(
         actor=actor, namespace="s3://lake", name="raw/orders", partition=ONE_STATEMENT, now=NOW
     )
-    read = services._publish_target
+    read = publish_targets.publish_target
     monkeypatch.setattr(
-        services,
-        "_publish_target",
-        lambda *args: services._PublishTarget(read(*args).dataset, False, read(*args).subscribers),
+        publish_targets,
+        "publish_target",
+        lambda *args: publish_targets.PublishTarget(
+            read(*args).dataset, False, read(*args).subscribers
+        ),
     )
 
     result = readiness_publish(
@@ -316,7 +321,7 @@ def test_a_repeat_is_answered_as_the_transactional_way_answers_it(
     publish()
     with django_assert_num_queries(2):
         quick = publish(now=NOW + timedelta(hours=1))
-    monkeypatch.setattr(services, "_publish_repeat", lambda *args, **kwargs: None)
+    monkeypatch.setattr(one_statement, "_publish_repeat", lambda *args, **kwargs: None)
     slow = publish(now=NOW + timedelta(hours=1))
 
     assert quick == slow
@@ -350,11 +355,11 @@ def test_anything_but_a_plain_repeat_takes_the_transactional_way(
 
 
 def test_the_kept_targets_are_bounded(actor, team, monkeypatch):
-    monkeypatch.setattr(services, "PUBLISH_TARGETS_KEPT", 2)
+    monkeypatch.setattr(publish_targets, "PUBLISH_TARGETS_KEPT", 2)
     for name in ("a", "b", "c"):
         DatasetFactory(owner=team, namespace="s3://lake", name=name)
         readiness_publish(
             actor=actor, namespace="s3://lake", name=name, partition="2026-11-20", now=NOW
         )
 
-    assert list(services._publish_targets) == [("s3://lake", "b"), ("s3://lake", "c")]
+    assert list(publish_targets._publish_targets) == [("s3://lake", "b"), ("s3://lake", "c")]

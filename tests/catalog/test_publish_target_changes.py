@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from catalog import errors, services
+from catalog import errors
+from catalog.actors import Actor
 from catalog.models import (
     ApiKey,
     Dataset,
@@ -22,7 +23,9 @@ from catalog.models import (
     ReadinessEvent,
     Subscription,
 )
-from catalog.services import Actor, api_key_create, readiness_publish
+from catalog.services import ownership, publish_targets
+from catalog.services.publishing import readiness_publish
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 from tests.catalog.test_publish_concurrency import _errors, _race
 
@@ -154,8 +157,8 @@ def test_transferred_elsewhere(actor, dataset, owner):
 
     def transfer():
         ds = Dataset.objects.get(pk=dataset.pk)
-        t = services.dataset_transfer_propose(actor=Actor(team=owner), dataset=ds, to_team="other")
-        services.dataset_transfer_accept(actor=Actor(team=other), dataset=ds, transfer_id=t.pk)
+        t = ownership.dataset_transfer_propose(actor=Actor(team=owner), dataset=ds, to_team="other")
+        ownership.dataset_transfer_accept(actor=Actor(team=other), dataset=ds, transfer_id=t.pk)
 
     elsewhere(transfer)
     with pytest.raises(errors.PublishNotAllowed):
@@ -283,7 +286,7 @@ def test_a_crash_between_commit_and_the_late_close_is_repaired_once(actor, datas
 def _change_right_after_the_read(monkeypatch, change):
     """``change`` commits on another connection just after the publish reads its target
     (and before its statement runs), once."""
-    read = services._publish_target
+    read = publish_targets.publish_target
     done = []
 
     def read_then_change(*args):
@@ -293,7 +296,7 @@ def _change_right_after_the_read(monkeypatch, change):
             elsewhere(change)
         return target
 
-    monkeypatch.setattr(services, "_publish_target", read_then_change)
+    monkeypatch.setattr(publish_targets, "publish_target", read_then_change)
 
 
 def test_ownership_transferred_before_the_statement_is_refused(actor, dataset, owner, monkeypatch):
@@ -303,8 +306,8 @@ def test_ownership_transferred_before_the_statement_is_refused(actor, dataset, o
 
     def transfer():
         ds = Dataset.objects.get(pk=dataset.pk)
-        t = services.dataset_transfer_propose(actor=Actor(team=owner), dataset=ds, to_team="other")
-        services.dataset_transfer_accept(actor=Actor(team=other), dataset=ds, transfer_id=t.pk)
+        t = ownership.dataset_transfer_propose(actor=Actor(team=owner), dataset=ds, to_team="other")
+        ownership.dataset_transfer_accept(actor=Actor(team=other), dataset=ds, transfer_id=t.pk)
 
     _change_right_after_the_read(monkeypatch, transfer)
     with pytest.raises(errors.PublishNotAllowed):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from catalog import errors, freshness, restatements, selectors
+from catalog.actors import Actor
 from catalog.models import (
     ApiKey,
     AuditEntry,
@@ -19,7 +20,8 @@ from catalog.models import (
     PartitionRevision,
     Restatement,
 )
-from catalog.services import Actor, api_key_create, readiness_publish
+from catalog.services.publishing import readiness_publish
+from catalog.services.teams import api_key_create
 from problems import ValidationProblem
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 

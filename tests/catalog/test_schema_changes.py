@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from catalog import change_notices, schema_changes, selectors, services
+from catalog import change_notices, schema_changes, selectors
+from catalog.actors import Actor
 from catalog.errors import SchemaInvalid
 from catalog.models import (
     ChangeNotice,
@@ -17,7 +18,7 @@ from catalog.models import (
     SchemaObservation,
 )
 from catalog.notices import render_text
-from catalog.services import Actor
+from catalog.services import publishing
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +42,7 @@ def dataset(owner):
 
 def publish(owner, dataset, fields, *, at: datetime, partition: str | None = None, **kw):
     metadata = kw.pop("metadata", None) or {"schema": {"fields": fields}}
-    return services.readiness_publish(
+    return publishing.readiness_publish(
         actor=Actor(team=owner, username="ci"),
         namespace=dataset.namespace,
         name=dataset.name,

@@ -3,16 +3,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from catalog import errors
+from catalog.actors import Actor
 from catalog.models import ApiKey, AuditEntry, Dataset, Partition, ReadinessEvent
-from catalog.services import (
-    Actor,
-    api_key_authenticate,
-    api_key_create,
-    api_key_revoke,
-    dataset_register,
-    dataset_update,
-    readiness_publish,
-)
+from catalog.services.datasets import dataset_register, dataset_update
+from catalog.services.publishing import readiness_publish
+from catalog.services.teams import api_key_authenticate, api_key_create, api_key_revoke
 from problems import ValidationProblem
 from tests.catalog.factories import DatasetFactory, TeamFactory
 

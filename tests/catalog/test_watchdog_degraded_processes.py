@@ -45,8 +45,11 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from catalog import services, watchdog_feed
+from catalog import watchdog_feed
+from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Notification
+from catalog.services import datasets as dataset_services
+from catalog.services import publishing
 from schedules import FreshnessSla
 from tests.catalog.factories import TeamFactory
 from tests.catalog.worker_helpers import (
@@ -342,8 +345,8 @@ def pipeline_monitor(dataset: Dataset) -> Monitor:
 
 def register(team, name: str, *, deadline: datetime, grace_seconds: int) -> Dataset:
     """A critical dataset with daily partitions and a daily SLA at ``deadline`` (UTC)."""
-    return services.dataset_register(
-        actor=services.Actor(team=team),
+    return dataset_services.dataset_register(
+        actor=Actor(team=team),
         namespace="s3://lake",
         name=name,
         criticality=Dataset.Criticality.CRITICAL,
@@ -357,8 +360,8 @@ def register(team, name: str, *, deadline: datetime, grace_seconds: int) -> Data
 
 def publish(dataset: Dataset, partition: str) -> None:
     """The producer's publish through the catalog, then its last task's pipeline ping."""
-    services.readiness_publish(
-        actor=services.Actor(team=dataset.owner),
+    publishing.readiness_publish(
+        actor=Actor(team=dataset.owner),
         namespace=dataset.namespace,
         name=dataset.name,
         partition=partition,

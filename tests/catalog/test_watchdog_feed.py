@@ -9,8 +9,10 @@ from datetime import timedelta
 
 import pytest
 
-from catalog import delivery, services
+from catalog import delivery
+from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Endpoint
+from catalog.services import datasets, publishing
 from tests.catalog.factories import TeamFactory
 from watchdog import tokens
 from watchdog.models import Monitor, Ping
@@ -42,8 +44,8 @@ def register(team, **fields):
         "sla_grace_seconds": 600,
         **fields,
     }
-    return services.dataset_register(
-        actor=services.Actor(team=team), namespace="s3://lake", name="orders", **fields
+    return datasets.dataset_register(
+        actor=Actor(team=team), namespace="s3://lake", name="orders", **fields
     )
 
 
@@ -64,8 +66,8 @@ def test_a_critical_dataset_gets_a_data_monitor_fed_with_its_partitions(watchdog
     [channel] = monitor.channels.all()
     assert (channel.kind, channel.target) == ("pagerduty", "R" * 32)
 
-    services.readiness_publish(
-        actor=services.Actor(team=team),
+    publishing.readiness_publish(
+        actor=Actor(team=team),
         namespace="s3://lake",
         name="orders",
         partition="2026-11-28",
@@ -84,7 +86,7 @@ def test_an_sla_change_updates_the_monitor_and_an_older_definition_loses(watchdo
     team = TeamFactory(slug="orders")
     dataset = register(team)
     deliver()
-    services.dataset_update(actor=services.Actor(team=team), dataset=dataset, sla_cron="0 7 * * *")
+    datasets.dataset_update(actor=Actor(team=team), dataset=dataset, sla_cron="0 7 * * *")
     deliver()
     monitor = Monitor.objects.get(external_id__endswith=":data")
     assert monitor.cron == "0 7 * * *"
@@ -172,13 +174,13 @@ def test_a_dataset_that_stops_being_critical_pauses_its_monitor(watchdog_api):
     team = TeamFactory(slug="orders")
     dataset = register(team)
     deliver()
-    services.dataset_update(
-        actor=services.Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.HIGH
+    datasets.dataset_update(
+        actor=Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.HIGH
     )
     deliver()
     assert set(Monitor.objects.values_list("state", flat=True)) == {"paused"}
-    services.dataset_update(
-        actor=services.Actor(team=team),
+    datasets.dataset_update(
+        actor=Actor(team=team),
         dataset=dataset,
         criticality=Dataset.Criticality.CRITICAL,
     )

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks import Webhook
 
-from catalog import services
-from catalog.services import Actor
+from catalog.actors import Actor
+from catalog.services import subscriptions
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ URL = "http://127.0.0.1/demo/hooks/analytics"
 def secret():
     analytics = TeamFactory(slug="analytics")
     dataset = DatasetFactory(owner=TeamFactory(slug="orders"))
-    result = services.subscription_create(
+    result = subscriptions.subscription_create(
         actor=Actor(team=analytics), dataset=dataset, endpoint_url=URL
     )
     return result.endpoint_secret

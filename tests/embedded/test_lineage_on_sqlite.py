@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
+from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage
-from catalog.services import Actor
 from lineage import services
 from lineage.models import LineageRunEdge
 from tests.catalog.factories import DatasetFactory, TeamFactory

@@ -19,18 +19,19 @@ DISTINCT_WRITERS = 3  # publish disjoint partitions; one more repeats writer 0's
 
 SETUP = """
 import django; django.setup()
-from catalog import services
+from catalog.actors import Actor
 from catalog.models import ApiKey
-team = services.team_create(slug="orders", name="Orders")
-reader = services.team_create(slug="analytics", name="Analytics")
-dataset = services.dataset_register(
-    actor=services.Actor(team=team, username="test"), namespace="s3://lake", name="raw/orders"
+from catalog.services import datasets, subscriptions, teams
+team = teams.team_create(slug="orders", name="Orders")
+reader = teams.team_create(slug="analytics", name="Analytics")
+dataset = datasets.dataset_register(
+    actor=Actor(team=team, username="test"), namespace="s3://lake", name="raw/orders"
 )
-services.subscription_create(
-    actor=services.Actor(team=reader, username="test"), dataset=dataset,
+subscriptions.subscription_create(
+    actor=Actor(team=reader, username="test"), dataset=dataset,
     endpoint_url="http://127.0.0.1:9/analytics",  # refused at once: the worker records retries
 )
-services.api_key_create(team=team, name="writers", scopes=ApiKey.Scope.values)
+teams.api_key_create(team=team, name="writers", scopes=ApiKey.Scope.values)
 """
 
 # argv: process name, role ("publish", "republish", "read" or "work"), first partition index, count
@@ -42,13 +43,15 @@ from pathlib import Path
 import django; django.setup()
 from django.db import transaction
 from django.utils import timezone
-from catalog import selectors, services, tasks
+from catalog import selectors, tasks
+from catalog.actors import Actor
 from catalog.models import ApiKey, Dataset, Delivery, Partition, ReadinessEvent
+from catalog.services import publishing
 
 name, role, first, count, work = sys.argv[1:]
 first, count, work = int(first), int(count), Path(work)
 key = ApiKey.objects.select_related("team").get(name="writers")
-actor = services.Actor(team=key.team, api_key=key)
+actor = Actor(team=key.team, api_key=key)
 dataset = Dataset.objects.get(name="raw/orders")
 (work / f"{name}.ready").touch()
 deadline = time.monotonic() + 60
@@ -62,7 +65,7 @@ if role in ("publish", "republish"):
     for i in range(first, first + count):
         partition = (date(2025, 1, 1) + timedelta(days=i)).isoformat()
         try:
-            result = services.readiness_publish(
+            result = publishing.readiness_publish(
                 actor=actor, namespace="s3://lake", name="raw/orders", partition=partition,
                 idempotency_key=f"again-{partition}" if role == "republish" else None,
                 now=timezone.now(),

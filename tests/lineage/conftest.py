@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from catalog.actors import Actor
 from catalog.models import Claim
-from catalog.services import Actor
 from lineage import services
 from tests.catalog.factories import TeamFactory
 from tests.lineage import events as ev

@@ -17,7 +17,7 @@ from openlineage.client.facet_v2 import parent_run, sql_job
 
 from catalog.models import Claim, DatasetUsage
 from catalog.models import Job as CatalogJob
-from catalog.services import api_key_create
+from catalog.services.teams import api_key_create
 from lineage import services
 from lineage.models import LineageEvent, LineageRun
 from tests.catalog.factories import DatasetFactory, TeamFactory

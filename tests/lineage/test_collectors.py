@@ -21,8 +21,9 @@ import psycopg
 import pytest
 
 from catalog import selectors
+from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage, Job, UnclaimedUsage
-from catalog.services import Actor, claim_create
+from catalog.services.ownership import claim_create
 from lineage import services
 from lineage.collectors import CollectorConfigError, build
 from lineage.errors import CollectorUnknown

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connections
 
+from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage
-from catalog.services import Actor
 from lineage import runstate, services
 from lineage.models import LineageEvent, LineageRun
 from tests.catalog.factories import TeamFactory

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog import change_notices, selectors
+from catalog.actors import Actor
 from catalog.models import ChangeNotice, Notification, SchemaChange, SchemaObservation
-from catalog.services import Actor
 from lineage import openlineage, services
 from lineage.models import LineageEvent, LineageRun
 from tests.catalog.factories import DatasetFactory, TeamFactory

@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from catalog import services as catalog_services
+from catalog.actors import Actor
 from catalog.models import Claim, DatasetAlias, DatasetUsage, Job
-from catalog.services import Actor
+from catalog.services import datasets
+from catalog.services import usage as usage_services
 from lineage import services
 from lineage.models import LineageEvent, LineageRun, LineageRunEdge
 from tests.catalog.factories import DatasetFactory, TeamFactory
@@ -299,7 +300,7 @@ def test_usage_links_the_registered_dataset_and_keeps_unknown_ones_by_identity(
     assert rollup.dataset is None
     assert (rollup.dataset_namespace, rollup.dataset_name) == (ROLLUP["namespace"], ROLLUP["name"])
 
-    registered = catalog_services.dataset_register(
+    registered = datasets.dataset_register(
         actor=Actor(team=team_a, username="t"), namespace=ROLLUP["namespace"], name=ROLLUP["name"]
     )
     assert _usage("write").dataset == registered
@@ -411,7 +412,7 @@ def test_a_failing_event_is_retried_with_backoff_then_failed(receive, monkeypatc
     def broken(**kwargs):
         raise RuntimeError("catalog unavailable")
 
-    monkeypatch.setattr(catalog_services, "job_record", broken)
+    monkeypatch.setattr(usage_services, "job_record", broken)
     [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
     assert services.lineage_event_process(claim=claim, now=NOW) == "pending"
     event = LineageEvent.objects.get()

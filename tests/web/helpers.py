@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from catalog import change_notices, services
+from catalog import change_notices
+from catalog.actors import Actor
 from catalog.models import Dataset, DatasetUsage, Delivery, Endpoint, Notification, Team
+from catalog.services import usage as usage_services
 
 
 def observe(
@@ -23,13 +25,13 @@ def observe(
     """Record that ``team``'s job ``job`` read (or wrote) ``dataset`` ``runs`` times."""
     namespace, name = (dataset.namespace, dataset.name) if isinstance(dataset, Dataset) else dataset
     seen = datetime(2026, 11, 27, 6, tzinfo=UTC)
-    job_row = services.job_record(
+    job_row = usage_services.job_record(
         namespace=job_namespace or f"airflow://{team.slug}",
         name=job,
         team=team if verified else None,
         seen_at=seen,
     )
-    usage = services.usage_observe(
+    usage = usage_services.usage_observe(
         job=job_row,
         namespace=namespace,
         name=name,
@@ -44,7 +46,7 @@ def observe(
 
 def announce(dataset: Dataset, *, kind: str = "breaking_schema_change", days: int = 30):
     return change_notices.change_notice_announce(
-        actor=services.Actor(team=dataset.owner, username="owner"),
+        actor=Actor(team=dataset.owner, username="owner"),
         dataset=dataset,
         kind=kind,
         description="Column amount becomes a decimal.",

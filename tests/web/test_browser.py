@@ -20,7 +20,7 @@ from catalog.models import (
     PartitionRevision,
     Subscription,
 )
-from catalog.services import api_key_create
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, EndpointFactory, TeamFactory
 from tests.web.conftest import PASSWORD
 from tests.web.helpers import announce, dead_letter, observe

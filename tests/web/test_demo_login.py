@@ -16,7 +16,7 @@ def embedded(settings, tmp_path, monkeypatch):
     settings.EMBEDDED = True
     settings.VAR_DIR = tmp_path
     settings.TIDEMARK_STORAGE_SOURCES = {"local": {"url": f"file://{tmp_path}/lake"}}
-    monkeypatch.setattr("catalog.services.watchdog_feed.configured", lambda: False)
+    monkeypatch.setattr("catalog.watchdog_feed.configured", lambda: False)
     return tmp_path
 
 

@@ -106,8 +106,8 @@ def test_unannounced_breaking_changes_are_listed_for_the_owner_and_staff(
 ):
     from datetime import UTC, datetime, timedelta
 
-    from catalog import services
-    from catalog.services import Actor
+    from catalog.actors import Actor
+    from catalog.services import publishing
 
     raw = world["raw"]
     before = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
@@ -116,7 +116,7 @@ def test_unannounced_breaking_changes_are_listed_for_the_owner_and_staff(
         (1, [{"name": "id", "type": "bigint"}]),  # amount dropped, no notice
     ):
         at = before + timedelta(days=day)
-        services.readiness_publish(
+        publishing.readiness_publish(
             actor=Actor(team=orders, username="ci"),
             namespace=raw.namespace,
             name=raw.name,
@@ -139,8 +139,8 @@ def test_a_wide_breaking_change_shows_ten_columns_of_each_kind_then_a_count(
 ):
     from datetime import UTC, datetime, timedelta
 
-    from catalog import services
-    from catalog.services import Actor
+    from catalog.actors import Actor
+    from catalog.services import publishing
 
     raw = world["raw"]
     before = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)
@@ -148,7 +148,7 @@ def test_a_wide_breaking_change_shows_ten_columns_of_each_kind_then_a_count(
     narrow = [{"name": f"c{n:02}", "type": "text"} for n in range(12)]  # 12 retyped, 18 gone
     for day, fields in ((0, wide), (1, narrow)):
         at = before + timedelta(days=day)
-        services.readiness_publish(
+        publishing.readiness_publish(
             actor=Actor(team=orders, username="ci"),
             namespace=raw.namespace,
             name=raw.name,

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from catalog.models import ApiKey, Delivery, Membership
-from catalog.services import api_key_create
+from catalog.services.teams import api_key_create
 from tests.catalog.factories import DatasetFactory, EndpointFactory, SubscriptionFactory
 from tests.web.helpers import dead_letter
 

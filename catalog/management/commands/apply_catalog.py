@@ -3,7 +3,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog import declarations, selectors, services
+from catalog import declarations, selectors
+from catalog.actors import Actor
+from catalog.services import datasets
 from problems import Problem
 
 
@@ -32,9 +34,9 @@ class Command(BaseCommand):
             if team and team != document.team:
                 raise CommandError(f"{file} declares team {document.team!r}, not {team!r}")
             owner = selectors.team_get(slug=document.team)
-            actor = services.Actor(team=owner, username="apply_catalog")
+            actor = Actor(team=owner, username="apply_catalog")
             if apply:
-                result = services.declarations_apply(actor=actor, document=document)
+                result = datasets.declarations_apply(actor=actor, document=document)
             else:
                 result = selectors.declarations_plan(team=owner, document=document)
         except Problem as exc:

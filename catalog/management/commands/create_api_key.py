@@ -4,8 +4,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from catalog import errors, selectors, services
+from catalog import errors, selectors
 from catalog.models import ApiKey
+from catalog.services import teams
 
 
 class Command(BaseCommand):
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             raise CommandError("--expires-in-days must be between 1 and 3650")
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
         try:
-            _, token = services.api_key_create(
+            _, token = teams.api_key_create(
                 team=team_obj,
                 name=name,
                 scopes=[s.strip() for s in scopes.split(",") if s.strip()],

@@ -1,7 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog import services
+from catalog.services import teams
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, slug, name, email, paging_routing_key, **options):
         try:
-            team = services.team_create(
+            team = teams.team_create(
                 slug=slug, name=name, contact_email=email, paging_routing_key=paging_routing_key
             )
         except ValidationError as exc:

@@ -9,8 +9,10 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from catalog import services
+from catalog.actors import Actor
 from catalog.models import ApiKey, Dataset, Membership, Team
+from catalog.services import datasets, subscriptions
+from catalog.services import teams as team_services
 
 DEMO_TEAMS = [
     ("orders", "Orders platform", "orders-oncall@example.com"),
@@ -73,7 +75,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             teams = {}
             for slug, name, email in DEMO_TEAMS:
-                teams[slug] = Team.objects.filter(slug=slug).first() or services.team_create(
+                teams[slug] = Team.objects.filter(slug=slug).first() or team_services.team_create(
                     slug=slug, name=name, contact_email=email
                 )
             for spec in DEMO_DATASETS:
@@ -82,12 +84,10 @@ class Command(BaseCommand):
                 if not Dataset.objects.filter(
                     namespace=spec["namespace"], name=spec["name"]
                 ).exists():
-                    services.dataset_register(
-                        actor=services.Actor(team=team, username="demo"), **spec
-                    )
+                    datasets.dataset_register(actor=Actor(team=team, username="demo"), **spec)
             self._point_demo_webhook_here()
             self._demo_login()
-            _, token = services.api_key_create(
+            _, token = team_services.api_key_create(
                 team=teams["orders"], name="demo", scopes=ApiKey.Scope.values
             )
             # Created 0600 from the start: never readable by others, even briefly.
@@ -101,8 +101,8 @@ class Command(BaseCommand):
         (``/demo/hooks/analytics``), which verifies each signature and logs the event."""
         host = os.environ.get("TIDEMARK_HOST", "127.0.0.1")
         port = os.environ.get("TIDEMARK_PORT", "8000")
-        services.subscription_create(
-            actor=services.Actor(team=Team.objects.get(slug="analytics"), username="demo"),
+        subscriptions.subscription_create(
+            actor=Actor(team=Team.objects.get(slug="analytics"), username="demo"),
             dataset=Dataset.objects.get(namespace="s3://tidemark-demo", name="raw/orders"),
             job_namespace="analytics",
             job_name="daily_orders_rollup",

@@ -3,8 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from catalog import polling, services
+from catalog import polling
 from catalog.models import Dataset, StorageGroup
+from catalog.services import datasets
 
 
 class Command(BaseCommand):
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, dataset=None, recent=False, **options):
         now = timezone.now()
         if dataset:
-            identity = services.normalised_identity(*dataset)
+            identity = datasets.normalised_identity(*dataset)
             found = Dataset.objects.filter(namespace=identity.namespace, name=identity.name).first()
             if found is None:
                 raise CommandError(f"no dataset {identity.namespace}/{identity.name}")

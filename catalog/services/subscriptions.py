@@ -1,0 +1,233 @@
+"""Writes for subscriptions: declaring one (with its webhook endpoint, and catching up on
+recent notifications when asked), deleting one, and the subscriptions a verified
+lineage job event declares."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import models, transaction
+from django.utils import timezone
+
+from problems import FieldError, ValidationProblem
+
+from .. import delivery, doorbell, errors, selectors
+from ..actors import Actor
+from ..models import Claim, Dataset, Delivery, Endpoint, Notification, Subscription, Team
+from ..notices import iso
+
+
+@dataclass(frozen=True)
+class Caution:
+    """Something a caller should know about a request that succeeded (``code`` stable
+    snake_case, ``detail`` for people, ``sunset_at`` when it is about a sunset)."""
+
+    code: str
+    detail: str
+    sunset_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SubscriptionResult:
+    """``subscription_create``'s answer; ``endpoint_secret`` is set only when the webhook
+    endpoint was new: it is the one time its signing secret is shown. ``warnings``: e.g.
+    the dataset is deprecated."""
+
+    subscription: Subscription
+    created: bool
+    endpoint_secret: str | None = None
+    warnings: tuple[Caution, ...] = ()
+
+
+@transaction.atomic
+def subscription_create(
+    *,
+    actor: Actor,
+    dataset: Dataset,
+    job_namespace: str = "",
+    job_name: str = "",
+    endpoint_url: str | None = None,
+    event_types: list[str] | None = None,
+    partition_pattern: str = "",
+    since: datetime | None = None,
+    now: datetime | None = None,
+) -> SubscriptionResult:
+    """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
+
+    Declaring the same (team, dataset, job) again updates its endpoint and filters.
+
+    Args:
+        endpoint_url: webhook URL to notify, reused when the team already has it; ``""``
+            removes it; None keeps what an earlier declaration set.
+        event_types: notification types to receive; empty or None: all.
+        partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
+        since: aware instant, at most ``MAX_SINCE_DAYS`` back: notifications about the
+            dataset from then on are delivered too (a new consumer catching up). Without
+            it a subscription receives what happens from its creation on, never history.
+        now: aware UTC instant (default: the current time).
+
+    Returns:
+        A ``SubscriptionResult``; a new webhook endpoint gets a signing secret, returned
+        once in ``endpoint_secret``; subscribing to a deprecated dataset succeeds with a
+        ``dataset_deprecated`` warning naming its sunset.
+
+    Raises:
+        ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
+            blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
+            a host name is not resolved here, delivery checks it at connect time).
+        DatasetRetired: the dataset is retired (409).
+        JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
+    """
+    now = now or timezone.now()
+    refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
+    if refusal:
+        raise ValidationProblem(
+            refusal, errors=[FieldError("endpoint_url", refusal, "public_address")]
+        )
+    if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
+        raise errors.DatasetRetired(
+            f"{dataset} is retired; it can no longer be subscribed to",
+            errors=[FieldError("dataset_id", "the dataset is retired", "lifecycle_retired")],
+        )
+    if job_namespace:
+        owner = selectors.claimants(kind=Claim.Kind.JOB_NAMESPACE, patterns=[job_namespace]).get(
+            job_namespace
+        )
+        if owner is not None and owner.pk != actor.team.pk:
+            # Declaring another team's job would put words in its mouth.
+            raise errors.JobNamespaceOfAnotherTeam(
+                f"job namespace {job_namespace!r} is claimed by team {owner.slug}; a "
+                "subscription names one of your own team's jobs",
+                errors=[FieldError("job_namespace", "claimed by another team", "claimed")],
+            )
+    warnings = []
+    if dataset.lifecycle == Dataset.Lifecycle.DEPRECATED:
+        sunset = f" and retires at {iso(dataset.sunset_at)}" if dataset.sunset_at else ""
+        warnings.append(
+            Caution(
+                code="dataset_deprecated",
+                detail=f"{dataset} is deprecated{sunset}; plan to read its successor",
+                sunset_at=dataset.sunset_at,
+            )
+        )
+    defaults: dict[str, Any] = {
+        "event_types": sorted(set(event_types or [])),
+        "partition_pattern": partition_pattern,
+    }
+    new_secret = None
+    if endpoint_url is not None:  # None: keep the endpoint a previous declaration set
+        defaults["endpoint"] = None
+        if endpoint_url:
+            endpoint, endpoint_created = Endpoint.objects.get_or_create(
+                team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
+            )
+            if endpoint_created:
+                new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=now)
+            defaults["endpoint"] = endpoint
+    subscription, created = Subscription.objects.update_or_create(
+        team=actor.team,
+        dataset=dataset,
+        job_namespace=job_namespace,
+        job_name=job_name,
+        defaults=defaults,
+    )
+    if since is not None and subscription.endpoint is not None:
+        _catch_up(subscription, since=since, now=now)
+    return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
+
+
+MAX_SINCE_DAYS = 30
+
+
+# Notifications about a dataset that are not for its subscribers: the watchdog's monitor
+# definitions (they hold the pipeline's ping key, a secret) and pings; and change-notice
+# reminders, which went to the consumer teams that had not acknowledged at the time.
+NOT_FOR_SUBSCRIBERS = (
+    Notification.Type.WATCHDOG_MONITOR,
+    Notification.Type.WATCHDOG_PING,
+    Notification.Type.CHANGE_NOTICE_REMINDER,
+)
+
+
+def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
+    """Deliver the dataset's notifications since ``since`` that match the subscription's
+    filters to its endpoint (each at most once: the outbox's unique key); never those
+    ``NOT_FOR_SUBSCRIBERS``."""
+    if since < now - timedelta(days=MAX_SINCE_DAYS):
+        raise ValidationProblem(
+            f"since may be at most {MAX_SINCE_DAYS} days back",
+            errors=[FieldError("since", f"more than {MAX_SINCE_DAYS} days back", "max_age")],
+        )
+    history = (
+        Notification.objects.filter(dataset=subscription.dataset, created_at__gte=since)
+        .exclude(type__in=NOT_FOR_SUBSCRIBERS)
+        .order_by("created_at")
+    )
+    rows = [
+        Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
+        for n in history
+        if (not subscription.event_types or n.type in subscription.event_types)
+        and (
+            not subscription.partition_pattern
+            or "partition" not in n.payload["data"]  # about the whole dataset
+            or fnmatch.fnmatchcase(n.payload["data"]["partition"], subscription.partition_pattern)
+        )
+    ]
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    if rows:
+        doorbell.ring_deliveries()
+    return len(rows)
+
+
+@transaction.atomic
+def subscription_delete(*, actor: Actor, subscription_id: int) -> None:
+    """Delete one of the actor's team's subscriptions.
+
+    Raises:
+        SubscriptionNotFound: no such subscription of this team (404; another team's
+            subscriptions are not revealed).
+    """
+    deleted = 0
+    if 0 < subscription_id <= 2**63 - 1:
+        deleted, _ = Subscription.objects.filter(pk=subscription_id, team=actor.team).delete()
+    if not deleted:
+        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
+
+
+def subscription_declare_for_job(
+    *, team: Team, job_namespace: str, job_name: str, identities: list[tuple[str, str]]
+) -> int:
+    """Declare that ``team``'s job reads each registered dataset among ``identities``: a
+    verified OpenLineage JobEvent's inputs. Creates a subscription of the team naming the
+    job, with no endpoint and no filters, for each registered dataset it lacks one for; an
+    existing one (its endpoint and filters) is left as it is. Identities the catalog does
+    not know are skipped. Call inside the caller's transaction; safe under concurrency
+    (an insert that loses a race is ignored).
+
+    Args:
+        team: the job's verified owner (it claims the job namespace).
+        job_namespace, job_name: the OpenLineage job identity, as received.
+        identities: ``(namespace, name)`` dataset identities, already normalised.
+
+    Returns:
+        How many subscriptions it created (0 when all existed; one that a concurrent
+        declaration inserted first is counted too).
+    """
+    if not identities:
+        return 0
+    match = models.Q()
+    for namespace, name in identities:
+        match |= models.Q(namespace=namespace, name=name)
+    declared = Subscription.objects.filter(
+        team=team, dataset=models.OuterRef("pk"), job_namespace=job_namespace, job_name=job_name
+    )
+    wanted = Dataset.objects.filter(match).filter(~models.Exists(declared))
+    rows = [
+        Subscription(team=team, dataset=dataset, job_namespace=job_namespace, job_name=job_name)
+        for dataset in wanted.order_by("pk")
+    ]
+    Subscription.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
