@@ -440,13 +440,14 @@ def purge_doorbells(broker_url: str) -> int:
 
 def seed(receiver_url: str, subscribers: int) -> dict[str, Any]:
     """Producer team, publish key, daily dataset; ``subscribers`` teams with a webhook each."""
-    from catalog import services
+    from catalog.actors import Actor
     from catalog.models import ApiKey
+    from catalog.services import datasets, subscriptions, teams
 
-    producer = services.team_create(slug="bench-producer", name="Bench producer")
-    key, token = services.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
-    dataset = services.dataset_register(
-        actor=services.Actor(team=producer, api_key=key),
+    producer = teams.team_create(slug="bench-producer", name="Bench producer")
+    key, token = teams.api_key_create(team=producer, name="bench", scopes=[ApiKey.Scope.PUBLISH])
+    dataset = datasets.dataset_register(
+        actor=Actor(team=producer, api_key=key),
         namespace=NAMESPACE,
         name=NAME,
         partitioning="daily",
@@ -455,9 +456,9 @@ def seed(receiver_url: str, subscribers: int) -> dict[str, Any]:
     )
     secrets = {}
     for i in range(1, subscribers + 1):
-        consumer = services.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
-        result = services.subscription_create(
-            actor=services.Actor(team=consumer),
+        consumer = teams.team_create(slug=f"bench-consumer-{i}", name=f"Bench consumer {i}")
+        result = subscriptions.subscription_create(
+            actor=Actor(team=consumer),
             dataset=dataset,
             endpoint_url=f"{receiver_url}/hooks/{i}",
         )
@@ -1659,8 +1660,13 @@ PRODUCT_FILES = (
     "catalog/delivery.py",
     "catalog/tasks.py",
     "catalog/doorbell.py",
-    "catalog/services.py",
-    "catalog/models.py",
+    "catalog/services/publishing.py",
+    "catalog/services/one_statement.py",
+    "catalog/services/publish_steps.py",
+    "catalog/services/publish_targets.py",
+    "catalog/services/subscriptions.py",
+    "catalog/models/delivery.py",
+    "catalog/models/partitions.py",
     "outbound/http.py",
     "outbound/signing.py",
     "config/celery.py",
