@@ -193,8 +193,8 @@ def process_run(n: int) -> dict[str, Any]:
 
     from catalog.actors import Actor
     from catalog.models import Team
-    from lineage import services
     from lineage.models import LineageEvent
+    from lineage.services import processing, receiving
 
     LineageEvent.objects.update(state=LineageEvent.State.PROCESSED)  # the HTTP runs' events
     actor = Actor(team=Team.objects.get(slug="bench-lineage"))
@@ -202,7 +202,7 @@ def process_run(n: int) -> dict[str, Any]:
     for i in range(n // 2):
         run_id = str(uuid.uuid4())
         for event_type, minutes in (("START", 0), ("COMPLETE", 5)):
-            services.lineage_event_receive(
+            receiving.lineage_event_receive(
                 actor=actor,
                 payload={
                     "eventType": event_type,
@@ -223,7 +223,7 @@ def process_run(n: int) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     processed = 0
     while True:
-        summary = services.lineage_events_process_due(max_batches=1000, max_seconds=600)
+        summary = processing.lineage_events_process_due(max_batches=1000, max_seconds=600)
         processed += summary.by_state.get(LineageEvent.State.PROCESSED, 0)
         if not summary.more_due:
             break

@@ -9,12 +9,13 @@ from django.utils import timezone
 
 from catalog import doorbell
 
-from . import collectors, services
+from . import collectors
+from .services import collecting, processing
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=services.PROCESS_EVENTS)
+@shared_task(name=processing.PROCESS_EVENTS)
 def process_events() -> str:
     """Process the pending OpenLineage events: the receive doorbell and the 30 s beat
     sweep both ring this (queue ``lineage``).
@@ -22,14 +23,14 @@ def process_events() -> str:
     Runs a bounded pass; when the pass stopped with work left, rings itself again rather
     than holding the worker.
     """
-    summary = services.lineage_events_process_due()
+    summary = processing.lineage_events_process_due()
     logger.info("lineage events: %s", summary)
     if summary.more_due:
-        doorbell.ring_now(services.PROCESS_EVENTS)
+        doorbell.ring_now(processing.PROCESS_EVENTS)
     return str(summary)
 
 
-@shared_task(name=services.COLLECT_LINEAGE)
+@shared_task(name=collecting.COLLECT_LINEAGE)
 def collect_lineage() -> str:
     """Run every configured lineage collector once (beat, every 5 minutes; queue
     ``lineage``). A collector that fails is logged and tried again at the next beat; the
@@ -37,7 +38,7 @@ def collect_lineage() -> str:
     summaries = []
     for name in sorted(collectors.configured()):
         try:
-            summary = services.collector_run(name=name, now=timezone.now())
+            summary = collecting.collector_run(name=name, now=timezone.now())
         except Exception:  # one unreachable source must not stop the others
             logger.exception("lineage collector %s failed", name)
             summaries.append(f"{name}: failed")

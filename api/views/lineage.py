@@ -15,7 +15,8 @@ from rest_framework.views import APIView
 
 from catalog import selectors as catalog_selectors
 from catalog.models import ApiKey
-from lineage import selectors, services
+from lineage import selectors
+from lineage.services import receiving
 
 from ..parsers import OpenLineageJSONParser
 from ..serializers import lineage as s
@@ -48,7 +49,7 @@ class LineageEventReceiveApi(APIView):
             raise ParseError("the body is empty: send one OpenLineage event as JSON")
         payload = request.data
         actor = actor_of(request)
-        result = services.lineage_event_receive(
+        result = receiving.lineage_event_receive(
             actor=actor,
             payload=payload,
             content_encoding=request.headers.get("Content-Encoding", "").strip().lower(),

@@ -11,8 +11,9 @@ store's access logs all fit one shape:
 - ``collect(cursor=..., now=...)`` reads one bounded slice of the history after
   ``cursor`` (what the previous run handed back, None on the first run) and returns a
   ``Collection``: the accesses it observed and the cursor for the next run. It writes
-  nothing: ``lineage.services.collector_run`` records the accesses and stores the cursor in
-  one transaction, so a run that fails is simply run again from the same cursor.
+  nothing: ``lineage.services.collecting.collector_run`` records the accesses and stores
+  the cursor in one transaction, so a run that fails is simply run again from the same
+  cursor.
 - Each ``ObservedAccess`` names who accessed (``principal``: the role or user as the
   source names it), which dataset (an OpenLineage identity, normalised with
   ``catalog.identity``), the direction, when, and how many times since the cursor.

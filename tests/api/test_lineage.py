@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from catalog.models import Claim
-from lineage import services
 from lineage.models import LineageEvent
+from lineage.services import processing
 from tests.catalog.factories import TeamFactory
 from tests.lineage import events as ev
 
@@ -330,7 +330,7 @@ def run_processed(sender):
     for event_type, minute in (("START", "00"), ("COMPLETE", "05")):
         event = ev.run_event(event_type, event_time=f"2026-11-28T06:{minute}:00Z")
         assert post(sender, event).status_code == 201
-    services.lineage_events_process_due()
+    processing.lineage_events_process_due()
     return ev.RUN_ID
 
 

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from catalog.models import Claim
-from lineage import services
+from lineage.services import processing
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.lineage import events as ev
 
@@ -38,7 +38,7 @@ def run(client, job, inputs, outputs, runs: int = 1) -> None:
             "/api/v1/lineage", data=json.dumps(event), content_type="application/json"
         )
         assert response.status_code == 201, response.json()
-    services.lineage_events_process_due()
+    processing.lineage_events_process_due()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Claim, Dataset, Subscription
-from lineage import services
+from lineage.services import processing
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 from tests.lineage import events as ev
 
@@ -52,7 +52,7 @@ def run_job(client, *, job=ev.JOB, inputs=(ORDERS,), outputs=(), day=28) -> None
             "/api/v1/lineage", data=json.dumps(event), content_type="application/json"
         )
         assert response.status_code == 201, response.json()
-    services.lineage_events_process_due()
+    processing.lineage_events_process_due()
 
 
 def test_a_job_reading_without_subscription_is_reported_until_its_team_subscribes(
@@ -178,7 +178,7 @@ def run_at(client, at: datetime, *, job=ev.JOB, inputs=(ORDERS,), outputs=()) ->
         "/api/v1/lineage", data=json.dumps(event), content_type="application/json"
     )
     assert response.status_code == 201, response.json()
-    services.lineage_events_process_due()
+    processing.lineage_events_process_due()
 
 
 def subscribe(team, dataset, *, age_days: int, job=("", "")) -> Subscription:

@@ -8,8 +8,8 @@ from django.db import connection
 
 from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage
-from lineage import services
 from lineage.models import LineageRunEdge
+from lineage.services import processing, receiving
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.lineage import events as ev
 
@@ -27,7 +27,7 @@ def test_events_on_sqlite_record_usage_once_per_run_with_widened_seen_times():
     dataset = DatasetFactory(namespace=ORDERS["namespace"], name=ORDERS["name"])
     actor = Actor(team=team)
     for event_type, minute in (("COMPLETE", 5), ("START", 0), ("COMPLETE", 5)):
-        services.lineage_event_receive(
+        receiving.lineage_event_receive(
             actor=actor,
             payload=ev.run_event(
                 event_type,
@@ -37,7 +37,7 @@ def test_events_on_sqlite_record_usage_once_per_run_with_widened_seen_times():
             ),
             now=NOW,
         )
-    services.lineage_events_process_due(now=NOW)
+    processing.lineage_events_process_due(now=NOW)
     read = DatasetUsage.objects.get(direction="read")
     write = DatasetUsage.objects.get(direction="write")
     assert (read.dataset_id, read.run_count, write.dataset_id, write.run_count) == (
@@ -74,9 +74,9 @@ def test_an_event_declaring_more_aliases_than_one_sqlite_expression_holds_is_pro
                 facets={"symlinks": {"_producer": ev.PRODUCER, "identifiers": identifiers}},
             )
         )
-    services.lineage_event_receive(
+    receiving.lineage_event_receive(
         actor=Actor(team=team), payload=ev.run_event("COMPLETE", outputs=outputs), now=NOW
     )
-    services.lineage_events_process_due(now=NOW)
+    processing.lineage_events_process_due(now=NOW)
     assert LineageEvent.objects.get().state == LineageEvent.State.PROCESSED
     assert DatasetAlias.objects.filter(kind="symlink").count() == 20 * MAX_SYMLINKS

@@ -10,7 +10,7 @@ import pytest
 
 from catalog.actors import Actor
 from catalog.models import Claim
-from lineage import services
+from lineage.services import processing, receiving
 from tests.catalog.factories import TeamFactory
 from tests.lineage import events as ev
 
@@ -26,11 +26,11 @@ def team_a(db):
 
 
 @pytest.fixture
-def receive(team_a) -> Callable[..., services.ReceiveResult]:
+def receive(team_a) -> Callable[..., receiving.ReceiveResult]:
     """``receive(payload, team=team_a)``: store one event as that team's key would."""
 
-    def send(payload: dict, team=None) -> services.ReceiveResult:
-        return services.lineage_event_receive(
+    def send(payload: dict, team=None) -> receiving.ReceiveResult:
+        return receiving.lineage_event_receive(
             actor=Actor(team=team or team_a), payload=payload, now=NOW
         )
 
@@ -38,6 +38,6 @@ def receive(team_a) -> Callable[..., services.ReceiveResult]:
 
 
 @pytest.fixture
-def process() -> Callable[[], services.ProcessSummary]:
+def process() -> Callable[[], processing.ProcessSummary]:
     """``process()``: one processing pass over every due event, as a worker runs it."""
-    return lambda: services.lineage_events_process_due(now=NOW)
+    return lambda: processing.lineage_events_process_due(now=NOW)

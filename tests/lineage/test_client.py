@@ -18,8 +18,8 @@ from openlineage.client.facet_v2 import parent_run, sql_job
 from catalog.models import Claim, DatasetUsage
 from catalog.models import Job as CatalogJob
 from catalog.services.teams import api_key_create
-from lineage import services
 from lineage.models import LineageEvent, LineageRun
+from lineage.services import processing
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server commits for real
@@ -117,7 +117,7 @@ def test_the_openlineage_client_reports_a_run_that_becomes_runs_jobs_and_usage(
     assert {e.content_encoding for e in events} == {compression or ""}
     assert events[1].payload["job"]["facets"]["sql"]["query"].startswith("INSERT INTO")
 
-    assert services.lineage_events_process_due().by_state == {"processed": 2}
+    assert processing.lineage_events_process_due().by_state == {"processed": 2}
 
     stored = LineageRun.objects.select_related("job").get()
     assert str(stored.run_id) == run_id

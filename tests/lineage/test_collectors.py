@@ -24,10 +24,10 @@ from catalog import selectors
 from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage, Job, UnclaimedUsage
 from catalog.services.ownership import claim_create
-from lineage import services
 from lineage.collectors import CollectorConfigError, build
 from lineage.errors import CollectorUnknown
 from lineage.models import CollectorCursor
+from lineage.services import collecting
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -142,7 +142,7 @@ def test_collector_run_a_role_reading_without_a_subscription_is_an_undeclared_re
     _select(pg_stats_server, "reporting", "SELECT id, total FROM orders WHERE id > 1", times=2)
     _select(pg_stats_server, "adhoc", "SELECT * FROM public.customers")
 
-    summary = services.collector_run(name="warehouse", now=NOW)
+    summary = collecting.collector_run(name="warehouse", now=NOW)
 
     assert summary.unclaimed_principals == ["adhoc"]
     (usage,) = selectors.undeclared_reads_list(team=warehouse)
@@ -165,7 +165,7 @@ def test_collector_run_keeps_an_unclaimed_roles_reads_for_the_team_that_claims_i
     pg_stats_server, warehouse
 ):
     _select(pg_stats_server, "adhoc", "SELECT id, total FROM orders", times=3)
-    summary = services.collector_run(name="warehouse", now=NOW)
+    summary = collecting.collector_run(name="warehouse", now=NOW)
     assert summary.unclaimed_principals == ["adhoc"]
     assert not DatasetUsage.objects.filter(job__name="adhoc").exists()
     held = UnclaimedUsage.objects.get()
@@ -191,7 +191,7 @@ def test_collector_run_keeps_an_unclaimed_roles_reads_for_the_team_that_claims_i
     assert not UnclaimedUsage.objects.exists()
 
     # Nothing ran since: the next run adds nothing, and nothing is held twice.
-    services.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
+    collecting.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
     assert DatasetUsage.objects.get(team=finance).run_count == 3
 
 
@@ -199,25 +199,25 @@ def test_collector_run_attributes_what_was_held_while_a_claim_was_being_made(
     pg_stats_server, warehouse
 ):
     _select(pg_stats_server, "adhoc", "SELECT id FROM orders", times=2)
-    services.collector_run(name="warehouse", now=NOW)
+    collecting.collector_run(name="warehouse", now=NOW)
     finance = TeamFactory(slug="finance")
     # As if the claim committed while that run was still recording: it saw nothing held.
     Claim.objects.create(team=finance, kind=Claim.Kind.DB_ROLE, pattern=f"{NAMESPACE}/adhoc")
     _select(pg_stats_server, "adhoc", "SELECT id FROM orders")
-    services.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
+    collecting.collector_run(name="warehouse", now=NOW + timedelta(hours=1))
     assert DatasetUsage.objects.get(team=finance).run_count == 3
     assert not UnclaimedUsage.objects.exists()
 
 
 def test_collector_run_twice_records_only_new_calls(pg_stats_server, warehouse):
     _select(pg_stats_server, "reporting", "SELECT count(*) FROM orders")
-    services.collector_run(name="warehouse", now=NOW)
-    services.collector_run(name="warehouse", now=NOW + timedelta(minutes=5))
+    collecting.collector_run(name="warehouse", now=NOW)
+    collecting.collector_run(name="warehouse", now=NOW + timedelta(minutes=5))
     usage = DatasetUsage.objects.get(job__name="reporting", dataset_name="shop.public.orders")
     assert usage.run_count == 1
 
     _select(pg_stats_server, "reporting", "SELECT count(*) FROM orders", times=3)
-    services.collector_run(name="warehouse", now=NOW + timedelta(minutes=10))
+    collecting.collector_run(name="warehouse", now=NOW + timedelta(minutes=10))
     usage.refresh_from_db()
     assert (usage.run_count, usage.last_seen_at) == (4, NOW + timedelta(minutes=10))
     assert CollectorCursor.objects.get(name="warehouse").runs == 3
@@ -225,11 +225,11 @@ def test_collector_run_twice_records_only_new_calls(pg_stats_server, warehouse):
 
 def test_collector_run_after_a_reset_counts_from_a_new_baseline(pg_stats_server, warehouse):
     _select(pg_stats_server, "reporting", "SELECT count(*) FROM orders", times=5)
-    services.collector_run(name="warehouse", now=NOW)
+    collecting.collector_run(name="warehouse", now=NOW)
     with psycopg.connect(pg_stats_server.dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
     _select(pg_stats_server, "reporting", "SELECT count(*) FROM orders", times=2)
-    services.collector_run(name="warehouse", now=NOW + timedelta(minutes=5))
+    collecting.collector_run(name="warehouse", now=NOW + timedelta(minutes=5))
     usage = DatasetUsage.objects.get(job__name="reporting", dataset_name="shop.public.orders")
     assert usage.run_count == 7
 
@@ -243,7 +243,7 @@ def test_collector_run_bounded_runs_cover_everything_once(pg_stats_server, wareh
     ):
         _select(pg_stats_server, "reporting", statement)
     for minute in range(40):
-        summary = services.collector_run(name="warehouse", now=NOW + timedelta(minutes=minute))
+        summary = collecting.collector_run(name="warehouse", now=NOW + timedelta(minutes=minute))
         assert summary.stats["statements"] <= 2
         if not summary.more:
             break
@@ -256,7 +256,7 @@ def test_collector_run_bounded_runs_cover_everything_once(pg_stats_server, wareh
 def test_collector_run_of_an_unknown_collector_is_an_error(settings):
     settings.TIDEMARK_LINEAGE_COLLECTORS = {}
     with pytest.raises(CollectorUnknown):
-        services.collector_run(name="nowhere", now=NOW)
+        collecting.collector_run(name="nowhere", now=NOW)
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,9 @@ from django.db import connections
 
 from catalog.actors import Actor
 from catalog.models import Claim, DatasetUsage
-from lineage import runstate, services
+from lineage import runstate
 from lineage.models import LineageEvent, LineageRun
+from lineage.services import processing, receiving
 from tests.catalog.factories import TeamFactory
 from tests.lineage import events as ev
 
@@ -31,7 +32,7 @@ def test_two_workers_processing_the_same_runs_at_once_count_each_run_once(monkey
     Claim.objects.create(team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=ev.JOB[0])
 
     def receive(event_type: str, run_id: str, minute: str, **datasets) -> None:
-        services.lineage_event_receive(
+        receiving.lineage_event_receive(
             actor=Actor(team=team),
             payload=ev.run_event(
                 event_type, run_id=run_id, event_time=f"2026-11-28T06:{minute}:00Z", **datasets
@@ -42,7 +43,7 @@ def test_two_workers_processing_the_same_runs_at_once_count_each_run_once(monkey
     run_ids = [str(uuid.uuid4()) for _ in range(RUNS)]
     for run_id in run_ids:
         receive("START", run_id, "00", inputs=INPUTS)
-    services.lineage_events_process_due(now=NOW)  # the runs exist, running
+    processing.lineage_events_process_due(now=NOW)  # the runs exist, running
     for run_id in run_ids:
         # Two events of each run, side by side (the end first, as transports may deliver
         # them), naming the same new output edge.
@@ -65,7 +66,7 @@ def test_two_workers_processing_the_same_runs_at_once_count_each_run_once(monkey
         try:
             barrier.wait(10)
             # One event per claim: the two workers take a run's two events at once.
-            while services.lineage_events_process_due(now=NOW, batch_size=1).claimed:
+            while processing.lineage_events_process_due(now=NOW, batch_size=1).claimed:
                 pass
         except BaseException as exc:  # reported by the main thread
             failures.append(exc)

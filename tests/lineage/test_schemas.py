@@ -12,8 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from catalog import change_notices, selectors
 from catalog.actors import Actor
 from catalog.models import ChangeNotice, Notification, SchemaChange, SchemaObservation
-from lineage import openlineage, services
+from lineage import openlineage
 from lineage.models import LineageEvent, LineageRun
+from lineage.services import processing
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.lineage import events as ev
 from tests.lineage.conftest import NOW
@@ -180,9 +181,9 @@ def test_a_dataset_event_from_the_owner_records_its_schema(receive, process, sho
 
 def _statements(receive, payload) -> list[str]:
     receive(payload)
-    [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    [claim] = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     with CaptureQueriesContext(connection) as captured:
-        assert services.lineage_event_process(claim=claim, now=NOW) == "processed"
+        assert processing.lineage_event_process(claim=claim, now=NOW) == "processed"
     return [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
 
 

@@ -14,8 +14,8 @@ from catalog.actors import Actor
 from catalog.models import Claim, DatasetAlias, DatasetUsage, Job
 from catalog.services import datasets
 from catalog.services import usage as usage_services
-from lineage import services
 from lineage.models import LineageEvent, LineageRun, LineageRunEdge
+from lineage.services import processing
 from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.lineage import events as ev
 
@@ -104,7 +104,7 @@ def test_receive_rings_the_lineage_doorbell_after_commit(
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         receive(ev.run_event("START"))
     assert len(callbacks) == 1
-    assert rung == [services.PROCESS_EVENTS]
+    assert rung == [processing.PROCESS_EVENTS]
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         receive(ev.run_event("START"))  # the same event: nothing stored, nothing to ring
     assert callbacks == []
@@ -371,17 +371,17 @@ def test_flagged_facets_are_kept_and_the_core_processed(receive, process):
 
 def test_claim_due_skips_leased_events_until_the_lease_expires(receive):
     receive(ev.run_event("START"))
-    first = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    first = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     assert len(first) == 1 and first[0].attempt == 1
-    assert services.lineage_event_claim_due(limit=10, lease_seconds=60) == []
+    assert processing.lineage_event_claim_due(limit=10, lease_seconds=60) == []
     LineageEvent.objects.update(claimed_until=datetime(2000, 1, 1, tzinfo=UTC))  # expired
-    second = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    second = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     assert [c.event_id for c in second] == [first[0].event_id]
     assert second[0].attempt == 2
     # The first claim is fenced off: its worker lost the event and writes nothing.
-    assert services.lineage_event_process(claim=first[0], now=NOW) is None
+    assert processing.lineage_event_process(claim=first[0], now=NOW) is None
     assert not LineageRun.objects.exists()
-    assert services.lineage_event_process(claim=second[0], now=NOW) == "processed"
+    assert processing.lineage_event_process(claim=second[0], now=NOW) == "processed"
     assert LineageRun.objects.count() == 1
 
 
@@ -392,14 +392,14 @@ def test_claim_due_leaves_events_not_yet_due_or_finished(receive):
     later = NOW + timedelta(days=3650)
     LineageEvent.objects.filter(event_type="START").update(next_attempt_at=later)
     LineageEvent.objects.filter(event_type="COMPLETE").update(state="failed")
-    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    claims = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     assert [LineageEvent.objects.get(pk=c.event_id).event_type for c in claims] == ["OTHER"]
 
 
 def test_claim_due_locks_with_skip_locked_in_three_statements(receive):
     receive(ev.run_event("START"))
     with CaptureQueriesContext(connection) as captured:
-        services.lineage_event_claim_due(limit=10, lease_seconds=60)
+        processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
     assert len(statements) == 3
     assert statements[0].endswith("FOR UPDATE SKIP LOCKED")
@@ -413,35 +413,35 @@ def test_a_failing_event_is_retried_with_backoff_then_failed(receive, monkeypatc
         raise RuntimeError("catalog unavailable")
 
     monkeypatch.setattr(usage_services, "job_record", broken)
-    [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
-    assert services.lineage_event_process(claim=claim, now=NOW) == "pending"
+    [claim] = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
+    assert processing.lineage_event_process(claim=claim, now=NOW) == "pending"
     event = LineageEvent.objects.get()
     assert event.last_error == "RuntimeError: catalog unavailable"
     assert event.claim_token is None and event.next_attempt_at > NOW
     assert not LineageRun.objects.exists()  # the failed attempt wrote nothing
 
     LineageEvent.objects.update(next_attempt_at=NOW)
-    [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
-    assert services.lineage_event_process(claim=claim, now=NOW) == "failed"
+    [claim] = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
+    assert processing.lineage_event_process(claim=claim, now=NOW) == "failed"
     assert LineageEvent.objects.get().state == "failed"
-    assert services.lineage_event_claim_due(limit=10, lease_seconds=60) == []
+    assert processing.lineage_event_claim_due(limit=10, lease_seconds=60) == []
 
 
 def test_process_due_stops_after_its_batches_and_says_more_is_due(receive):
     for n in range(5):
         receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
-    summary = services.lineage_events_process_due(now=NOW, batch_size=2, max_batches=2)
+    summary = processing.lineage_events_process_due(now=NOW, batch_size=2, max_batches=2)
     assert (summary.claimed, summary.more_due) == (4, True)
-    summary = services.lineage_events_process_due(now=NOW, batch_size=2)
+    summary = processing.lineage_events_process_due(now=NOW, batch_size=2)
     assert (summary.claimed, summary.more_due) == (1, False)
     assert LineageRun.objects.count() == 5
 
 
 def _statements_to_process(receive, payload: dict) -> list[str]:
     receive(payload)
-    [claim] = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    [claim] = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     with CaptureQueriesContext(connection) as captured:
-        assert services.lineage_event_process(claim=claim, now=NOW) == "processed"
+        assert processing.lineage_event_process(claim=claim, now=NOW) == "processed"
     return [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
 
 
@@ -492,14 +492,14 @@ def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
     for run_id in runs:
         for payload in _start_and_complete(run_id):
             receive(payload)
-    apply_run_event = services._apply_run_event
+    apply_run_event = processing._apply_run_event
 
     def poisoned(event, parsed, **kwargs):
         apply_run_event(event, parsed, **kwargs)  # writes the run and its usage, then fails
         if str(parsed.run_id) == poison:
             raise RuntimeError("poison")
 
-    monkeypatch.setattr(services, "_apply_run_event", poisoned)
+    monkeypatch.setattr(processing, "_apply_run_event", poisoned)
     summary = process()
     assert (summary.claimed, summary.by_state) == (10, {"processed": 8, "pending": 2})
     bad = LineageEvent.objects.filter(run_id=poison)
@@ -516,7 +516,7 @@ def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
         ("write", 4),
     }
 
-    monkeypatch.setattr(services, "_apply_run_event", apply_run_event)
+    monkeypatch.setattr(processing, "_apply_run_event", apply_run_event)
     bad.update(next_attempt_at=NOW)
     assert process().by_state == {"processed": 2}
     assert LineageRun.objects.filter(state="complete").count() == 5
@@ -532,9 +532,9 @@ def test_a_poison_event_in_a_batch_loses_and_duplicates_none_of_the_others(
 def test_a_clean_batch_is_applied_without_a_savepoint_per_event(receive):
     for n in range(4):
         receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
-    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    claims = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     with CaptureQueriesContext(connection) as captured:
-        states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+        states = processing.lineage_events_process_claimed(claims=claims, now=NOW)
     assert set(states.values()) == {"processed"} and len(states) == 4
     savepoints = [q for q in captured.captured_queries if q["sql"].startswith("SAVEPOINT")]
     assert len(savepoints) == 1  # the batch's transaction, nested in the test's
@@ -544,9 +544,9 @@ def test_a_clean_batch_is_applied_without_a_savepoint_per_event(receive):
 def test_a_batch_with_a_lost_claim_skips_that_event_only(receive):
     for payload in _start_and_complete():
         receive(payload)
-    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    claims = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     LineageEvent.objects.filter(pk=claims[0].event_id).update(claim_token=uuid.uuid4())
-    states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+    states = processing.lineage_events_process_claimed(claims=claims, now=NOW)
     assert states == {claims[0].event_id: None, claims[1].event_id: "processed"}
     assert LineageEvent.objects.get(pk=claims[0].event_id).state == "pending"
 
@@ -586,12 +586,12 @@ def test_a_runs_events_in_one_batch_reach_one_final_state_in_any_order(receive, 
 
 
 def test_a_batch_is_applied_in_transactions_of_at_most_so_many_events(receive, monkeypatch):
-    monkeypatch.setattr(services, "EVENTS_PER_TRANSACTION", 2)
+    monkeypatch.setattr(processing, "EVENTS_PER_TRANSACTION", 2)
     for n in range(5):
         receive(ev.run_event("START", run_id=str(uuid.uuid4()), event_time=f"2026-11-2{n}T00:00Z"))
-    claims = services.lineage_event_claim_due(limit=10, lease_seconds=60)
+    claims = processing.lineage_event_claim_due(limit=10, lease_seconds=60)
     with CaptureQueriesContext(connection) as captured:
-        states = services.lineage_events_process_claimed(claims=claims, now=NOW)
+        states = processing.lineage_events_process_claimed(claims=claims, now=NOW)
     assert set(states.values()) == {"processed"} and len(states) == 5
     locks = [q["sql"] for q in captured.captured_queries if "FOR UPDATE OF" in q["sql"]]
     assert len(locks) == 3

@@ -14,8 +14,8 @@ from django.conf import settings
 
 from catalog import doorbell
 from catalog.models import Claim
-from lineage import services
 from lineage.models import LineageEvent, LineageRun
+from lineage.services import processing
 from tests.catalog.factories import TeamFactory
 from tests.catalog.worker_helpers import (
     PrivateRedis,
@@ -113,7 +113,7 @@ def test_an_event_whose_doorbell_was_lost_is_processed_by_the_beat_sweep(broker,
         from config.celery import app
 
         sweep = settings.CELERY_BEAT_SCHEDULE["sweep-lineage"]
-        assert sweep["task"] == services.PROCESS_EVENTS
+        assert sweep["task"] == processing.PROCESS_EVENTS
         app.send_task(sweep["task"])
         wait_until(lambda: _processed(event_id), 30, "the sweep to process the event")
     finally:

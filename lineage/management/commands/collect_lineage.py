@@ -3,7 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from lineage import collectors, services
+from lineage import collectors
+from lineage.services import collecting
 
 
 class Command(BaseCommand):
@@ -22,5 +23,5 @@ class Command(BaseCommand):
         if not names:
             self.stdout.write("no lineage collectors are configured")
         for name in names:
-            summary = services.collector_run(name=name, now=timezone.now())
+            summary = collecting.collector_run(name=name, now=timezone.now())
             self.stdout.write(f"lineage collector {summary}")

@@ -5,8 +5,8 @@ import time
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from lineage import services
 from lineage.models import LineageEvent
+from lineage.services import processing
 
 
 class Command(BaseCommand):
@@ -21,7 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args, wait, **options):
         started_at = timezone.now()
         deadline = time.monotonic() + wait
-        summary = services.lineage_events_process_due()
+        summary = processing.lineage_events_process_due()
         # Events received before this command started, claimed by a worker: wait for them.
         while (
             LineageEvent.objects.filter(
@@ -30,7 +30,7 @@ class Command(BaseCommand):
             and time.monotonic() < deadline
         ):
             time.sleep(0.2)
-            more = services.lineage_events_process_due()
+            more = processing.lineage_events_process_due()
             summary.claimed += more.claimed
             summary.lost += more.lost
             for state, count in more.by_state.items():
