@@ -1,6 +1,15 @@
 from django.urls import path
 
-from .views import catalog, change_notices, delivery, governance, lineage, restatements, schemas
+from .views import (
+    catalog,
+    change_notices,
+    delivery,
+    governance,
+    lineage,
+    readiness,
+    restatements,
+    schemas,
+)
 
 urlpatterns = [
     path("me", catalog.MeApi.as_view(), name="me"),
@@ -78,7 +87,7 @@ urlpatterns = [
         restatements.RestatementAbandonApi.as_view(),
         name="restatement-abandon",
     ),
-    path("readiness", catalog.ReadinessPublishApi.as_view(), name="readiness-publish"),
+    path("readiness", readiness.readiness_publish_view, name="readiness-publish"),
     path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),
     path(
         "endpoints/<int:endpoint_id>/rotate-secret",

@@ -1,4 +1,5 @@
-"""The framework floor: the least a Django view can do per ingest request.
+"""The framework floor: the least a Django view can do per ingest request; and, for
+comparison, the publish served through DRF's whole request cycle.
 
 Same gunicorn, same middleware stack, same database settings as the readiness API; the
 view parses the JSON body and does one plain INSERT (autocommit, so one durable commit,
@@ -34,3 +35,38 @@ def floor(request: HttpRequest) -> JsonResponse:
         cursor.execute(_INSERT_SQL, [json.dumps(body)])
         row_id, created_at = cursor.fetchone()
     return JsonResponse({"id": row_id, "created_at": created_at.isoformat()}, status=201)
+
+
+def _drf_publish_view():
+    """``POST /bench/readiness-drf``: the same publish (serializer, service, problem
+    renderer) through DRF's request cycle (request wrapping, negotiation, parsers,
+    permission classes, Response rendering), to measure what that cycle costs."""
+    from django.utils import timezone
+    from rest_framework.response import Response
+    from rest_framework.views import APIView
+
+    from api.serializers import catalog as s
+    from api.views.base import actor_of
+    from api.views.readiness import idempotency_key
+    from catalog.models import ApiKey
+    from catalog.services import publishing
+
+    class ReadinessThroughDrf(APIView):
+        required_scope = ApiKey.Scope.PUBLISH
+
+        def post(self, request):
+            data = s.ReadinessPublishInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            result = publishing.readiness_publish(
+                actor=actor_of(request),
+                idempotency_key=idempotency_key(request),
+                now=timezone.now(),
+                **data.validated_data,
+            )
+            headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
+            return Response(result.body, status=result.status_code, headers=headers)
+
+    return ReadinessThroughDrf.as_view()
+
+
+readiness_through_drf = _drf_publish_view()

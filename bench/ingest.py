@@ -17,7 +17,9 @@ Targets, measured alternately with one gunicorn config (floor, tidemark, floor, 
 - ``floor``: ``POST /bench/floor``, a plain Django view doing one INSERT (bench/floor.py);
 - ``tidemark``: ``POST /api/v1/readiness``, every request a new partition (real work);
 - ``noop``: repeats of already-published partitions (the 200 no-op path), secondary;
-- ``hot``: every client repeating the same partition (row-lock serialisation), secondary.
+- ``hot``: every client repeating the same partition (row-lock serialisation), secondary;
+- ``drf`` (``--compare-drf``): the same publish through DRF's whole request cycle
+  (``POST /bench/readiness-drf``), what the plain view of the hot path saves.
 
 It prints a table and the ratio tidemark/floor, writes ``bench/results/ingest.json`` and
 drops the bench databases at the end (``--keep`` keeps them).
@@ -71,6 +73,7 @@ TARGET_RATIO = 0.3  # tidemark rate / floor rate
 
 PUBLISH_PATH = "/api/v1/readiness"
 FLOOR_PATH = "/bench/floor"
+DRF_PATH = "/bench/readiness-drf"
 
 # Partition keys are daily dates from year 1000 on; each load run gets its own slot of
 # SLOT_DAYS consecutive days, so every publish in a run names a partition never seen.
@@ -114,6 +117,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--output", type=Path, default=RESULTS_DIR / "ingest.json")
     p.add_argument("--skip-secondary", action="store_true", help="skip the noop and hot runs")
+    p.add_argument(
+        "--compare-drf",
+        action="store_true",
+        help="each round, also publish through DRF's request cycle (/bench/readiness-drf)",
+    )
     p.add_argument(
         "--cprofile",
         type=int,
@@ -605,8 +613,12 @@ class Bench:
             raise RuntimeError("out of partition key space; use fewer rounds")
         return first
 
-    def _load(self, mode: str, first: int, span: int, seconds: float) -> dict[str, Any]:
+    def _load(
+        self, target: str, mode: str, first: int, span: int, seconds: float
+    ) -> dict[str, Any]:
         path, token = (FLOOR_PATH, "") if mode == "floor" else (PUBLISH_PATH, self.token)
+        if target == "drf":
+            path = DRF_PATH
         return self.loadgen.run(self.server.base_url, mode, path, token, first, span, seconds)
 
     def measure(
@@ -620,10 +632,10 @@ class Bench:
         background = self.wait_quiet()
         if self.args.warmup > 0:
             first = fixed_first if fixed_first is not None else self.slot()
-            self._load(mode, first, span, self.args.warmup)
+            self._load(target, mode, first, span, self.args.warmup)
         first = fixed_first if fixed_first is not None else self.slot()
         start = self.meter.snapshot()
-        result = self._load(mode, first, span, self.args.duration)
+        result = self._load(target, mode, first, span, self.args.duration)
         result["cpu"] = self.meter.report(start, self.meter.snapshot(), result["requests"])
         result["background_cores_before"] = round(background, 2)
         result.update(
@@ -699,6 +711,7 @@ LABELS = {
     "tidemark": "tidemark publish (new partition)",
     "noop": "tidemark repeat (no-op, 200)",
     "hot": "tidemark hot partition (16 on 1)",
+    "drf": "same publish through DRF's cycle",
 }
 
 
@@ -722,8 +735,10 @@ def print_table(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
             f"{cpu['cpu_ms_per_request']['postgres']:>7.2f} {cpu['cores_used']['foreign']:>7.2f}"
         )
     print("-" * len(header))
-    for target in ("floor", "tidemark"):
-        t = summary[target]
+    for target in ("floor", "tidemark", "drf"):
+        t = summary.get(target)
+        if t is None:
+            continue
         print(
             f"{LABELS[target] + ' median':<36} {t['rate_median']:>8.1f} "
             f"{t['p50_ms_median']:>7.2f} {t['p99_ms_median']:>7.2f}"
@@ -741,6 +756,13 @@ def print_table(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
     )
     if summary.get("noop"):
         print(f"no-op repeat publishes/s: {summary['noop']['rate_median']:.1f}")
+    if summary.get("drf"):
+        plain_cpu = summary["tidemark"]["cpu_ms_per_request_median"]["gunicorn"]
+        drf_cpu = summary["drf"]["cpu_ms_per_request_median"]["gunicorn"]
+        print(
+            f"plain view / DRF cycle (median rates): {summary['ratio_plain_to_drf']:.3f}; "
+            f"gunicorn CPU per publish {plain_cpu} ms, through DRF {drf_cpu} ms"
+        )
     print(
         "CPU-bound ceiling (all CPUs / server CPU ms per request; no load generator, no "
         f"other processes): tidemark {summary['tidemark']['server_cpu_ceiling_rate']:.0f}/s, "
@@ -808,6 +830,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.measure("floor", round_no, "floor")
             _, first = bench.measure("tidemark", round_no, "publish")
             published_first = published_first if published_first is not None else first
+            if args.compare_drf:
+                bench.measure("drf", round_no, "publish")
         if not args.skip_secondary:
             start, span = published_run(published_first, NOOP_KEYS)
             bench.measure("noop", 1, "noop", fixed_first=start, span=span)
@@ -816,7 +840,7 @@ def main(argv: list[str] | None = None) -> int:
         server_log = server.log_summary()
 
         rows = count_rows()
-        summary = {t: summarise(bench.runs, t) for t in ("floor", "tidemark", "noop", "hot")}
+        summary = {t: summarise(bench.runs, t) for t in ("floor", "tidemark", "noop", "hot", "drf")}
         created = sum(r["status"]["201"] for r in bench.runs if r["target"] == "tidemark")
         verification = {
             "row_counts": rows,
@@ -838,6 +862,10 @@ def main(argv: list[str] | None = None) -> int:
         ratio_best = summary["tidemark"]["rate_best"] / summary["floor"]["rate_best"]
         summary["ratio_median"] = round(ratio_median, 3)
         summary["ratio_best"] = round(ratio_best, 3)
+        if summary["drf"]:
+            summary["ratio_plain_to_drf"] = round(
+                summary["tidemark"]["rate_median"] / summary["drf"]["rate_median"], 3
+            )
         summary["foreign_cores_limit"] = args.quiet_cores
         summary["machine_was_busy"] = any(
             r["cpu"]["cores_used"]["foreign"] > args.quiet_cores for r in bench.runs
@@ -859,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
                 "warmup_s": args.warmup,
                 "duration_s": args.duration,
                 "rounds": args.rounds,
-                "order": "floor, tidemark alternately per round; then noop, hot",
+                "order": "floor, tidemark (and drf) alternately per round; then noop, hot",
                 "loadgen": loadgen.name,
                 "gunicorn": {
                     "argv": server.argv[1:],

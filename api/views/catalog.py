@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import io
-
-from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog import declarations, errors, freshness, selectors, watchdog_feed
 from catalog.models import ApiKey, AuditEntry
-from catalog.services import datasets, publishing, subscriptions, teams
-from httpkit.exceptions import problem_exception_handler
+from catalog.services import datasets, subscriptions, teams
 from httpkit.parsers import StrictJSONParser
-from problems import PROBLEM_CONTENT_TYPE, FieldError, ValidationProblem
+from problems import FieldError, ValidationProblem
 
-from ..auth import ApiKeyAuthentication
 from ..parsers import DeclarationYAMLParser
 from ..serializers import catalog as s
 from .base import actor_of, paginate
@@ -236,137 +230,6 @@ class PartitionDetailApi(APIView):
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         partition = selectors.partition_get(dataset=dataset, key=key)
         return Response(s.PartitionOutputSerializer(partition).data)
-
-
-class ReadinessPublishApi(APIView):
-    required_scope = ApiKey.Scope.PUBLISH
-
-    @extend_schema(
-        request=s.ReadinessPublishInputSerializer,
-        parameters=[
-            OpenApiParameter(
-                "Idempotency-Key",
-                location=OpenApiParameter.HEADER,
-                required=False,
-                description="Same key + same body replays the first response for 48 h.",
-            )
-        ],
-        responses={
-            201: s.ReadinessPublishOutputSerializer,
-            200: s.ReadinessPublishOutputSerializer,
-        },
-    )
-    def post(self, request: Request) -> Response:
-        data = s.ReadinessPublishInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = publishing.readiness_publish(
-            actor=actor_of(request),
-            idempotency_key=_idempotency_key(request),
-            now=timezone.now(),
-            **data.validated_data,
-        )
-        headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
-        return Response(result.body, status=result.status_code, headers=headers)
-
-    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        """A valid publish is served by ``_publish_directly``; anything else by DRF."""
-        if request.method == "POST":
-            response = _publish_directly(request)
-            if response is not None:
-                return response
-        return super().dispatch(request, *args, **kwargs)
-
-
-_JSON_RANGES = frozenset(("*/*", "application/*", "application/json"))
-_RENDERER = JSONRenderer()
-_PUBLISH_ALLOW = "POST, OPTIONS"  # what DRF's Allow header says for this view
-
-
-def _publish_directly(request: HttpRequest) -> HttpResponse | None:
-    """A publish without DRF's request wrapping, negotiation, parser and permission
-    machinery (about a fifth of a publish's CPU), answering exactly what
-    ``ReadinessPublishApi.post`` answers; None when the request is not plainly valid (no
-    usable key with the publish scope, not JSON, a body the serializer refuses, an Accept
-    header without JSON...): DRF then serves it, and its error. ``readiness_publish``'s
-    own errors are rendered here by the API's exception handler."""
-    meta = request.META
-    if meta.get("QUERY_STRING"):
-        return None  # e.g. DRF's ?format= override
-    if meta.get("CONTENT_TYPE", "").partition(";")[0].strip().lower() != "application/json":
-        return None
-    accept = meta.get("HTTP_ACCEPT")
-    if accept and not _plainly_json(accept):
-        return None
-    try:
-        principal, key = ApiKeyAuthentication().authenticate(request) or (None, None)
-        if key is None or not key.has_scope(ApiKey.Scope.PUBLISH):
-            return None
-        data = s.ReadinessPublishInputSerializer(
-            data=StrictJSONParser().parse(io.BytesIO(request.body))
-        )
-        if not data.is_valid():
-            return None
-        idempotency_key = _idempotency_key(request)
-    except Exception:  # whatever it is, DRF answers it as it always does
-        return None
-    try:
-        result = publishing.readiness_publish(
-            actor=principal.actor,
-            idempotency_key=idempotency_key,
-            now=timezone.now(),
-            **data.validated_data,
-        )
-    except Exception as exc:  # as DRF renders it: a problem (logged when unexpected)
-        problem = problem_exception_handler(exc, {"request": request})
-        response = _rendered(problem.data, problem.status_code, PROBLEM_CONTENT_TYPE)
-        for name, value in problem.items():  # e.g. Retry-After; the renderer's type wins
-            if name.lower() != "content-type":
-                response[name] = value
-        return response
-    response = _rendered(result.body, result.status_code, "application/json")
-    if result.replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
-
-
-def _plainly_json(accept: str) -> bool:
-    """Whether DRF would pick its JSON renderer for ``accept`` and render compact JSON:
-    some media range matches JSON and none has a parameter but ``q`` (``indent=4``
-    changes the rendering)."""
-    ranges = [part.split(";") for part in accept.split(",")]
-    if any(
-        param.partition("=")[0].strip().lower() != "q" for _, *params in ranges for param in params
-    ):
-        return False
-    return any(media.strip().lower() in _JSON_RANGES for media, *_ in ranges)
-
-
-def _rendered(body: dict, status_code: int, content_type: str) -> HttpResponse:
-    """``body`` as DRF's JSONRenderer renders it, with DRF's Allow header (one renderer:
-    no ``Vary: Accept``)."""
-    response = HttpResponse(_RENDERER.render(body), status=status_code, content_type=content_type)
-    response["Allow"] = _PUBLISH_ALLOW
-    return response
-
-
-def _idempotency_key(request: Request) -> str | None:
-    """The ``Idempotency-Key`` header as a string (a Structured Field string may be quoted).
-
-    Raises:
-        InvalidIdempotencyKey: empty, longer than 255 characters or not printable ASCII.
-    """
-    raw = request.headers.get("Idempotency-Key")
-    if raw is None:
-        return None
-    value = raw.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    if not value or len(value) > 255 or not all(32 < ord(ch) < 127 for ch in value):
-        raise errors.InvalidIdempotencyKey(
-            "Idempotency-Key must be 1 to 255 printable ASCII characters without spaces",
-            errors=[FieldError("Idempotency-Key", "malformed header", "format")],
-        )
-    return value
 
 
 class SubscriptionListCreateApi(APIView):
