@@ -321,6 +321,8 @@ def _publish_directly(request: HttpRequest) -> HttpResponse | None:
         for name, value in problem.items():  # e.g. Retry-After; the renderer's type wins
             if name.lower() != "content-type":
                 response[name] = value
+        # A database outage's 503 is logged once by httpkit.outage, not per request.
+        response._has_been_logged = getattr(problem, "_has_been_logged", False)
         return response
     response = _rendered(result.body, result.status_code, "application/json")
     if result.replayed:

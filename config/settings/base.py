@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so its process_exception sees a view's database outage first.
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -18,6 +18,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
 ROOT_URLCONF = "config.urls_watchdog"
 # The on-call pages' cookies (sign-in, CSRF) go only over https when the watchdog is

@@ -177,7 +177,14 @@ def test_an_oversized_body_is_left_to_drf(world, ways, settings):
 
 # --- the exact bytes, both ways ------------------------------------------------------
 
-RAW_HEADERS = ("Content-Type", "Allow", "Vary", "Idempotent-Replayed", "WWW-Authenticate")
+RAW_HEADERS = (
+    "Content-Type",
+    "Allow",
+    "Vary",
+    "Idempotent-Replayed",
+    "WWW-Authenticate",
+    "Retry-After",
+)
 
 
 @pytest.fixture
@@ -226,19 +233,29 @@ def test_an_accept_header_asking_for_indented_json_is_left_to_drf(world, raw_way
     assert direct[2] == drf[2]
 
 
-def test_an_unexpected_error_is_rendered_as_drf_renders_it(world, raw_ways, monkeypatch):
-    """An error that is not a problem (e.g. the OperationalError of a connection that died
-    within the health-check delay) is answered as DRF's exception handler answers it: a
-    500 problem document, compact, with Allow."""
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (RuntimeError("a bug"), 500),
+        # A connection that died within the health-check delay: the database is away.
+        (OperationalError("server closed the connection unexpectedly"), 503),
+    ],
+)
+def test_an_error_that_is_not_a_problem_is_rendered_as_drf_renders_it(
+    world, raw_ways, monkeypatch, error, status
+):
+    """An error that is not a problem is answered as DRF's exception handler answers it:
+    a 500 problem document, or a 503 with Retry-After for a database outage, compact,
+    with Allow."""
 
     def boom(**kwargs):
-        raise OperationalError("server closed the connection unexpectedly")
+        raise error
 
     monkeypatch.setattr(services, "readiness_publish", boom)
     world["owner"].raise_request_exception = False
     answers = raw_ways(lambda: _post(world["owner"]))
     drf, direct = answers["drf"], answers["direct"]
-    assert drf[0] == direct[0] == 500
+    assert drf[0] == direct[0] == status
     assert (direct[1], direct[2]) == (drf[1], drf[2])
 
 

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.django_db(databases=["default", "watchdog"])
 WATCHDOG_ALONE_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
 
 

@@ -1,0 +1,111 @@
+"""The watchdog deployed alone, as the Procfile runs it (gunicorn, ``config.wsgi_watchdog``,
+its own settings), through an outage of its database: pings and its API answer 503 with
+``Retry-After`` while the database is away, the server's log has one line for the outage
+and no traceback, and the first ping after the database is back is recorded, without a
+restart. The database goes through a relay the test cuts (``tests.db_relay``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from httpkit import outage
+from tests.catalog.worker_helpers import LoggedProcess, free_port, wait_until
+from tests.db_relay import DatabaseRelay
+from watchdog import monitors, tokens
+from watchdog.models import Ping
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
+    pytest.mark.timeout(120),
+]
+
+
+@dataclass
+class WatchdogWeb(LoggedProcess):
+    """``config.wsgi_watchdog`` under gunicorn with the Procfile's worker settings."""
+
+    port: int = 0
+
+    def argv(self) -> list[str]:
+        return [
+            *(str(Path(sys.executable).with_name("gunicorn")), "config.wsgi_watchdog:application"),
+            *("--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4"),
+            "--no-control-socket",
+        ]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def _database_url(port: int) -> str:
+    config = connections["watchdog"].settings_dict
+    return f"postgres://{quote(config['USER'] or '', safe='')}@127.0.0.1:{port}/{config['NAME']}"
+
+
+def test_the_watchdog_alone_answers_503_through_an_outage_and_recovers_without_restart(
+    tmp_path,
+):
+    config = connections["watchdog"].settings_dict
+    relay = DatabaseRelay((config["HOST"] or "127.0.0.1", int(config["PORT"] or 5432)))
+    relay.restore()
+    monitor = monitors.monitor_create(now=timezone.now(), name="nightly", period_seconds=3600)
+    _, token = tokens.create("outage test")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
+        TIDEMARK_IGNORE_DOTENV="1",
+        TIDEMARK_VAR_DIR=str(tmp_path / "var"),
+        WATCHDOG_DATABASE_URL=_database_url(relay.port),
+        PYTHONUNBUFFERED="1",
+    )
+    server = WatchdogWeb(name="watchdog-web", log_path=tmp_path / "web.log", env=env)
+    server.port = free_port()
+    server.start()
+    try:
+        wait_until(lambda: not server.alive or _answers(server.url), 30, "the watchdog server")
+        assert server.alive, server.log()[-3000:]
+        ping = f"{server.url}/ping/{monitor.ping_key}"
+        api = {"Authorization": f"Bearer {token}"}
+        assert httpx.post(ping, content=b"one").status_code == 200
+
+        relay.cut()
+        answers = [httpx.post(ping, content=b"lost") for _ in range(3)]
+        answers.append(httpx.get(f"{server.url}/api/v1/monitors", headers=api))
+        for response in answers:
+            assert response.status_code == 503, response.text
+            assert response.headers["Retry-After"] == str(outage.RETRY_AFTER_SECONDS)
+            assert response.headers["Content-Type"] == "application/problem+json"
+            assert response.json()["code"] == "database_unavailable"
+
+        relay.restore()
+        assert httpx.post(ping, content=b"two").status_code == 200
+        assert httpx.get(f"{server.url}/api/v1/monitors", headers=api).status_code == 200
+    finally:
+        server.kill()
+        relay.cut()
+    log = server.log()
+    assert log.count("database unavailable, answering 503") == 1, log
+    assert "Traceback" not in log, log
+    assert "Service Unavailable" not in log, log
+    assert list(Ping.objects.order_by("id").values_list("body", flat=True)) == ["one", "two"]
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
