@@ -17,6 +17,7 @@ INSTALLED_APPS = [
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "httpkit.middleware.UnstorableInputMiddleware",
     "django.middleware.common.CommonMiddleware",
     "httpkit.outage.DatabaseUnavailableMiddleware",
 ]

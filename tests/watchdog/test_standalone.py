@@ -46,6 +46,8 @@ match = resolve(f"/ping/{monitor.ping_key}")
 client = Client(HTTP_HOST="127.0.0.1")
 ping = client.post(f"/ping/{monitor.ping_key}?rid=r1", data=b"done", content_type="text/plain")
 unknown = client.get("/ping/6f9619ff-8b86-d011-b42d-00cf4fc964ff")
+nul = client.get(f"/ping/{monitor.ping_key}?partition=a%00b")
+unrouted = client.get("/nowhere")
 _, token = tokens.create("standalone")
 listed = client.get("/api/v1/monitors", HTTP_AUTHORIZATION=f"Bearer {token}")
 monitor.refresh_from_db()
@@ -64,6 +66,8 @@ print("RESULT " + json.dumps({
     "view": match.func.__name__,
     "ping": [ping.status_code, ping.content.decode()],
     "unknown": unknown.status_code,
+    "nul": [nul.status_code, nul["Content-Type"]],
+    "unrouted": [unrouted.status_code, unrouted["Content-Type"]],
     "listed": [listed.status_code, [m["name"] for m in listed.json()]],
     "pings": Ping.objects.count(),
     "after_ping": after_ping,
@@ -136,6 +140,9 @@ def test_standalone_watchdog_serves_pings_and_runs_without_catalog_or_celery(sta
     assert result["view"] == "ping_success"
     assert result["ping"] == [200, "OK"]
     assert result["unknown"] == 404
+    # Its own middleware and error handlers: a NUL is refused, an unrouted path a problem.
+    assert result["nul"] == [400, "application/problem+json"]
+    assert result["unrouted"] == [404, "application/problem+json"]
     assert result["listed"] == [200, ["nightly export"]]
     assert result["pings"] == 1
     assert result["after_ping"] == {"state": "up", "check_at": True}
