@@ -21,6 +21,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
+# The on-call pages sign operators in with the watchdog's own accounts and throttle.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 ROOT_URLCONF = "config.urls_watchdog"
 # The on-call pages' cookies (sign-in, CSRF) go only over https when the watchdog is
 # served over https.
