@@ -6,20 +6,19 @@ restart. The database goes through a relay the test cuts (``tests.db_relay``).""
 
 from __future__ import annotations
 
-import os
-import sys
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import quote
-
 import httpx
 import pytest
 from django.db import connections
 from django.utils import timezone
 
 from httpkit import outage
-from tests.catalog.worker_helpers import LoggedProcess, free_port, wait_until
+from tests.catalog.worker_helpers import free_port
 from tests.db_relay import DatabaseRelay
+from tests.watchdog.processes import (
+    WatchdogServer,
+    standalone_environment,
+    watchdog_database_url,
+)
 from watchdog import monitors, tokens
 from watchdog.models import Ping
 
@@ -27,29 +26,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
     pytest.mark.timeout(120),
 ]
-
-
-@dataclass
-class WatchdogWeb(LoggedProcess):
-    """``config.wsgi_watchdog`` under gunicorn with the Procfile's worker settings."""
-
-    port: int = 0
-
-    def argv(self) -> list[str]:
-        return [
-            *(str(Path(sys.executable).with_name("gunicorn")), "config.wsgi_watchdog:application"),
-            *("--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4"),
-            "--no-control-socket",
-        ]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-def _database_url(port: int) -> str:
-    config = connections["watchdog"].settings_dict
-    return f"postgres://{quote(config['USER'] or '', safe='')}@127.0.0.1:{port}/{config['NAME']}"
 
 
 def test_the_watchdog_alone_answers_503_through_an_outage_and_recovers_without_restart(
@@ -60,24 +36,13 @@ def test_the_watchdog_alone_answers_503_through_an_outage_and_recovers_without_r
     relay.restore()
     monitor = monitors.monitor_create(now=timezone.now(), name="nightly", period_seconds=3600)
     _, token = tokens.create("outage test")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
-        TIDEMARK_IGNORE_DOTENV="1",
-        TIDEMARK_VAR_DIR=str(tmp_path / "var"),
-        WATCHDOG_DATABASE_URL=_database_url(relay.port),
-        PYTHONUNBUFFERED="1",
+    env = standalone_environment(
+        tmp_path, WATCHDOG_DATABASE_URL=watchdog_database_url(port=relay.port)
     )
-    server = WatchdogWeb(name="watchdog-web", log_path=tmp_path / "web.log", env=env)
+    server = WatchdogServer(name="watchdog-web", log_path=tmp_path / "web.log", env=env)
     server.port = free_port()
-    server.start()
     try:
-        wait_until(lambda: not server.alive or _answers(server.url), 30, "the watchdog server")
-        assert server.alive, server.log()[-3000:]
+        server.start().wait_ready()
         ping = f"{server.url}/ping/{monitor.ping_key}"
         api = {"Authorization": f"Bearer {token}"}
         assert httpx.post(ping, content=b"one").status_code == 200
@@ -102,10 +67,3 @@ def test_the_watchdog_alone_answers_503_through_an_outage_and_recovers_without_r
     assert "Traceback" not in log, log
     assert "Service Unavailable" not in log, log
     assert list(Ping.objects.order_by("id").values_list("body", flat=True)) == ["one", "two"]
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False

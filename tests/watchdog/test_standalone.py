@@ -5,7 +5,6 @@ throwaway SQLite file, and never touches the suite's databases."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from tests.watchdog.processes import standalone_environment
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -87,23 +88,6 @@ def _forbidden(modules) -> list[str]:
     )
 
 
-def _clean_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The environment of a standalone watchdog: nothing of the suite's configuration."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
-        TIDEMARK_IGNORE_DOTENV="1",
-        TIDEMARK_VAR_DIR=str(tmp_path / "var"),
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
-
-
 def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, *args],
@@ -120,7 +104,7 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subproces
 def standalone_env(tmp_path) -> dict[str, str]:
     """A migrated throwaway SQLite watchdog database and the environment naming it."""
     database = tmp_path / "wd.sqlite3"
-    env = _clean_environment(tmp_path, WATCHDOG_DATABASE_URL=f"sqlite:///{database}")
+    env = standalone_environment(tmp_path, WATCHDOG_DATABASE_URL=f"sqlite:///{database}")
     assert "DATABASE_URL" not in env
     migrated = _run([MANAGE, "migrate", "--noinput", "-v", "1"], env)
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
@@ -173,7 +157,7 @@ SAME = "postgres://postgres@127.0.0.1:5432/tidemark_same"
 def test_system_check_refuses_a_watchdog_database_shared_with_the_catalog(
     tmp_path, settings_module
 ):
-    env = _clean_environment(
+    env = standalone_environment(
         tmp_path,
         DJANGO_SETTINGS_MODULE=settings_module,
         DATABASE_URL=SAME,
