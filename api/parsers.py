@@ -53,11 +53,7 @@ class OpenLineageJSONParser(BaseParser):
                 f"Content-Encoding {encoding[:40]!r} is not supported; send gzip or none",
                 errors=[FieldError("Content-Encoding", "gzip or none", "content_encoding")],
             )
-        try:
-            declared = int(meta.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
-        if declared > limit:
+        if _declared_length(meta) > limit:
             raise _too_large(limit, "as sent")
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
@@ -65,6 +61,14 @@ class OpenLineageJSONParser(BaseParser):
         if encoding in ("gzip", "x-gzip"):
             raw = inflate_gzip(raw, limit)
         return StrictJSONParser().parse(io.BytesIO(raw), media_type, parser_context)
+
+
+def _declared_length(meta) -> int:
+    """The request's ``Content-Length`` (0 when absent or not a number)."""
+    try:
+        return int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def inflate_gzip(data: bytes, limit: int) -> bytes:
@@ -106,13 +110,21 @@ def _malformed(detail: str) -> MalformedCompressedBody:
 
 
 class DeclarationYAMLParser(BaseParser):
-    """A catalog declaration as YAML (``application/yaml``), read with the safe loader and
-    bounded by ``catalog.declarations.MAX_BYTES`` (read from the stream, so the API-wide
-    limit does not apply)."""
+    """A catalog declaration as YAML (``application/yaml``), read with
+    ``catalog.declarations.load``: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes, as a
+    JSON body (413 beyond, the declared length refused before reading), then the same
+    depth and text rules as JSON, and a bound on what aliases expand to."""
 
     media_type = "application/yaml"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = declarations.MAX_BYTES
-        raw = stream.read(limit + 1) if stream is not None else b""
-        return declarations.load(raw)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        declared = _declared_length(parser_context["request"].META if parser_context else {})
+        raw = b"" if declared > limit or stream is None else stream.read(limit + 1)
+        if declared > limit or len(raw) > limit:
+            raise PayloadTooLarge(
+                f"a declaration may be at most {limit} bytes (TIDEMARK_MAX_BODY_BYTES)",
+                errors=[FieldError("body", f"more than {limit} bytes", "max_bytes")],
+                extra={"max_bytes": limit},
+            )
+        return declarations.load(raw, max_bytes=None)

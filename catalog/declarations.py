@@ -18,14 +18,17 @@ through the services (``services.datasets.declarations_apply``), so every rule o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import yaml
 
+from httpkit.storable import check_storable
 from problems import FieldError, ValidationProblem
 
+from . import bounded_yaml
 from .identity import IdentityError, normalise_dataset_identity
 from .models import Dataset
 
@@ -121,24 +124,50 @@ class Plan:
         return any(item.action != "unchanged" for item in self.items)
 
 
-def load(raw: bytes | str) -> Any:
-    """Read a YAML (or JSON, a YAML subset) document with the safe loader.
+def load(raw: bytes | str, *, max_bytes: int | None = MAX_BYTES) -> Any:
+    """Read a YAML (or JSON, a YAML subset) document with the safe loader, within the limits
+    a JSON body has (``bounded_yaml``: nesting, values with aliases expanded, recursive
+    aliases; then no string holding a NUL or a lone surrogate).
+
+    Args:
+        max_bytes: the most bytes ``raw`` may have; None when the caller bounded it.
 
     Raises:
-        InvalidDeclaration: more than ``MAX_BYTES``, not UTF-8, or not YAML (400, path ``body``).
+        InvalidDeclaration: more than ``max_bytes``, not UTF-8, not YAML, or over a limit
+            above (400, path ``body`` or the offending field; the rule names the limit:
+            ``max_bytes``, ``encoding``, ``yaml``, ``depth``, ``max_values``,
+            ``yaml_alias``, ``text``).
     """
     data = raw.encode() if isinstance(raw, str) else raw
-    if len(data) > MAX_BYTES:
-        raise _invalid("body", f"more than {MAX_BYTES} bytes", "max_bytes")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise _invalid("body", f"more than {max_bytes} bytes", "max_bytes")
     try:
-        return yaml.safe_load(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _invalid("body", "not UTF-8", "encoding") from exc
+    try:
+        document = bounded_yaml.safe_load(text)
+    except bounded_yaml.OverLimit as exc:
+        raise _invalid("body", f"{exc.problem}{_where(exc)}", exc.rule) from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "malformed"
-        raise _invalid("body", f"not valid YAML{where}: {problem}", "yaml") from exc
+        raise _invalid("body", f"not valid YAML{_where(exc)}: {problem}", "yaml") from exc
+    except (ValueError, OverflowError, TypeError) as exc:  # e.g. a timestamp 2026-13-45
+        raise _invalid("body", f"not valid YAML: {exc}", "yaml") from exc
+    try:
+        check_storable(document)
+    except ValidationProblem as exc:  # paths as validate() names them: datasets[0].name
+        errors = [
+            FieldError(re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", e.field), e.detail, e.rule)
+            for e in exc.errors
+        ]
+        raise InvalidDeclaration(exc.detail, errors=errors) from exc
+    return document
+
+
+def _where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
 
 
 def validate(data: Any) -> Document:

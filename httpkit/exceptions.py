@@ -14,6 +14,8 @@ from rest_framework.response import Response
 
 from problems import PROBLEM_CONTENT_TYPE, Problem, problem_document
 
+from . import outage
+
 logger = logging.getLogger(__name__)
 
 _DRF_CODES = {
@@ -30,9 +32,14 @@ _DRF_CODES = {
 
 
 def problem_exception_handler(exc: Exception, context: dict) -> Response:
-    """DRF ``EXCEPTION_HANDLER``: render ``exc`` as ``application/problem+json``."""
+    """DRF ``EXCEPTION_HANDLER``: render ``exc`` as ``application/problem+json``; a
+    database outage is a 503 with ``Retry-After`` (``httpkit.outage``)."""
     instance = getattr(context.get("request"), "path", None)
     headers: dict[str, str] = {}
+    if outage.is_database_unavailable(exc):
+        outage.handled(exc)
+        response = Response(outage.problem(instance), status=503, content_type=PROBLEM_CONTENT_TYPE)
+        return outage.mark(response)
     if isinstance(exc, Problem):
         doc = exc.document(instance)
     elif isinstance(exc, exceptions.ValidationError | DjangoValidationError):
@@ -129,3 +136,50 @@ def _flatten(detail: Any, prefix: str = ""):
 def json_problem_response(doc: dict[str, Any]) -> JsonResponse:
     """A plain Django response carrying a problem document (for non-DRF views)."""
     return JsonResponse(doc, status=doc["status"], content_type=PROBLEM_CONTENT_TYPE)
+
+
+# Django's error handlers (``handler400``/``404``/``500`` in a URLconf) as problem documents,
+# for a server without pages of its own to show (the watchdog deployed alone); the
+# catalog's handlers (``api.views.errors``) send browsers its HTML pages instead.
+
+
+def not_found(request, exception=None) -> JsonResponse:
+    """``handler404``: no route (or a view raised ``Http404``)."""
+    return json_problem_response(
+        problem_document(
+            code="not_found",
+            title="Not found",
+            status=404,
+            detail=f"no resource at {request.path}",
+            instance=request.path,
+        )
+    )
+
+
+def bad_request(request, exception=None) -> JsonResponse:
+    """``handler400``: e.g. a Host header not in ``ALLOWED_HOSTS``; a form body over
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413, as the API answers it."""
+    if isinstance(exception, RequestDataTooBig):
+        return json_problem_response(
+            problem_document(
+                code="payload_too_large",
+                title="The request body is too large",
+                status=413,
+                detail=str(exception),
+                instance=request.path,
+            )
+        )
+    return json_problem_response(
+        problem_document(
+            code="bad_request",
+            title="Bad request",
+            status=400,
+            detail="the request could not be accepted (check the Host header)",
+            instance=request.path,
+        )
+    )
+
+
+def server_error(request) -> JsonResponse:
+    """``handler500``: the generic problem, nothing internal."""
+    return json_problem_response(server_error_document(request.path))

@@ -31,12 +31,16 @@ from django.utils.decorators import decorator_from_middleware
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from httpkit.storable import has_unstorable
+
 from . import monitors, operators, schedule, selectors
 
 logger = logging.getLogger(__name__)
 
 COOKIE = "tidemark_oncall"
 PER_PAGE = 50
+# Past any history kept; keeps the page's OFFSET within PostgreSQL's bigint.
+MAX_PAGE = 100_000
 OPEN_INCIDENTS_SHOWN = 200
 SECURITY_HEADERS = {
     # No script, no frames, forms only to ourselves.
@@ -144,6 +148,8 @@ def login(request: HttpRequest) -> HttpResponse:
         return _page(request, "watchdog/oncall/login.html", context)
     username = request.POST.get("username", "")[:150]
     try:
+        if has_unstorable(username):  # no operator is so named, and no row could count it
+            raise operators.SignInRefused(throttled=False)
         signed_in = operators.sign_in(
             username=username,
             password=request.POST.get("password", "")[:1024],
@@ -288,7 +294,7 @@ def incident_list(request: HttpRequest) -> HttpResponse:
         ]
     )
     try:
-        number = max(1, int(request.GET.get("page", "1")))
+        number = min(max(1, int(request.GET.get("page", "1"))), MAX_PAGE)
     except ValueError:
         number = 1
     start = (number - 1) * PER_PAGE

@@ -1,10 +1,10 @@
 """Django-level error handlers, so even unrouted paths answer with a problem document; a
 browser asking for one of the web pages gets an HTML page instead."""
 
-from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import render
 
-from httpkit.exceptions import json_problem_response, server_error_document
+from httpkit import exceptions as httpkit_errors
+from httpkit import outage
 from problems import problem_document
 
 # Paths that are only ever machine-read: always a problem document.
@@ -19,54 +19,33 @@ def _wants_html(request) -> bool:
     )
 
 
+def _page(request, template: str, context: dict, status: int):
+    """An HTML error page; its layout reads the signed-in person, so a database outage
+    met while rendering it is the outage's 503 page instead."""
+    try:
+        return render(request, template, context, status=status)
+    except Exception as exc:
+        if outage.is_database_unavailable(exc):
+            return outage.response_for(request, exc)
+        raise
+
+
 def not_found(request, exception=None):
     if _wants_html(request):
-        return render(request, "404.html", {"path": request.path}, status=404)
-    return json_problem_response(
-        problem_document(
-            code="not_found",
-            title="Not found",
-            status=404,
-            detail=f"no resource at {request.path}",
-            instance=request.path,
-        )
-    )
+        return _page(request, "404.html", {"path": request.path}, status=404)
+    return httpkit_errors.not_found(request, exception)
 
 
-def server_error(request):
-    return json_problem_response(server_error_document(request.path))
-
-
-def bad_request(request, exception=None):
-    """Django's 400 (e.g. a Host header not in ALLOWED_HOSTS) as a problem document; a form
-    body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413, as the API answers it."""
-    if isinstance(exception, RequestDataTooBig):
-        return json_problem_response(
-            problem_document(
-                code="payload_too_large",
-                title="The request body is too large",
-                status=413,
-                detail=str(exception),
-                instance=request.path,
-            )
-        )
-    return json_problem_response(
-        problem_document(
-            code="bad_request",
-            title="Bad request",
-            status=400,
-            detail="the request could not be accepted (check the Host header)",
-            instance=request.path,
-        )
-    )
+server_error = httpkit_errors.server_error
+bad_request = httpkit_errors.bad_request
 
 
 def csrf_failure(request, reason=""):
     """CSRF refusals (session-authenticated forms only; API keys need no CSRF token)."""
     if _wants_html(request):
         detail = "The form had expired or did not come from this site; reload it and try again."
-        return render(request, "403.html", {"exception": detail}, status=403)
-    return json_problem_response(
+        return _page(request, "403.html", {"exception": detail}, status=403)
+    return httpkit_errors.json_problem_response(
         problem_document(
             code="csrf_failed",
             title="CSRF check failed",

@@ -54,6 +54,8 @@ def readiness_publish_view(request: HttpRequest) -> HttpResponse:
         for name, value in problem.items():  # e.g. WWW-Authenticate, Retry-After
             if name.lower() != "content-type":
                 response[name] = value
+        # A database outage's 503 is logged once by httpkit.outage, not per request.
+        response._has_been_logged = getattr(problem, "_has_been_logged", False)
         return response
     response = _response(_RENDERER.render(body), status_code, "application/json")
     if replayed:

@@ -8,6 +8,7 @@ Without ``DATABASE_URL`` Tidemark runs in its *embedded* mode: SQLite files unde
 
 import base64
 import hashlib
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "catalog",
     "lineage",
     "watchdog",
@@ -46,6 +48,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "httpkit.middleware.UnstorableInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "api.middleware.RequireContentLength",
@@ -53,6 +56,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
+    # Last, so its process_exception sees a view's database outage first.
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -146,6 +152,23 @@ DATABASES = {
 }
 DATABASE_ROUTERS = ["config.routers.WatchdogRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The catalog's web sign-in (and the admin's) is throttled by django-axes, in the catalog's
+# database: TIDEMARK_LOGIN_FAILURES failed sign-ins for one username, or from one client
+# address (REMOTE_ADDR), refuse further sign-ins with 429 until TIDEMARK_LOGIN_WINDOW
+# seconds have passed since the last counted failure (a refused one is not counted).
+# Failures are kept only that long; successful sign-ins are not recorded.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("TIDEMARK_LOGIN_FAILURES", default=10)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("TIDEMARK_LOGIN_WINDOW", default=900))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False  # no banner at every start; failures are still logged
+AXES_LOCKOUT_CALLABLE = "catalog.web.signin.sign_in_locked_out"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -442,5 +465,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
     # httpx logs every request at INFO: one line per delivery attempt is noise.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    # axes logs every successful sign-in at INFO; its failures and lockouts are warnings.
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -17,8 +17,12 @@ INSTALLED_APPS = [
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "httpkit.middleware.UnstorableInputMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
+# The on-call pages sign operators in with the watchdog's own accounts and throttle.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 ROOT_URLCONF = "config.urls_watchdog"
 # The on-call pages' cookies (sign-in, CSRF) go only over https when the watchdog is
 # served over https.

@@ -81,3 +81,45 @@ def test_lifecycle_rule_refuses_the_whole_apply(client_for, team):
     assert problem["code"] == "lifecycle_notice_required"
     assert problem["errors"][0]["field"] == "datasets[0].lifecycle"
     assert not Dataset.objects.exists()
+
+
+@pytest.mark.parametrize("content_type", ["application/yaml", "application/json"])
+def test_a_body_over_the_request_limit_is_413_in_yaml_as_in_json(
+    client_for, team, settings, content_type
+):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000  # TIDEMARK_MAX_BODY_BYTES
+    body = b'{"team": "orders", "datasets": [], "pad": "' + b"x" * 1000 + b'"}'
+    response = _post(client_for(team), body, dry_run=False, content_type=content_type)
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
+    assert _post(client_for(team), body[:990] + b'"}', content_type=content_type).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "rule"),
+    [
+        (b"team: " + b"[" * 5000 + b"]" * 5000, "body", "depth"),
+        (
+            b"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            b"b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+            b"d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+            b"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+            b"team: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+            "body",
+            "max_values",
+        ),
+        (b"a: &a [*a]", "body", "yaml_alias"),
+        (YAML.replace(b"raw/orders", b'"raw/\\0orders"'), "datasets[0].name", "text"),
+    ],
+)
+def test_yaml_beyond_the_json_limits_is_a_400_naming_the_rule(client_for, team, body, field, rule):
+    response = _post(client_for(team), body, dry_run=False)
+    assert response.status_code == 400, response.json()
+    problem = response.json()
+    assert (problem["code"], problem["errors"][0]["field"], problem["errors"][0]["rule"]) == (
+        "invalid_declaration",
+        field,
+        rule,
+    )
+    assert not Dataset.objects.exists()

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -161,14 +162,29 @@ def test_options_answers_the_allowed_methods(clients):
     assert response["Allow"] == "POST, OPTIONS"
 
 
-def test_an_unexpected_error_is_a_generic_500_problem(clients, monkeypatch):
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (RuntimeError("a bug"), 500, "server_error"),
+        # A connection that died within the health-check delay: the database is away.
+        (OperationalError("server closed the connection unexpectedly"), 503, None),
+    ],
+)
+def test_an_error_that_is_not_a_problem_is_rendered_by_the_api_handler(
+    clients, monkeypatch, error, status, code
+):
     def boom(**kwargs):
-        raise RuntimeError("a bug")
+        raise error
 
     monkeypatch.setattr(publishing, "readiness_publish", boom)
     clients["owner"].raise_request_exception = False
     response = _post(clients["owner"])
 
-    assert response.status_code == 500
-    assert response.json()["code"] == "server_error"
-    assert "a bug" not in response.content.decode()
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/problem+json"
+    assert str(error) not in response.content.decode()
+    if code:
+        assert response.json()["code"] == code
+    else:
+        assert response.json()["code"] == "database_unavailable"
+        assert int(response["Retry-After"]) > 0

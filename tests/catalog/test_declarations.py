@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from catalog import declarations, selectors
+from catalog import bounded_yaml, declarations, selectors
 from catalog.actors import Actor
 from catalog.errors import DeclarationForAnotherTeam, LifecycleNoticeRequired
 from catalog.models import AuditEntry, Dataset
@@ -90,6 +90,84 @@ def test_load_refuses_unsafe_tags_and_oversize_documents():
     with pytest.raises(declarations.InvalidDeclaration) as caught:
         declarations.load(b"#" * (declarations.MAX_BYTES + 1))
     assert caught.value.errors[0].rule == "max_bytes"
+
+
+def _laughs(levels: int) -> str:
+    """A "billion laughs" document: each level names the previous one nine times."""
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels):
+        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]")
+    return "\n".join(lines)
+
+
+def _nested(levels: int, inner: str = "1") -> str:
+    return "team: " + "[" * levels + inner + "]" * levels
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "rule"),
+    [
+        # Nesting: the root mapping is level 0 and no value may be below level 64, as in a
+        # JSON body (httpkit.storable): 64 lists under the root put the 1 at level 65.
+        (_nested(64), "body", "depth"),
+        (_nested(100_000), "body", "depth"),  # never reaches the recursion limit
+        ("team:\n" + "- " * 70 + "x", "body", "depth"),
+        # An alias deepens the tree where it is used: each level is 8 deep, used 9 times.
+        (
+            "a: &a [[[[[[[[1]]]]]]]]\nb: &b [*a, *a]\nc: &c [*b]\nd: &d [[[[[[[[*c]]]]]]]]\n"
+            "e: &e [[[[[[[[*d]]]]]]]]\nf: &f [[[[[[[[*e]]]]]]]]\ng: &g [[[[[[[[*f]]]]]]]]\n"
+            "h: &h [[[[[[[[*g]]]]]]]]\ni: &i [[[[[[[[*h]]]]]]]]\nj: [[[[[[[[*i]]]]]]]]",
+            "body",
+            "depth",
+        ),
+        (_laughs(9), "body", "max_values"),  # 9**9 values from 700 bytes
+        ("a: &a [1, *a]", "body", "yaml_alias"),
+        ("a: &a {b: *a}", "body", "yaml_alias"),
+        ("team: *nowhere", "body", "yaml"),
+        ('team: "a\\0b"', "team", "text"),
+        (
+            'team: t\ndatasets: [{namespace: s3://l, name: x, description: "\\ud800"}]',
+            "datasets[0].description",
+            "text",
+        ),
+        ('"k\\0": 1', "k\x00", "text"),
+        ("team: 2026-13-45", "body", "yaml"),
+        ("team: 2026-01-01 00:00:00 +99:00", "body", "yaml"),
+        ("team: " + "9" * 5000, "body", "yaml"),
+        (b"team: \xff", "body", "encoding"),
+    ],
+)
+def test_load_refuses_what_a_json_body_may_not_hold(text, path, rule):
+    with pytest.raises(declarations.InvalidDeclaration) as caught:
+        declarations.load(text)
+    assert (caught.value.errors[0].field, caught.value.errors[0].rule) == (path, rule)
+    assert caught.value.status == 400
+
+
+def test_load_counts_plain_values_too(monkeypatch):
+    monkeypatch.setattr(bounded_yaml, "MAX_VALUES", 1000)  # 50,000 take seconds to compose
+    fits = "team: [" + ", ".join(["1"] * 997) + "]"  # the root, a key, the list, 997 items
+    assert len(declarations.load(fits)["team"]) == 997
+    with pytest.raises(declarations.InvalidDeclaration) as caught:
+        declarations.load(fits.replace("[", "[1, "))
+    assert caught.value.errors[0].rule == "max_values"
+
+
+def test_load_takes_what_fits_the_limits_with_aliases_and_merge_keys():
+    level, node = 0, declarations.load(_nested(63))
+    while isinstance(node, dict | list):
+        node = node["team"] if isinstance(node, dict) else node[0]
+        level += 1
+    assert (level, node) == (64, 1)
+    shared = declarations.load(
+        "defaults: &d {criticality: high, sla_cron: '0 6 * * *'}\n"
+        "team: orders\n"
+        "datasets:\n"
+        "  - {<<: *d, namespace: s3://lake, name: raw/a}\n"
+        "  - {<<: *d, namespace: s3://lake, name: raw/b, criticality: low}\n"
+    )
+    assert [d["criticality"] for d in shared["datasets"]] == ["high", "low"]
+    assert declarations.load(_laughs(4))["l3"][8][8][8][8] == "lol"  # 9**4 values
 
 
 def test_plan_diffs_fields_and_reports_not_declared():

@@ -37,12 +37,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
 import pytest
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone
 
 from catalog import watchdog_feed
@@ -60,6 +58,11 @@ from tests.catalog.worker_helpers import (
     worker_environment,
 )
 from tests.catalog.worker_helpers import wait_until as _wait_until
+from tests.watchdog.processes import (
+    WatchdogServer,
+    standalone_environment,
+    watchdog_database_url,
+)
 from watchdog import tokens
 from watchdog.models import Incident, LoopState, Monitor, Page, PageGroup, Ping
 
@@ -70,7 +73,6 @@ pytestmark = [
 ]
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 PD_PATH = "/v2/enqueue"
 OPERATORS = "O" * 32  # the operators' PagerDuty routing key (a watchdog setting)
 ORDERS = "R" * 32  # team orders' routing key
@@ -104,46 +106,6 @@ BEAT = (
 
 
 # --- processes --------------------------------------------------------------------------
-
-
-def _watchdog_database_url() -> str:
-    """pytest-django's test watchdog database (read inside a test)."""
-    config = connections["watchdog"].settings_dict
-    user = quote(config["USER"] or "", safe="")
-    password = config.get("PASSWORD") or ""
-    auth = f"{user}:{quote(password, safe='')}" if password else user
-    return (
-        f"postgres://{auth}@{config['HOST'] or '127.0.0.1'}:{config['PORT'] or 5432}/"
-        f"{config['NAME']}"
-    )
-
-
-@dataclass
-class WatchdogServer(LoggedProcess):
-    """The watchdog's web server alone (gunicorn, ``config.wsgi_watchdog``)."""
-
-    port: int = 0
-
-    def argv(self) -> list[str]:
-        return [
-            *(str(GUNICORN), "config.wsgi_watchdog:application"),
-            *("--bind", f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4"),
-            "--no-control-socket",
-        ]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def answers(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        _wait_until(lambda: not self.alive or self.answers(), timeout, "the watchdog server")
-        assert self.alive, f"the watchdog server exited:\n{self.log()[-3000:]}"
 
 
 @dataclass
@@ -229,16 +191,9 @@ def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]
     receiver = Receiver()
     receiver.respond = lambda hit: 202  # PagerDuty accepts events with 202
     var = tmp_path / "var"
-    watchdog_env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
-    }
-    watchdog_env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
-        TIDEMARK_IGNORE_DOTENV="1",
-        TIDEMARK_VAR_DIR=str(var),
-        WATCHDOG_DATABASE_URL=_watchdog_database_url(),
+    watchdog_env = standalone_environment(
+        tmp_path,
+        WATCHDOG_DATABASE_URL=watchdog_database_url(),
         WATCHDOG_OPERATORS_CHANNELS=json.dumps(
             [{"kind": "pagerduty", "target": OPERATORS, "name": "operators on-call"}]
         ),
@@ -248,7 +203,6 @@ def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]
         WATCHDOG_HOLD_AFTER_RECOVERY=str(int(HOLD_AFTER_RECOVERY.total_seconds())),
         TIDEMARK_OUTBOUND_ALLOW_NETWORKS="127.0.0.0/8",
         TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
-        PYTHONUNBUFFERED="1",
     )
     server = WatchdogServer(
         name="watchdog-web", log_path=tmp_path / "watchdog-web.log", env=watchdog_env

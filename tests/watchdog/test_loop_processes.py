@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
@@ -29,6 +27,7 @@ from django.utils import timezone
 
 from tests.catalog.worker_helpers import LoggedProcess, Receiver
 from tests.catalog.worker_helpers import wait_until as _wait_until
+from tests.watchdog.processes import standalone_environment, watchdog_database_url
 from watchdog import monitors
 from watchdog.models import Channel, Incident, LoopState, Monitor, Page
 
@@ -46,18 +45,6 @@ HEARTBEAT_PATH = "/heartbeat"
 
 
 # --- processes --------------------------------------------------------------------------
-
-
-def _watchdog_database_url(application_name: str) -> str:
-    """pytest-django's test watchdog database (read inside a test), tagged with
-    ``application_name`` so ``pg_stat_activity`` shows which loop is connected."""
-    config = connections["watchdog"].settings_dict
-    user = quote(config["USER"] or "", safe="")
-    password = config.get("PASSWORD") or ""
-    auth = f"{user}:{quote(password, safe='')}" if password else user
-    host = config["HOST"] or "127.0.0.1"
-    port = config["PORT"] or 5432
-    return f"postgres://{auth}@{host}:{port}/{config['NAME']}?application_name={application_name}"
 
 
 @dataclass
@@ -109,23 +96,19 @@ def start_loop(transactional_db, receiver, tmp_path):
     loops: list[Loop] = []
 
     def start(name: str, **extra_env: str) -> Loop:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
-        }
-        env.update(
-            DJANGO_SETTINGS_MODULE="config.settings.watchdog",
-            TIDEMARK_IGNORE_DOTENV="1",
-            TIDEMARK_VAR_DIR=str(tmp_path / "var"),
-            WATCHDOG_DATABASE_URL=_watchdog_database_url(f"tidemark-wd-{name}"),
-            WATCHDOG_PAGERDUTY_URL=receiver.url_for(PD_PATH),
-            WATCHDOG_PAGE_DEADLINE="3",
-            TIDEMARK_OUTBOUND_ALLOW_NETWORKS="127.0.0.0/8",
-            TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
-            PYTHONUNBUFFERED="1",
+        env = standalone_environment(
+            tmp_path,
+            **{
+                "WATCHDOG_DATABASE_URL": watchdog_database_url(
+                    application_name=f"tidemark-wd-{name}"
+                ),
+                "WATCHDOG_PAGERDUTY_URL": receiver.url_for(PD_PATH),
+                "WATCHDOG_PAGE_DEADLINE": "3",
+                "TIDEMARK_OUTBOUND_ALLOW_NETWORKS": "127.0.0.0/8",
+                "TIDEMARK_OUTBOUND_ALLOW_HTTP": "true",
+                **extra_env,
+            },
         )
-        env.update(extra_env)
         loop = Loop(name=name, env=env, log_path=tmp_path / f"{name}.log")
         loops.append(loop)
         _running[:] = loops

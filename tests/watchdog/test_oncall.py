@@ -23,7 +23,9 @@ pytestmark = pytest.mark.django_db(databases=["default", "watchdog"])
 
 WATCHDOG_ALONE_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "httpkit.middleware.UnstorableInputMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "httpkit.outage.DatabaseUnavailableMiddleware",
 ]
 
 
@@ -286,6 +288,22 @@ def test_the_incidents_page_lists_open_incidents_first_for_the_operators_labels(
     assert "the job reported failure" in everyone
     only_billing = _client_for(ops).get("/oncall/incidents?label=billing").content.decode()
     assert "orders nightly" not in only_billing and "billing export" in only_billing
+
+
+@pytest.mark.parametrize("page", ["99999999999999999999", "-3", "x"])
+def test_a_page_number_past_any_history_is_an_empty_page_not_a_500(oncall_world, ops, page):
+    response = _client_for(ops).get("/oncall/incidents", {"page": page})
+    assert response.status_code == 200
+    assert "<h2>Resolved" in response.content.decode()
+
+
+def test_a_username_holding_a_nul_is_refused_as_a_wrong_one_and_counts_nothing(orders_oncall):
+    from watchdog.models import LoginThrottle
+
+    response = Client().post("/oncall/login", {"username": "olga\x00", "password": "x"})
+    assert response.status_code == 200
+    assert "Wrong username or password." in response.content.decode()
+    assert not LoginThrottle.objects.exists()
 
 
 # --- cost -------------------------------------------------------------------------------------

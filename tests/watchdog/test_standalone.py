@@ -5,7 +5,6 @@ throwaway SQLite file, and never touches the suite's databases."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from tests.watchdog.processes import standalone_environment
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,6 +47,8 @@ match = resolve(f"/ping/{monitor.ping_key}")
 client = Client(HTTP_HOST="127.0.0.1")
 ping = client.post(f"/ping/{monitor.ping_key}?rid=r1", data=b"done", content_type="text/plain")
 unknown = client.get("/ping/6f9619ff-8b86-d011-b42d-00cf4fc964ff")
+nul = client.get(f"/ping/{monitor.ping_key}?partition=a%00b")
+unrouted = client.get("/nowhere")
 _, token = tokens.create("standalone")
 listed = client.get("/api/v1/monitors", HTTP_AUTHORIZATION=f"Bearer {token}")
 monitor.refresh_from_db()
@@ -64,6 +67,8 @@ print("RESULT " + json.dumps({
     "view": match.func.__name__,
     "ping": [ping.status_code, ping.content.decode()],
     "unknown": unknown.status_code,
+    "nul": [nul.status_code, nul["Content-Type"]],
+    "unrouted": [unrouted.status_code, unrouted["Content-Type"]],
     "listed": [listed.status_code, [m["name"] for m in listed.json()]],
     "pings": Ping.objects.count(),
     "after_ping": after_ping,
@@ -83,23 +88,6 @@ def _forbidden(modules) -> list[str]:
     )
 
 
-def _clean_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The environment of a standalone watchdog: nothing of the suite's configuration."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_", "WATCHDOG_", "TIDEMARK_", "CELERY_", "DJANGO_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.watchdog",
-        TIDEMARK_IGNORE_DOTENV="1",
-        TIDEMARK_VAR_DIR=str(tmp_path / "var"),
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
-
-
 def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, *args],
@@ -116,7 +104,7 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subproces
 def standalone_env(tmp_path) -> dict[str, str]:
     """A migrated throwaway SQLite watchdog database and the environment naming it."""
     database = tmp_path / "wd.sqlite3"
-    env = _clean_environment(tmp_path, WATCHDOG_DATABASE_URL=f"sqlite:///{database}")
+    env = standalone_environment(tmp_path, WATCHDOG_DATABASE_URL=f"sqlite:///{database}")
     assert "DATABASE_URL" not in env
     migrated = _run([MANAGE, "migrate", "--noinput", "-v", "1"], env)
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
@@ -136,6 +124,9 @@ def test_standalone_watchdog_serves_pings_and_runs_without_catalog_or_celery(sta
     assert result["view"] == "ping_success"
     assert result["ping"] == [200, "OK"]
     assert result["unknown"] == 404
+    # Its own middleware and error handlers: a NUL is refused, an unrouted path a problem.
+    assert result["nul"] == [400, "application/problem+json"]
+    assert result["unrouted"] == [404, "application/problem+json"]
     assert result["listed"] == [200, ["nightly export"]]
     assert result["pings"] == 1
     assert result["after_ping"] == {"state": "up", "check_at": True}
@@ -166,7 +157,7 @@ SAME = "postgres://postgres@127.0.0.1:5432/tidemark_same"
 def test_system_check_refuses_a_watchdog_database_shared_with_the_catalog(
     tmp_path, settings_module
 ):
-    env = _clean_environment(
+    env = standalone_environment(
         tmp_path,
         DJANGO_SETTINGS_MODULE=settings_module,
         DATABASE_URL=SAME,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
+import time_machine
+from django.test import Client
 
 from tests.web.conftest import PASSWORD
 
@@ -55,3 +59,89 @@ def test_vendored_htmx_is_served_without_a_cdn(client):
     from django.contrib.staticfiles import finders
 
     assert finders.find("catalog/vendor/htmx-2.0.11.min.js")
+
+
+# --- the sign-in throttle (django-axes; TIDEMARK_LOGIN_FAILURES, TIDEMARK_LOGIN_WINDOW) ------
+
+
+def _sign_in(client, username, password, addr):
+    return client.post(
+        "/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=addr
+    )
+
+
+def _signed_in(response) -> bool:
+    return response.status_code == 302 and response["Location"] == "/"
+
+
+def test_a_username_that_failed_too_often_is_refused_from_anywhere_until_the_window_ends(
+    client, make_person, settings
+):
+    make_person("ada")
+    make_person("grace")
+    limit = settings.AXES_FAILURE_LIMIT
+    window = settings.AXES_COOLOFF_TIME
+    assert (limit, window.total_seconds()) == (10, 900)  # the documented defaults
+    start = datetime(2026, 11, 28, 9, tzinfo=UTC)
+    with time_machine.travel(start, tick=False) as clock:
+        for attempt in range(limit):  # the last failure that counts is answered 429
+            failed = _sign_in(client, "ada", "wrong", f"10.0.0.{attempt}")
+            assert failed.status_code == (429 if attempt == limit - 1 else 200), attempt
+
+        refused = _sign_in(client, "ada", PASSWORD, "10.9.9.9")  # the right password
+        assert refused.status_code == 429
+        assert refused["Retry-After"] == "900"
+        assert "Too many failed sign-ins" in refused.content.decode()
+        assert 'value="ada"' in refused.content.decode()
+        assert "_auth_user_id" not in client.session
+        assert _signed_in(_sign_in(Client(), "grace", PASSWORD, "10.0.0.1"))
+
+        clock.move_to(start + window - timedelta(seconds=1))
+        assert _sign_in(client, "ada", PASSWORD, "10.9.9.9").status_code == 429
+        clock.move_to(start + window + timedelta(seconds=1))
+        assert _signed_in(_sign_in(client, "ada", PASSWORD, "10.9.9.9"))
+
+
+def test_an_address_that_failed_too_often_is_refused_for_every_username(
+    client, make_person, settings
+):
+    make_person("ada")
+    for attempt in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert _sign_in(client, f"guess{attempt}", "wrong", "192.0.2.7").status_code == 200
+    assert _sign_in(client, "guess", "wrong", "192.0.2.7").status_code == 429
+
+    assert _sign_in(client, "ada", PASSWORD, "192.0.2.7").status_code == 429
+    assert _signed_in(_sign_in(Client(), "ada", PASSWORD, "192.0.2.8"))
+
+
+def test_refused_attempts_neither_count_nor_extend_the_lockout_and_old_failures_are_dropped(
+    client, make_person, settings
+):
+    from axes.models import AccessAttempt
+
+    make_person("ada")
+    start = datetime(2026, 11, 28, 9, tzinfo=UTC)
+    with time_machine.travel(start, tick=False) as clock:
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            _sign_in(client, "ada", "wrong", "10.0.0.1")
+        clock.move_to(start + timedelta(minutes=10))
+        for _ in range(50):  # hammering while locked out
+            assert _sign_in(client, "ada", "wrong", "10.0.0.1").status_code == 429
+        assert AccessAttempt.objects.get().failures_since_start == settings.AXES_FAILURE_LIMIT
+
+        clock.move_to(start + settings.AXES_COOLOFF_TIME + timedelta(seconds=1))
+        assert _sign_in(client, "ada", "wrong", "10.0.0.2").status_code == 200
+        # The failures of the window that ended are gone; this one starts a new count.
+        assert list(AccessAttempt.objects.values_list("ip_address", "failures_since_start")) == [
+            ("10.0.0.2", 1)
+        ]
+
+
+def test_the_admin_sign_in_shares_the_throttle(client, make_person, settings):
+    make_person("root", is_staff=True, is_superuser=True)
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _sign_in(client, "root", "wrong", "10.0.0.1")
+    refused = client.post(
+        "/admin/login/", {"username": "root", "password": PASSWORD}, REMOTE_ADDR="10.0.0.9"
+    )
+    assert refused.status_code == 429
