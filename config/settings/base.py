@@ -221,8 +221,13 @@ TIDEMARK_DELIVERY = {
     "batch_size": env.int("TIDEMARK_DELIVERY_BATCH", default=50),
     "connect_timeout": 5.0,
     "read_timeout": 10.0,
-    # A pass sends a claim only while its lease outlasts this plus a 5 s margin.
+    # A pass sends a claim only while its lease outlasts this plus the margin.
     "total_deadline": env.float("TIDEMARK_DELIVERY_DEADLINE", default=15.0),
+    # Room a claim's lease keeps after a send, for recording its outcome.
+    "lease_margin_seconds": env.float("TIDEMARK_DELIVERY_LEASE_MARGIN", default=5.0),
+    # A pass claims no new batch after this long; it rings for another pass instead, so
+    # the other tasks on its worker get their turn.
+    "pass_seconds": env.float("TIDEMARK_DELIVERY_PASS_SECONDS", default=45.0),
     # An endpoint whose attempts all failed (retryably) for this long, at least this many
     # in a row, is disabled and its owners told.
     "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
