@@ -295,6 +295,9 @@ TIDEMARK_SELF_MONITORING = {
     "grace_seconds": env.int("TIDEMARK_HEARTBEAT_GRACE", default=120),
     "delivery_lag_seconds": env.int("TIDEMARK_DELIVERY_LAG_ALERT", default=600),
     "poll_lag_seconds": env.int("TIDEMARK_POLL_LAG_ALERT", default=900),
+    "freshness_lag_seconds": env.int("TIDEMARK_FRESHNESS_LAG_ALERT", default=300),
+    "lineage_lag_seconds": env.int("TIDEMARK_LINEAGE_LAG_ALERT", default=900),
+    "change_notice_lag_seconds": env.int("TIDEMARK_CHANGE_NOTICE_LAG_ALERT", default=900),
 }
 WATCHDOG_PAGING = {
     "pagerduty_url": env.str(
@@ -418,6 +421,9 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
+    # Tidemark watching itself gets a queue and a worker of its own: a backlog on the
+    # queues above must never hold back the heartbeat that says whether Tidemark is well.
+    "catalog.tasks.heartbeat": {"queue": "housekeeping"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).

@@ -134,7 +134,8 @@ class RunningStack:
         out = self.stdout
         return (
             out.count("Booting worker with pid") >= 3  # two catalog workers, one watchdog
-            and re.search(r"celery@\S+ ready\.", out) is not None
+            # The Procfile's Celery workers: the work queues' and the housekeeping one.
+            and all(re.search(rf"{name}@\S+ ready\.", out) for name in ("worker", "housekeeping"))
             and "beat: Starting..." in out
         )
 
@@ -152,7 +153,7 @@ class RunningStack:
         wait_until(
             self._all_started,
             deadline - time.monotonic(),
-            "gunicorn's two workers, the Celery worker and beat to start",
+            "gunicorn's workers, the Celery workers and beat to start",
             self.describe,
         )
         self.children = psutil.Process(self.proc.pid).children(recursive=True)
