@@ -400,9 +400,6 @@ class PassSummary:
         return f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}"
 
 
-LEASE_MARGIN_SECONDS = 5
-
-
 def delivery_release(claims: list[Claim]) -> int:
     """Hand unsent claims back (fenced by their tokens), uncounting their attempts, so the
     next claim takes them at once. Returns how many were released."""
@@ -420,16 +417,19 @@ def deliver_due(
     sender: outbound.Sender,
     batch_size: int | None = None,
     max_batches: int = 20,
-    max_seconds: float = 45.0,
+    max_seconds: float | None = None,
 ) -> PassSummary:
     """Run claim, send, record until nothing is due, ``max_batches`` batches are done, or
-    ``max_seconds`` have passed (checked after each batch, so a pass ends well inside
-    Celery's 90 s soft time limit).
+    ``max_seconds`` (default ``TIDEMARK_DELIVERY["pass_seconds"]``, 45) have passed
+    (checked after each batch, so a pass ends well inside Celery's 90 s soft time limit).
 
     Returns:
         A summary; ``more_due`` says the pass stopped with work possibly left.
     """
     config = _config()
+    if max_seconds is None:
+        max_seconds = config["pass_seconds"]
+    margin = config["lease_margin_seconds"]
     summary = PassSummary()
     started = time.monotonic()
     for _ in range(max_batches):
@@ -446,7 +446,7 @@ def deliver_due(
         crashpoint("delivery.after_claim")
         summary.claimed += len(claims)
         for index, claim in enumerate(claims):
-            if time.monotonic() + config["total_deadline"] + LEASE_MARGIN_SECONDS > lease_ends:
+            if time.monotonic() + config["total_deadline"] + margin > lease_ends:
                 # Slow receivers ate the lease: hand the rest back rather than send what
                 # another worker may already have claimed.
                 summary.released += delivery_release(claims[index:])

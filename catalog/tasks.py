@@ -85,8 +85,12 @@ def poll_storage(boot_at: str | None = None) -> int:
 
 @worker_ready.connect
 def _sweep_after_boot(sender=None, **kwargs) -> None:
-    """A worker that starts asks for a full sweep of every group whose last completed sweep
-    is older than this start: what landed while Tidemark was down is found at once."""
+    """A worker of the poll queue that starts asks for a full sweep of every group whose
+    last completed sweep is older than this start: what landed while Tidemark was down is
+    found at once. A worker of other queues only (the housekeeping worker) asks nothing."""
+    consumed = sender.app.amqp.queues.consume_from if sender is not None else None
+    if consumed and settings.CELERY_TASK_ROUTES[poll_storage.name]["queue"] not in consumed:
+        return
     try:
         poll_storage.delay(boot_at=timezone.now().isoformat())
     except Exception:  # the broker may be down; the next beat sweep still runs
@@ -95,5 +99,6 @@ def _sweep_after_boot(sender=None, **kwargs) -> None:
 
 @shared_task(name="catalog.tasks.heartbeat")
 def heartbeat() -> dict:
-    """Ping the watchdog's system monitors for the healthy parts (beat, every 60 s)."""
+    """Ping the watchdog's system monitors for the healthy parts (beat, every
+    ``TIDEMARK_HEARTBEAT_PERIOD``; queue ``housekeeping``, which carries nothing else)."""
     return self_monitoring.heartbeat(sender=_process_sender(), now=timezone.now())

@@ -1,5 +1,5 @@
 """The processes the demo runs: Tidemark as ``make run`` starts it (the Procfile under
-honcho: web, Celery worker and beat, the watchdog's loop and web server), and moto's S3
+honcho: web, Celery workers and beat, the watchdog's loop and web server), and moto's S3
 server. Whatever is started here is stopped by ``stop()``, also after Ctrl-C or a failure.
 """
 
@@ -159,7 +159,7 @@ class Stack:
         wait_for(self._healthy, what="the catalog's and the watchdog's /healthz", timeout=120)
         wait_for(
             self._all_started,
-            what="gunicorn workers, the Celery worker, beat and the watchdog loop",
+            what="gunicorn workers, the Celery workers, beat and the watchdog loop",
             timeout=120,
         )
         self.tree = psutil.Process(self.proc.pid).children(recursive=True)
@@ -186,11 +186,11 @@ class Stack:
             raise DemoFailed(f"Tidemark's processes exited early; see {self.log}")
         out = self.output()
         return (
-            re.search(r"celery@\S+ ready\.", out) is not None
+            all(re.search(rf"{name}@\S+ ready\.", out) for name in ("worker", "housekeeping"))
             and "beat: Starting..." in out
             and all(
                 re.search(rf"\| {name}\.1 started \(pid=", out)
-                for name in ("web", "worker", "beat", "watchdog", "watchdog-web")
+                for name in ("web", "worker", "housekeeping", "beat", "watchdog", "watchdog-web")
             )
             and out.count("Booting worker with pid") >= 3
         )

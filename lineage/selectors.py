@@ -8,9 +8,11 @@ to keys with the ``governance`` scope; every event of a visible run is visible w
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import Min, Q, QuerySet
 
+from catalog import self_monitoring
 from catalog.models import Team
 
 from .errors import RunNotFound
@@ -68,3 +70,13 @@ def run_event_list(*, run: LineageRun) -> QuerySet[LineageEvent]:
         .select_related("team")
         .order_by("event_time", "id")
     )
+
+
+def event_lag(now: datetime) -> timedelta | None:
+    """How long the oldest due OpenLineage event has waited to be processed at ``now``
+    (aware UTC), or None when none is due. An event whose processing failed waits for its
+    next attempt and is not due meanwhile. Tidemark's ``lineage`` system monitor."""
+    oldest = LineageEvent.objects.filter(
+        state=LineageEvent.State.PENDING, next_attempt_at__lte=now
+    ).aggregate(at=Min("next_attempt_at"))["at"]
+    return self_monitoring.oldest_wait(oldest, now=now)

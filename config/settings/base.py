@@ -244,8 +244,13 @@ TIDEMARK_DELIVERY = {
     "batch_size": env.int("TIDEMARK_DELIVERY_BATCH", default=50),
     "connect_timeout": 5.0,
     "read_timeout": 10.0,
-    # A pass sends a claim only while its lease outlasts this plus a 5 s margin.
+    # A pass sends a claim only while its lease outlasts this plus the margin.
     "total_deadline": env.float("TIDEMARK_DELIVERY_DEADLINE", default=15.0),
+    # Room a claim's lease keeps after a send, for recording its outcome.
+    "lease_margin_seconds": env.float("TIDEMARK_DELIVERY_LEASE_MARGIN", default=5.0),
+    # A pass claims no new batch after this long; it rings for another pass instead, so
+    # the other tasks on its worker get their turn.
+    "pass_seconds": env.float("TIDEMARK_DELIVERY_PASS_SECONDS", default=45.0),
     # An endpoint whose attempts all failed (retryably) for this long, at least this many
     # in a row, is disabled and its owners told.
     "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
@@ -313,6 +318,9 @@ TIDEMARK_SELF_MONITORING = {
     "grace_seconds": env.int("TIDEMARK_HEARTBEAT_GRACE", default=120),
     "delivery_lag_seconds": env.int("TIDEMARK_DELIVERY_LAG_ALERT", default=600),
     "poll_lag_seconds": env.int("TIDEMARK_POLL_LAG_ALERT", default=900),
+    "freshness_lag_seconds": env.int("TIDEMARK_FRESHNESS_LAG_ALERT", default=300),
+    "lineage_lag_seconds": env.int("TIDEMARK_LINEAGE_LAG_ALERT", default=900),
+    "change_notice_lag_seconds": env.int("TIDEMARK_CHANGE_NOTICE_LAG_ALERT", default=900),
 }
 WATCHDOG_PAGING = {
     "pagerduty_url": env.str(
@@ -436,6 +444,9 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
+    # Tidemark watching itself gets a queue and a worker of its own: a backlog on the
+    # queues above must never hold back the heartbeat that says whether Tidemark is well.
+    "catalog.tasks.heartbeat": {"queue": "housekeeping"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).

@@ -1,18 +1,19 @@
-"""Tidemark degraded, as real processes: the catalog's Celery worker (one, on every queue,
-as the Procfile runs it) and beat on a private redis-server, the watchdog's web server
-(gunicorn, ``config.settings.watchdog``) that the catalog reaches over HTTP, the watchdog
-loop (``manage.py run_watchdog``) and a PagerDuty-compatible receiver on loopback.
+"""Tidemark degraded, as real processes: the catalog's Celery workers (as the Procfile runs
+them: one on the work queues, one on ``housekeeping``) and beat on a private redis-server,
+the watchdog's web server (gunicorn, ``config.settings.watchdog``) that the catalog
+reaches over HTTP, the watchdog loop (``manage.py run_watchdog``) and a PagerDuty-compatible
+receiver on loopback.
 
 One story on the wall clock. Publishing a critical dataset's partition pings its data
-monitor. The worker stops: the system monitors go quiet, the operators' channel
+monitor. The workers stop: the system monitors go quiet, the operators' channel
 (``WATCHDOG_OPERATORS_CHANNELS``) is paged once with "Tidemark is degraded", and the
 dataset triggers the outage causes are held, each on its own: nothing is grouped while
-Tidemark is degraded. The worker comes back: the operators' incident resolves at once, but
-the held triggers wait ``WATCHDOG_HOLD_AFTER_RECOVERY`` seconds more while the worker
-catches up. A dataset whose data landed during the outage (its ping waited in the outbox)
+Tidemark is degraded. The workers come back: the operators' incident resolves at once, but
+the held triggers wait ``WATCHDOG_HOLD_AFTER_RECOVERY`` seconds more while the workers
+catch up. A dataset whose data landed during the outage (its ping waited in the outbox)
 resolves in that time and never pages its owner. Then the rest go out: a channel with more
 than ``WATCHDOG_PAGE_GROUP_THRESHOLD`` of them gets one group naming only what is still
-missing, another its few triggers one by one. A producer late while the worker runs pages
+missing, another its few triggers one by one. A producer late while the workers run pages
 its owner at once.
 
 Timing: the system monitors' period and grace are seconds (``TIDEMARK_HEARTBEAT_PERIOD``,
@@ -28,11 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import re
 import shutil
-import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -40,29 +37,26 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
-from catalog import watchdog_feed
+from catalog import self_monitoring, watchdog_feed
 from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Notification
 from catalog.services import datasets as dataset_services
 from catalog.services import publishing
 from schedules import FreshnessSla
 from tests.catalog.factories import TeamFactory
-from tests.catalog.worker_helpers import (
-    LoggedProcess,
-    Receiver,
-    Worker,
-    free_port,
-    worker_environment,
+from tests.catalog.stack_helpers import (
+    Beat,
+    ProcfileWorker,
+    WatchdogLoop,
+    procfile_workers,
+    stop,
+    watchdog_environment,
 )
+from tests.catalog.worker_helpers import LoggedProcess, Receiver, free_port, worker_environment
 from tests.catalog.worker_helpers import wait_until as _wait_until
-from tests.watchdog.processes import (
-    WatchdogServer,
-    standalone_environment,
-    watchdog_database_url,
-)
+from tests.watchdog.processes import WatchdogServer
 from watchdog import tokens
 from watchdog.models import Incident, LoopState, Monitor, Page, PageGroup, Ping
 
@@ -72,7 +66,6 @@ pytestmark = [
     pytest.mark.timeout(180),
 ]
 
-MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 PD_PATH = "/v2/enqueue"
 OPERATORS = "O" * 32  # the operators' PagerDuty routing key (a watchdog setting)
 ORDERS = "R" * 32  # team orders' routing key
@@ -86,70 +79,17 @@ HOLD_AFTER_RECOVERY = timedelta(seconds=5)  # held triggers wait this long after
 # have been noticed by then).
 FIRST_DEADLINE_LEAD = timedelta(seconds=12)
 HELD_JUDGED_AFTER = timedelta(seconds=26)
-# From the held judgement to the judgement of the deadline missed with the worker running:
-# room for the worker's start, the recovery and the hold after it.
+# From the held judgement to the judgement of the deadline missed with the workers running:
+# room for the workers' start, the recovery and the hold after it.
 RECOVERED_WITHIN = timedelta(seconds=20)
-# The worker's queues, as the Procfile runs it.
-WORKER_QUEUES = re.search(
-    r"^worker:.*\s-Q\s+(\S+)", (Path(settings.BASE_DIR) / "Procfile").read_text(), re.MULTILINE
-).group(1)
-# Beat as configured, on a schedule of seconds; it runs on while the worker is stopped.
+# Beat as configured, on a schedule of seconds; it runs on while the workers are stopped.
 BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 2.0},
     "heartbeat": {"task": "catalog.tasks.heartbeat", "schedule": 1.0},
 }
-BEAT = (
-    "import json, sys; from config.celery import app; "
-    "app.conf.beat_schedule = json.loads(sys.argv[1]); "
-    "app.start(['beat', '-l', 'info', '-s', sys.argv[2]])"
-)
 
 
 # --- processes --------------------------------------------------------------------------
-
-
-@dataclass
-class WatchdogLoop(LoggedProcess):
-    """``manage.py run_watchdog`` with cycles 0.2 s apart."""
-
-    def argv(self) -> list[str]:
-        return [sys.executable, MANAGE, "run_watchdog", "--interval", "0.2"]
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        started = timezone.now()
-        _wait_until(
-            lambda: (
-                not self.alive or LoopState.objects.filter(pk=1, last_cycle_at__gt=started).exists()
-            ),
-            timeout,
-            "the watchdog loop to cycle",
-        )
-        assert self.alive, f"the watchdog loop exited:\n{self.log()[-3000:]}"
-
-
-@dataclass
-class Beat(LoggedProcess):
-    """``celery beat`` of the catalog's app, with ``BEAT_SCHEDULE``."""
-
-    schedule_file: Path | None = None
-
-    def argv(self) -> list[str]:
-        return [sys.executable, "-c", BEAT, json.dumps(BEAT_SCHEDULE), str(self.schedule_file)]
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        _wait_until(
-            lambda: not self.alive or "beat: Starting..." in self.log(), timeout, "beat to start"
-        )
-        assert self.alive, f"beat exited:\n{self.log()[-3000:]}"
-
-
-def stop(process: LoggedProcess) -> None:
-    """Stop a process as an operator would (SIGTERM to its group: a Celery worker's warm
-    shutdown), then reap it."""
-    if process.alive:
-        os.killpg(process.process.pid, signal.SIGTERM)
-        process.process.wait(20)
-    process.kill()
 
 
 @dataclass
@@ -164,17 +104,23 @@ class Tidemark:
     tmp_path: Path
     processes: list[LoggedProcess]
 
-    def start_worker(self, name: str) -> Worker:
-        """A worker on every queue (``WORKER_QUEUES``), as the Procfile runs it."""
-        worker = Worker(
-            name=name,
-            log_path=self.tmp_path / f"{name}.log",
-            env=self.worker_env,
-            queues=WORKER_QUEUES,
-        )
-        self.processes.append(worker)
-        worker.start().wait_ready()
-        return worker
+    def start_workers(self, suffix: str = "") -> list[ProcfileWorker]:
+        """Every Celery worker of the Procfile, as it runs them (names end in ``suffix``)."""
+        workers = [
+            ProcfileWorker(
+                name=f"{name}{suffix}",
+                log_path=self.tmp_path / f"{name}{suffix}.log",
+                env=self.worker_env,
+                args=tuple(args),
+            )
+            for name, args in procfile_workers().items()
+        ]
+        self.processes += workers
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.wait_ready()
+        return workers
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log()[-2500:]}" for p in self.processes)
@@ -186,14 +132,13 @@ _running: list[Tidemark] = []  # the current test's processes, for failure messa
 @pytest.fixture
 def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]:
     """Redis, the receiver, the watchdog's server and loop, and the catalog's beat, all
-    started (no worker yet); every process is killed at teardown, before the test
+    started (no workers yet); every process is killed at teardown, before the test
     databases are flushed and Redis goes away."""
     receiver = Receiver()
     receiver.respond = lambda hit: 202  # PagerDuty accepts events with 202
     var = tmp_path / "var"
-    watchdog_env = standalone_environment(
-        tmp_path,
-        WATCHDOG_DATABASE_URL=watchdog_database_url(),
+    watchdog_env = watchdog_environment(
+        TIDEMARK_VAR_DIR=str(var),
         WATCHDOG_OPERATORS_CHANNELS=json.dumps(
             [{"kind": "pagerduty", "target": OPERATORS, "name": "operators on-call"}]
         ),
@@ -201,8 +146,6 @@ def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]
         WATCHDOG_PAGE_DEADLINE="3",
         WATCHDOG_PAGE_GROUP_THRESHOLD=str(GROUP_THRESHOLD),
         WATCHDOG_HOLD_AFTER_RECOVERY=str(int(HOLD_AFTER_RECOVERY.total_seconds())),
-        TIDEMARK_OUTBOUND_ALLOW_NETWORKS="127.0.0.0/8",
-        TIDEMARK_OUTBOUND_ALLOW_HTTP="true",
     )
     server = WatchdogServer(
         name="watchdog-web", log_path=tmp_path / "watchdog-web.log", env=watchdog_env
@@ -229,6 +172,7 @@ def tidemark(transactional_db, broker, tmp_path, settings) -> Iterator[Tidemark]
         name="beat",
         log_path=tmp_path / "beat.log",
         env=worker_env,
+        schedule=BEAT_SCHEDULE,
         schedule_file=tmp_path / "beat-schedule",
     )
     running = Tidemark(
@@ -336,13 +280,13 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     tidemark,
 ):
     receiver = tidemark.receiver
-    worker = tidemark.start_worker("worker")
+    workers = tidemark.start_workers()
 
-    # Healthy: beat's heartbeat, run by the worker, provisions and pings the system
-    # monitors; the watchdog gives them the operators' channel.
+    # Healthy: beat's heartbeat, run by the housekeeping worker, provisions and pings the
+    # system monitors; the watchdog gives them the operators' channel.
     wait_until(
         lambda: (
-            len(system_monitors()) == 3
+            len(system_monitors()) == len(self_monitoring.system_monitors())
             and all(m.state == Monitor.State.UP for m in system_monitors())
         ),
         20,
@@ -411,9 +355,10 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     ping = Ping.objects.get(monitor=data_monitor(on_time))
     assert (ping.kind, ping.partition) == (Ping.Kind.SUCCESS, due)
 
-    # The worker stops; beat runs on. Parcels' producer publishes meanwhile: the catalog
+    # The workers stop; beat runs on. Parcels' producer publishes meanwhile: the catalog
     # records it, but its ping waits in the outbox.
-    stop(worker)
+    for worker in workers:
+        stop(worker)
     stopped_at = timezone.now()
     publish(lands_meanwhile, due)
     wait_until(
@@ -451,7 +396,8 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     system_incidents = Incident.objects.filter(monitor__system=True)
     held_incidents = Incident.objects.filter(monitor__in=held_monitors)
     assert max(i.opened_at for i in system_incidents) < min(i.opened_at for i in held_incidents)
-    assert system_incidents.count() == 3  # every part went quiet...
+    # every part went quiet...
+    assert system_incidents.count() == len(self_monitoring.system_monitors())
     assert all(i.summary.startswith("Tidemark is degraded") for i in system_incidents)
     operators_pages = Page.objects.filter(channel__target=OPERATORS)
     assert operators_pages.count() == 1  # ...and the operators were paged once
@@ -475,9 +421,9 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     parcels_incident = open_incident(parcels)
     assert parcels_incident.partition == due
 
-    # The worker comes back and catches up: the system monitors are pinged again and the
+    # The workers come back and catch up: the system monitors are pinged again and the
     # operators' incident resolves at once, while parcels' ping leaves the outbox.
-    tidemark.start_worker("worker-back")
+    tidemark.start_workers("-back")
     wait_until(
         lambda: (
             events(receiver, OPERATORS, "resolve")
@@ -560,7 +506,7 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     operators_resolve_page = Page.objects.get(channel__target=OPERATORS, action=Page.Action.RESOLVE)
     assert operators_resolve_page.sent_at < released_at
 
-    # The worker runs and payouts' producer is late: its owner is paged at once.
+    # The workers run and payouts' producer is late: its owner is paged at once.
     payouts = data_monitor(late_while_running)
     wait_until(
         lambda: len(events(receiver, ORDERS, "trigger")) == 3,

@@ -163,9 +163,12 @@ def test_the_heartbeat_provisions_system_monitors_and_pings_the_healthy_parts(
         "tidemark:system:scheduler": True,
         "tidemark:system:deliveries": False,
         "tidemark:system:poll": True,
+        "tidemark:system:freshness": True,
+        "tidemark:system:change-notices": True,
+        "tidemark:system:lineage": True,
     }
     system = {m.external_id: m for m in WatchdogMonitor.objects.filter(system=True)}
-    assert set(system) == set(self_monitoring.SYSTEM_MONITORS)
+    assert set(system) == set(self_monitoring.system_monitors())
     assert system["tidemark:system:scheduler"].pings.count() == 1
     assert system["tidemark:system:deliveries"].pings.count() == 0
 

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 60.0
+START_TIMEOUT = 90.0  # seconds: six processes boot at once, two of them Celery workers
 KEY_RE = re.compile(r"Demo API key: (tm_[A-Za-z0-9_-]+)")
 # Variables that switch Tidemark away from the embedded mode, or that pytest-django sets.
 SERVER_ENV = ("DATABASE_URL", "WATCHDOG_DATABASE_URL", "CELERY_BROKER_URL")
@@ -134,7 +134,8 @@ class RunningStack:
         out = self.stdout
         return (
             out.count("Booting worker with pid") >= 3  # two catalog workers, one watchdog
-            and re.search(r"celery@\S+ ready\.", out) is not None
+            # The Procfile's Celery workers: the work queues' and the housekeeping one.
+            and all(re.search(rf"{name}@\S+ ready\.", out) for name in ("worker", "housekeeping"))
             and "beat: Starting..." in out
         )
 
@@ -152,7 +153,7 @@ class RunningStack:
         wait_until(
             self._all_started,
             deadline - time.monotonic(),
-            "gunicorn's two workers, the Celery worker and beat to start",
+            "gunicorn's workers, the Celery workers and beat to start",
             self.describe,
         )
         self.children = psutil.Process(self.proc.pid).children(recursive=True)

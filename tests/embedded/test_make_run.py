@@ -1,4 +1,4 @@
-"""``make run`` (``bin/run``) starts web, worker and beat embedded, serves the demo catalog,
+"""``make run`` (``bin/run``) starts web, workers and beat embedded, serves the demo catalog,
 rings the worker after a publish, stops on Ctrl-C and keeps its demo key across starts."""
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_
     assert sum("config.wsgi_watchdog:application" in n for n in names) == 2, names
     assert any("manage.py run_watchdog" in n for n in names), names
     assert httpx.get(f"{stack.watchdog_url}/healthz", timeout=5).text == "ok"
-    assert any("celery -A config.celery worker" in n for n in names), names
+    # The Procfile's two Celery workers: the work queues', and the heartbeat's own.
+    celery_workers = [n for n in names if "celery -A config.celery worker" in n]
+    assert len(celery_workers) == 2, names
+    assert sum("-Q housekeeping " in n for n in celery_workers) == 1, names
     assert any("celery -A config.celery beat" in n for n in names), names
 
     response = httpx.post(
