@@ -413,6 +413,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
+    "lineage.tasks.fold_alias_usage": {"queue": "lineage"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
@@ -426,6 +427,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "lineage.tasks.collect_lineage",
         "schedule": float(TIDEMARK_LINEAGE_COLLECT_SECONDS),
     },
+    "fold-alias-usage": {"task": "lineage.tasks.fold_alias_usage", "schedule": 300.0},
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {
