@@ -200,8 +200,9 @@ def usages_fold(*, alias: DatasetAlias, merge_dependents: UsageMerge) -> int:
         target.run_count += usage.run_count
     if merges:
         counted_twice = merge_dependents(merges)
+        merged_into = set(merges.values())
         for target in targets.values():
-            if target.pk in merges.values():
+            if target.pk in merged_into:
                 DatasetUsage.objects.filter(pk=target.pk).update(
                     dataset_id=alias.dataset_id,
                     first_seen_at=target.first_seen_at,
