@@ -168,6 +168,11 @@ urlpatterns = [
         governance.UnannouncedChangesReportApi.as_view(),
         name="report-unannounced-changes",
     ),
+    path(
+        "reports/run-conflicts",
+        governance.RunConflictsReportApi.as_view(),
+        name="report-run-conflicts",
+    ),
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
     path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),
     path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),

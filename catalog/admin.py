@@ -24,6 +24,7 @@ from .models import (
     PartitionRevision,
     ReadinessEvent,
     Restatement,
+    RunConflict,
     SchemaChange,
     SchemaObservation,
     Subscription,
@@ -272,9 +273,16 @@ class DatasetTransferAdmin(ReadOnlyAdmin):
 
 @admin.register(DatasetAlias)
 class DatasetAliasAdmin(ReadOnlyAdmin):
+    """Read-only, and never deleted here: usage of a symlink alias was recorded under its
+    dataset's identity (``catalog.services.aliases``), which removing the alias would not
+    undo."""
+
     list_display = ("alias_namespace", "alias_name", "kind", "namespace", "name", "declared_by")
     list_filter = ("kind",)
     search_fields = ("alias_namespace", "alias_name", "namespace", "name")
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(SchemaObservation)
@@ -290,6 +298,16 @@ class SchemaChangeAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "observed_at", "removed", "retyped", "covered_by")
     search_fields = ("dataset__namespace", "dataset__name")
     list_select_related = ("dataset",)
+
+
+@admin.register(RunConflict)
+class RunConflictAdmin(ReadOnlyAdmin):
+    """Lineage events kept out of a run they named (the run conflicts report)."""
+
+    list_display = ("run_id", "reason", "event_team", "event_job", "run_job", "detected_at")
+    list_filter = ("reason",)
+    search_fields = ("event_team__slug", "run_team__slug")
+    list_select_related = ("event_team", "event_job", "run_job")
 
 
 @admin.register(UnclaimedUsage)

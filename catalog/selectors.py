@@ -40,6 +40,7 @@ from .models import (
     Partition,
     PartitionRevision,
     Restatement,
+    RunConflict,
     SchemaChange,
     SchemaObservation,
     Subscription,
@@ -615,6 +616,23 @@ def uncatalogued_usage_attach(*, team: Team | None = None, rows: list[dict]) -> 
         row["readers"] = [u for u in seen if u.direction == DatasetUsage.Direction.READ]
         row["writers"] = [u for u in seen if u.direction == DatasetUsage.Direction.WRITE]
     return rows
+
+
+def run_conflict_list(*, team: Team | None = None) -> QuerySet[RunConflict]:
+    """Lineage events kept out of a run they named (``RunConflict``): the governance
+    report of run conflicts, newest first.
+
+    Args:
+        team: only conflicts this team is party to, as the event's sender or as the team
+            the run is made of; None: every team's.
+
+    Returns:
+        Conflicts with both jobs and both teams joined, most recently detected first.
+    """
+    queryset = RunConflict.objects.select_related("run_job", "run_team", "event_job", "event_team")
+    if team is not None:
+        queryset = queryset.filter(Q(event_team=team) | Q(run_team=team))
+    return queryset.order_by("-detected_at", "-id")
 
 
 def declarations_plan(*, team: Team, document: declarations.Document) -> declarations.Plan:

@@ -83,9 +83,14 @@ class LineageEvent(models.Model):
 class LineageRun(models.Model):
     """One run of a job, from its events (``lineage.runstate`` folds them).
 
-    A run keeps the job, team and parent it was first given: a later event naming
-    another job does not move it. ``started_at`` / ``ended_at`` come from the START and
-    terminal events' ``eventTime`` (None when not seen).
+    A run belongs to one job and is made of its events only (``lineage.runstate.judge``):
+    ``verified`` once a verified event of the job was applied, and from then on only
+    verified events of the job count; a verified event reaching a run that unverified
+    events made takes it over (job, team, state, times and edges start again from it).
+    Other events are conflicts (``catalog.RunConflict``), never merged. ``team``: the team
+    whose event made (or took over) the run. The parent is the first one given.
+    ``started_at`` / ``ended_at`` come from the START and terminal events' ``eventTime``
+    (None when not seen).
     """
 
     class State(models.TextChoices):
@@ -98,7 +103,13 @@ class LineageRun(models.Model):
     run_id = models.UUIDField(unique=True)
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
     team = models.ForeignKey(
-        Team, on_delete=models.CASCADE, related_name="lineage_runs", help_text="First reporter."
+        Team,
+        on_delete=models.CASCADE,
+        related_name="lineage_runs",
+        help_text="The team whose events the run is made of.",
+    )
+    verified = models.BooleanField(
+        default=False, help_text="Made of verified events of its job (they took it over)."
     )
     parent_run_id = models.UUIDField(null=True, blank=True)
     parent_job_namespace = models.CharField(max_length=255, blank=True)
@@ -115,6 +126,10 @@ class LineageRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} run {self.run_id} ({self.state})"
+
+    def reporter(self) -> runstate.Reporter:
+        """Whose events the run is made of, for ``runstate.judge``."""
+        return runstate.Reporter(job_id=self.job_id, team_id=self.team_id, verified=self.verified)
 
     def facts(self) -> runstate.RunFacts:
         """The run's state and times as ``runstate.RunFacts``."""

@@ -12,6 +12,12 @@ the set of events seen, never on their order or repeats:
   (ties: fail over abort over complete), so the outcome does not depend on arrival order.
 - OTHER (or no ``eventType``) changes no state; it only moves ``last_event_at``.
 - ``last_event_at`` is the latest ``eventTime`` seen.
+
+Whose events a run is made of (``judge``): a run belongs to one job. Once a verified
+event (its team claims the job's namespace) has been applied, only verified events naming
+that job are; before, the unverified events of the job and team that first reported it
+are, until a verified event takes the run over (what the unverified ones made of it is
+set aside). Every other event is a conflict: kept and flagged, never merged.
 """
 
 from __future__ import annotations
@@ -71,3 +77,51 @@ def _ends_earlier(state: str, event_time: datetime, facts: RunFacts) -> bool:
     if event_time != facts.ended_at:
         return event_time < facts.ended_at
     return _SEVERITY[state] > _SEVERITY[facts.state]
+
+
+# What ``judge`` says of an event: apply it, take the run over, or one of the conflicts.
+ATTACH, TAKE_OVER = "attach", "take_over"
+OTHER_JOB, UNVERIFIED, OTHER_TEAM = "other_job", "unverified", "other_team"
+CONFLICTS = (OTHER_JOB, UNVERIFIED, OTHER_TEAM)
+
+
+@dataclass(frozen=True)
+class Reporter:
+    """Who stands behind a run, or an event of it: the job it names (the catalog job's
+    id), the sending team's id, and whether the team claims the job's namespace."""
+
+    job_id: int
+    team_id: int
+    verified: bool
+
+
+def judge(run: Reporter, event: Reporter) -> str:
+    """What an event may do to a run, given who the run's applied events came from.
+
+    Returns:
+        ``ATTACH``: fold the event into the run (a verified event of the verified run's
+        job; or an unverified event of the job and team of a run no verified event has
+        reached). ``TAKE_OVER``: a verified event reaches a run only unverified events
+        made: the run becomes its job's and team's, and only verified events count from
+        then on. Otherwise the conflict (``conflict_reason``).
+    """
+    if run.verified:
+        if event.verified and event.job_id == run.job_id:
+            return ATTACH
+    elif event.verified:
+        return TAKE_OVER
+    elif (event.job_id, event.team_id) == (run.job_id, run.team_id):
+        return ATTACH
+    return conflict_reason(run, event)
+
+
+def conflict_reason(run: Reporter, event: Reporter) -> str:
+    """Why an event that ``judge`` does not let in conflicts with the run: it names
+    another job (``OTHER_JOB``), it is unverified while the run is verified
+    (``UNVERIFIED``), or another team reported the run's job, both unverified
+    (``OTHER_TEAM``)."""
+    if event.job_id != run.job_id:
+        return OTHER_JOB
+    if run.verified and not event.verified:
+        return UNVERIFIED
+    return OTHER_TEAM

@@ -1,7 +1,7 @@
 """Reads of lineage: runs and the raw events of a run, filtered by who may see them (the
 lineage graph is read from the catalog's usage tables: ``catalog.selectors.lineage_graph``).
 
-A run is visible to the team that first reported it, to the verified owner of its job, and
+A run is visible to the team whose events it is made of, to the verified owner of its job, and
 to keys with the ``governance`` scope; every event of a visible run is visible with it.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from django.db.models import Min, Q, QuerySet
+from django.db.models import Min, OuterRef, Q, QuerySet, Subquery
 
 from catalog import self_monitoring
-from catalog.models import Team
+from catalog.models import RunConflict, Team
 
 from .errors import RunNotFound
 from .models import LineageEvent, LineageRun
@@ -64,10 +64,13 @@ def run_get(*, team: Team, everything: bool = False, run_id: uuid.UUID) -> Linea
 
 def run_event_list(*, run: LineageRun) -> QuerySet[LineageEvent]:
     """The raw events received for ``run`` (a run the caller may see), in event-time
-    order, with the sending team joined."""
+    order, with the sending team joined, each annotated with ``conflict``: why it was
+    kept out of the run (``RunConflict.Reason``), None when it was not."""
+    conflict = RunConflict.objects.filter(event_id=OuterRef("pk")).values("reason")[:1]
     return (
         LineageEvent.objects.filter(run_id=run.run_id)
         .select_related("team")
+        .annotate(conflict=Subquery(conflict))
         .order_by("event_time", "id")
     )
 

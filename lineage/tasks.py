@@ -8,9 +8,10 @@ from celery import shared_task
 from django.utils import timezone
 
 from catalog import doorbell
+from catalog.services import aliases
 
 from . import collectors
-from .services import collecting, processing
+from .services import collecting, processing, runs
 
 logger = logging.getLogger(__name__)
 
@@ -46,3 +47,14 @@ def collect_lineage() -> str:
         logger.info("lineage collector %s", summary)
         summaries.append(str(summary))
     return "; ".join(summaries)
+
+
+@shared_task(name="lineage.tasks.fold_alias_usage")
+def fold_alias_usage() -> str:
+    """Fold into their datasets' rows the usage still recorded under a symlink alias's
+    identity (beat, every 5 minutes; queue ``lineage``): what an event processed while
+    the alias was being declared recorded before it could see the declaration."""
+    folded = aliases.alias_usage_fold_due(merge_dependents=runs.run_edges_merge)
+    if folded:
+        logger.info("alias usage: %d usage rows folded into their datasets'", folded)
+    return f"{folded} folded"

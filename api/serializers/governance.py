@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from catalog.models import Claim, DatasetTransfer, SchemaObservation
+from catalog.models import Claim, DatasetTransfer, RunConflict, SchemaObservation
 
 from .catalog import StrictSerializer
 from .lineage import JobRefSerializer
@@ -206,3 +206,38 @@ class UnannouncedChangeOutputSerializer(serializers.Serializer):
         if not obj.observation.job_namespace:
             return None
         return {"namespace": obj.observation.job_namespace, "name": obj.observation.job_name}
+
+
+class _RunSide(serializers.Serializer):
+    job = JobRefSerializer(source="run_job")
+    team = serializers.CharField(source="run_team.slug", help_text="Whose events made the run.")
+    verified = serializers.BooleanField(
+        source="run_verified", help_text="Verified events of its job made the run."
+    )
+
+
+class _ConflictingEventSide(serializers.Serializer):
+    id = serializers.IntegerField(
+        source="event_id", help_text="The raw event's id (under the run's events)."
+    )
+    team = serializers.CharField(source="event_team.slug", help_text="The sending team.")
+    job = JobRefSerializer(source="event_job", help_text="The job the event named.")
+    verified = serializers.BooleanField(source="event_verified")
+    event_type = serializers.SerializerMethodField()
+    event_time = serializers.DateTimeField()
+
+    def get_event_type(self, obj) -> str | None:
+        return obj.event_type or None
+
+
+class RunConflictOutputSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    run = _RunSide(source="*", help_text="Whose the run is.")
+    event = _ConflictingEventSide(source="*", help_text="The event kept out of it.")
+    reason = serializers.ChoiceField(
+        RunConflict.Reason.choices,
+        help_text="other_job: it names another job than the run's; unverified: it is "
+        "unverified and the run's events are verified; other_team: another team's "
+        "unverified report of the run's job.",
+    )
+    detected_at = serializers.DateTimeField(help_text="When processing found it.")

@@ -104,7 +104,12 @@ class RunOutputSerializer(serializers.Serializer):
     last_event_at = serializers.DateTimeField(allow_null=True)
     parent_run_id = serializers.UUIDField(allow_null=True)
     parent_job = serializers.SerializerMethodField()
-    team = serializers.CharField(source="team.slug", help_text="The team that first reported it.")
+    team = serializers.CharField(
+        source="team.slug", help_text="The team whose events the run is made of."
+    )
+    verified = serializers.BooleanField(
+        help_text="Verified events of its job made the run: only they count for it."
+    )
 
     def get_parent_job(self, obj) -> dict | None:
         if obj.parent_run_id is None:
@@ -123,6 +128,11 @@ class LineageEventOutputSerializer(serializers.Serializer):
     received_at = serializers.DateTimeField()
     content_encoding = serializers.CharField()
     state = serializers.CharField(help_text="Processing: pending, processed or failed.")
+    conflict = serializers.CharField(
+        allow_null=True,
+        help_text="Why it was kept out of the run (other_job, unverified, other_team: see "
+        "the run conflicts report); null when it was not.",
+    )
     processed_at = serializers.DateTimeField(allow_null=True)
     last_error = serializers.CharField()
     problems = FieldProblemSerializer(many=True)

@@ -258,3 +258,25 @@ class UnannouncedChangesReportApi(APIView):
         return paginate(
             self, request, queryset, s.UnannouncedChangeOutputSerializer, ("-observed_at", "-id")
         )
+
+
+class RunConflictsReportApi(APIView):
+    """Run conflicts: lineage events kept out of a run they named (another job's event,
+    an unverified event for a run verified events made, another team's unverified
+    report), most recently detected first. Each event is kept and listed under the run's
+    events; it changed nothing of the run. A team sees the conflicts it is party to (as
+    sender or as the team the run is made of); a ``governance`` key every team's
+    (``team`` narrows)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.RunConflictOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        _, team = _report_filters(request, s.ReportFilterSerializer)
+        queryset = selectors.run_conflict_list(team=team)
+        return paginate(
+            self, request, queryset, s.RunConflictOutputSerializer, ("-detected_at", "-id")
+        )

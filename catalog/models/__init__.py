@@ -14,7 +14,7 @@ models in its ``models`` module and callers import them from ``catalog.models``:
 - ``governance``: AuditEntry, ChangeNotice, ChangeNoticeAcknowledgement,
   SchemaObservation, SchemaChange
 - ``storage``: StorageGroup, StorageSweep
-- ``usage``: Job, DatasetUsage, UnclaimedUsage
+- ``usage``: Job, DatasetUsage, UnclaimedUsage, RunConflict
 """
 
 from .datasets import (
@@ -41,7 +41,7 @@ from .governance import (
 from .partitions import LatePartition, Partition, PartitionRevision, ReadinessEvent, Restatement
 from .storage import StorageGroup, StorageSweep
 from .teams import ApiKey, Claim, Membership, Team
-from .usage import DatasetUsage, Job, UnclaimedUsage
+from .usage import DatasetUsage, Job, RunConflict, UnclaimedUsage
 
 __all__ = [
     "ApiKey",
@@ -65,6 +65,7 @@ __all__ = [
     "PartitionRevision",
     "ReadinessEvent",
     "Restatement",
+    "RunConflict",
     "SchemaChange",
     "SchemaObservation",
     "StorageGroup",

@@ -1,5 +1,6 @@
 """Who uses which dataset, as lineage reports it: jobs, their observed reads and writes of
-datasets, and what a database role accessed while no team claimed it."""
+datasets, what a database role accessed while no team claimed it, and the lineage events
+that named a run they do not belong to."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ class DatasetUsage(models.Model):
     ``verified``: the reporting team claims the job's namespace; unverified edges are kept
     apart (their own rows) and never count as declarations. ``dataset`` links the catalog's
     row when one is registered with this identity (usage of unknown datasets is still
-    recorded, by identity). ``run_count`` counts each run once.
+    recorded, by identity). Usage of a symlink alias of a catalog dataset is recorded under
+    the dataset's identity (``catalog.services.aliases``). ``run_count`` counts each run
+    once.
     """
 
     class Direction(models.TextChoices):
@@ -118,3 +121,43 @@ class UnclaimedUsage(models.Model):
         return (
             f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name} (unclaimed)"
         )
+
+
+class RunConflict(models.Model):
+    """A lineage event that named a run it does not belong to (``lineage.runstate.judge``):
+    an unverified event for a run verified events made, an event naming another job than
+    the run's, or another team's unverified report. The event is kept by lineage (its id
+    is ``event_id``) and never merged into the run; this row shows it to governance.
+
+    ``run_*`` say whose the run is: its job, the team that reported it and whether that
+    was verified (updated when verified events take over a run unverified ones made, and
+    ``reason`` with it). One row per event, recorded by lineage processing.
+    """
+
+    class Reason(models.TextChoices):
+        OTHER_JOB = "other_job", "names another job than the run's"
+        UNVERIFIED = "unverified", "unverified, and the run's events are verified"
+        OTHER_TEAM = "other_team", "another team's unverified report of the run's job"
+
+    run_id = models.UUIDField(help_text="The OpenLineage runId both name.")
+    run_job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    run_team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    run_verified = models.BooleanField()
+    event_id = models.BigIntegerField(unique=True, help_text="The lineage event's id.")
+    event_job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    event_team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    event_verified = models.BooleanField()
+    event_type = models.CharField(max_length=16, blank=True, help_text="Empty: none given.")
+    event_time = models.DateTimeField(help_text="The event's eventTime, UTC.")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    detected_at = models.DateTimeField(help_text="When processing found it, UTC.")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["run_id"], name="run_conflict_run"),
+            models.Index(fields=["event_team", "-detected_at"], name="run_conflict_sender"),
+            models.Index(fields=["run_team", "-detected_at"], name="run_conflict_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.event_id} vs run {self.run_id}: {self.reason}"

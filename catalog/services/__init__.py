@@ -13,7 +13,9 @@ One module per concern; import the module you need (nothing is re-exported here)
 - ``subscriptions``: declare and delete subscriptions, catch up on recent notifications
 - ``ownership``: claims on shared namespaces, and dataset transfers
 - ``usage``: jobs, observed usage, and usage held for unclaimed database roles
-- ``aliases``: received spellings and declared symlinks of datasets
+- ``aliases``: received spellings and declared symlinks of datasets, and folding usage
+  of an alias into its dataset's
+- ``run_conflicts``: lineage events that named a run they do not belong to
 
 Who acts is ``catalog.actors.Actor``.
 """

@@ -1,6 +1,11 @@
 """Jobs and their observed usage of datasets, recorded by lineage: jobs seen, usage rows
 observed and their run counts, and what a database role accessed while no team claimed
-it, held until a team does."""
+it, held until a team does.
+
+Usage of a symlink alias of a catalog dataset (``DatasetAlias``) is recorded under the
+dataset's own identity, so every reader (reports, the lineage graph, consumer lists,
+stale declarations) sees one dataset; ``usages_fold`` moves usage recorded under an
+identity before it became an alias."""
 
 from __future__ import annotations
 
@@ -87,6 +92,25 @@ def _job_upsert(*, namespace: str, name: str, team: Team | None, seen_at: dateti
     return job
 
 
+def _canonical(namespace: str, name: str) -> tuple[str, str, int | None]:
+    """The identity usage of ``namespace`` / ``name`` is recorded under, and the catalog
+    dataset it is usage of: a registered dataset's own identity, else the dataset whose
+    symlink alias it is, else itself (no dataset)."""
+    dataset_id = (
+        Dataset.objects.filter(namespace=namespace, name=name).values_list("pk", flat=True).first()
+    )
+    if dataset_id is not None:
+        return namespace, name, dataset_id
+    alias = (
+        DatasetAlias.objects.filter(
+            alias_namespace=namespace, alias_name=name, kind=DatasetAlias.Kind.SYMLINK
+        )
+        .values_list("namespace", "name", "dataset_id")
+        .first()
+    )
+    return alias if alias is not None else (namespace, name, None)
+
+
 def usage_observe(
     *,
     job: Job,
@@ -101,8 +125,9 @@ def usage_observe(
 
     Upserts the usage row of (job, identity, direction, team, verified): created with both
     seen times at ``seen_at``, or widened; linked to the registered dataset with this
-    identity, or whose symlink alias it is (``DatasetAlias``), if any. Does not count a
-    run: ``usage_count_run`` does, once per run. Call inside the caller's transaction.
+    identity. An identity that is a symlink alias of a catalog dataset (``DatasetAlias``)
+    and no registered dataset's is recorded under the dataset's identity. Does not count
+    a run: ``usage_count_run`` does, once per run. Call inside the caller's transaction.
 
     Args:
         namespace, name: the dataset identity, already normalised with
@@ -114,17 +139,7 @@ def usage_observe(
     Returns:
         The usage row.
     """
-    dataset_id = (
-        Dataset.objects.filter(namespace=namespace, name=name).values_list("pk", flat=True).first()
-    )
-    if dataset_id is None:  # a symlink declared for a catalog dataset
-        dataset_id = (
-            DatasetAlias.objects.filter(
-                alias_namespace=namespace, alias_name=name, kind=DatasetAlias.Kind.SYMLINK
-            )
-            .values_list("dataset_id", flat=True)
-            .first()
-        )
+    namespace, name, dataset_id = _canonical(namespace, name)
     usage, created = DatasetUsage.objects.get_or_create(
         job=job,
         dataset_namespace=namespace,
@@ -166,9 +181,10 @@ def usages_observe(
     at ``seen_at``: ``usage_observe`` for a whole event at once.
 
     On PostgreSQL one statement looks up the datasets registered with these identities
-    (or declaring them as symlink aliases) and upserts every usage row (``INSERT ... ON
-    CONFLICT DO UPDATE``, seen times widened with LEAST/GREATEST), locking the rows in
-    the order of ``edges``; elsewhere (SQLite, the embedded mode) ``usage_observe`` runs
+    (or declaring them as symlink aliases, whose usage is recorded under the dataset's
+    identity) and upserts every usage row (``INSERT ... ON CONFLICT DO UPDATE``, seen
+    times widened with LEAST/GREATEST), locking the rows in the order of their recorded
+    identity and direction; elsewhere (SQLite, the embedded mode) ``usage_observe`` runs
     for each edge. Does not count runs: ``usage_count_runs`` does. Call inside the
     caller's transaction.
 
@@ -180,7 +196,8 @@ def usages_observe(
         seen_at: aware instant (the event's time), UTC.
 
     Returns:
-        The usage row's id for each edge, keyed by the edge.
+        The usage row's id for each edge, keyed by the edge; an alias and its dataset
+        (both named by one event) share a row.
     """
     if not edges:
         return {}
@@ -197,34 +214,50 @@ def usages_observe(
             ).pk
             for direction, namespace, name in edges
         }
-    values = ", ".join(["(%s, %s, %s, %s)"] * len(edges))
-    params: list[Any] = [job.pk, team.pk, verified, seen_at, seen_at, timezone.now()]
-    for position, (direction, namespace, name) in enumerate(edges):
-        params += [position, direction, namespace, name]
+    values = ", ".join(["(%s, %s, %s)"] * len(edges))
+    edge_params = [value for edge in edges for value in edge]
+    params = [job.pk, team.pk, verified, seen_at, seen_at, timezone.now()]
+    # An alias and its dataset in one event fold into one row: DISTINCT ON, since an
+    # upsert may not touch a row twice.
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            INSERT INTO {DatasetUsage._meta.db_table} AS u (
-                job_id, team_id, verified, first_seen_at, last_seen_at, created_at,
-                run_count, dataset_id, direction, dataset_namespace, dataset_name
+            WITH e (direction, namespace, name) AS (VALUES {values}),
+            r AS (
+                SELECT e.direction, e.namespace AS sent_namespace, e.name AS sent_name,
+                    COALESCE(d.id, a.dataset_id) AS dataset_id,
+                    CASE WHEN d.id IS NULL AND a.id IS NOT NULL
+                        THEN a.namespace ELSE e.namespace END AS namespace,
+                    CASE WHEN d.id IS NULL AND a.id IS NOT NULL
+                        THEN a.name ELSE e.name END AS name
+                FROM e
+                LEFT JOIN {Dataset._meta.db_table} d
+                    ON d.namespace = e.namespace AND d.name = e.name
+                LEFT JOIN {DatasetAlias._meta.db_table} a
+                    ON a.alias_namespace = e.namespace AND a.alias_name = e.name
+                    AND a.kind = 'symlink'
+            ),
+            upserted AS (
+                INSERT INTO {DatasetUsage._meta.db_table} AS u (
+                    job_id, team_id, verified, first_seen_at, last_seen_at, created_at,
+                    run_count, dataset_id, direction, dataset_namespace, dataset_name
+                )
+                SELECT DISTINCT ON (r.namespace, r.name, r.direction)
+                    %s::bigint, %s::bigint, %s::boolean, %s::timestamptz, %s::timestamptz,
+                    %s::timestamptz, 0, r.dataset_id, r.direction, r.namespace, r.name
+                FROM r
+                ORDER BY r.namespace, r.name, r.direction
+                ON CONFLICT ON CONSTRAINT uniq_dataset_usage DO UPDATE SET
+                    dataset_id = COALESCE(EXCLUDED.dataset_id, u.dataset_id),
+                    first_seen_at = LEAST(u.first_seen_at, EXCLUDED.first_seen_at),
+                    last_seen_at = GREATEST(u.last_seen_at, EXCLUDED.last_seen_at)
+                RETURNING u.direction, u.dataset_namespace, u.dataset_name, u.id
             )
-            SELECT %s::bigint, %s::bigint, %s::boolean, %s::timestamptz, %s::timestamptz,
-                %s::timestamptz, 0, COALESCE(d.id, a.dataset_id), e.direction, e.namespace,
-                e.name
-            FROM (VALUES {values}) AS e (position, direction, namespace, name)
-            LEFT JOIN {Dataset._meta.db_table} d
-                ON d.namespace = e.namespace AND d.name = e.name
-            LEFT JOIN {DatasetAlias._meta.db_table} a
-                ON a.alias_namespace = e.namespace AND a.alias_name = e.name
-                AND a.kind = 'symlink'
-            ORDER BY e.position
-            ON CONFLICT ON CONSTRAINT uniq_dataset_usage DO UPDATE SET
-                dataset_id = COALESCE(EXCLUDED.dataset_id, u.dataset_id),
-                first_seen_at = LEAST(u.first_seen_at, EXCLUDED.first_seen_at),
-                last_seen_at = GREATEST(u.last_seen_at, EXCLUDED.last_seen_at)
-            RETURNING u.direction, u.dataset_namespace, u.dataset_name, u.id
+            SELECT r.direction, r.sent_namespace, r.sent_name, upserted.id
+            FROM r JOIN upserted ON upserted.direction = r.direction
+                AND upserted.dataset_namespace = r.namespace AND upserted.dataset_name = r.name
             """,  # noqa: S608 - model tables and placeholders only
-            params,
+            [*edge_params, *params],
         )
         return {(direction, namespace, name): pk for direction, namespace, name, pk in cursor}
 
@@ -246,6 +279,32 @@ def usage_count_runs(*, usage_ids: list[int], runs: int = 1) -> None:
             "WHERE id = ANY(%s::bigint[])",
             [runs, list(usage_ids)],
         )
+
+
+def usage_runs_withdraw(*, usage_ids: list[int]) -> int:
+    """Take one run off each of these usage rows: a run whose events turned out not to be
+    its own (lineage: verified events took an unverified run over). A row left with no
+    run has nothing else behind it and is deleted. Call inside the caller's transaction;
+    the caller withdraws each run once per row (lineage deletes the run's edges).
+
+    Rows are locked in identity order, the order lineage processing takes them in.
+
+    Returns:
+        The number of rows deleted.
+    """
+    rows = list(
+        DatasetUsage.objects.select_for_update()
+        .filter(pk__in=usage_ids)
+        .order_by("dataset_namespace", "dataset_name", "direction", "id")
+        .values_list("pk", "run_count")
+    )
+    emptied = [pk for pk, runs in rows if runs <= 1]
+    DatasetUsage.objects.filter(pk__in=[pk for pk, runs in rows if runs > 1]).update(
+        run_count=models.F("run_count") - 1
+    )
+    if emptied:
+        DatasetUsage.objects.filter(pk__in=emptied).delete()
+    return len(emptied)
 
 
 def usages_hold(

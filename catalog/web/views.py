@@ -429,8 +429,9 @@ CHANGE_COLUMNS_SHOWN = 10  # removed names, and retyped entries, per breaking ch
 @login_required
 def governance_page(request: HttpRequest) -> HttpResponse:
     """The governance reports, as the API's: undeclared reads, stale declarations,
-    undeclared writes, uncatalogued datasets seen in lineage, and critical datasets
-    without an SLA or a watchdog monitor; the first 100 rows of each.
+    undeclared writes, uncatalogued datasets seen in lineage, critical datasets without
+    an SLA or a watchdog monitor, unannounced breaking changes and run conflicts; the
+    first 100 rows of each.
 
     Governance staff (``browse.person_is_governance``) see every team's rows, or one
     team's with ``?team=``; everyone else sees one of their own teams' rows (the first by
@@ -479,6 +480,7 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         "without_sla": list(browse.critical_without_sla(team=team)[:REPORT_ROWS]),
         "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
         "unannounced_breaking_changes": changes,
+        "run_conflicts": list(selectors.run_conflict_list(team=team)[:REPORT_ROWS]),
     }
     return _render(request, "catalog/governance.html", context)
 

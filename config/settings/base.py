@@ -444,6 +444,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
+    "lineage.tasks.fold_alias_usage": {"queue": "lineage"},
     # Tidemark watching itself gets a queue and a worker of its own: a backlog on the
     # queues above must never hold back the heartbeat that says whether Tidemark is well.
     "catalog.tasks.heartbeat": {"queue": "housekeeping"},
@@ -460,6 +461,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "lineage.tasks.collect_lineage",
         "schedule": float(TIDEMARK_LINEAGE_COLLECT_SECONDS),
     },
+    "fold-alias-usage": {"task": "lineage.tasks.fold_alias_usage", "schedule": 300.0},
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {

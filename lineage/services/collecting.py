@@ -145,10 +145,14 @@ def _record_accesses(
         usage_ids = usage.usages_observe(
             job=job, edges=edges, team=team, verified=True, seen_at=seen_at
         )
-        by_count: dict[int, list[int]] = {}
+        # An alias and its dataset share a row: their accesses add up.
+        per_usage: dict[int, int] = {}
         for edge, usage_id in usage_ids.items():
-            by_count.setdefault(counts[edge], []).append(usage_id)
+            per_usage[usage_id] = per_usage.get(usage_id, 0) + counts[edge]
+        by_count: dict[int, list[int]] = {}
+        for usage_id, count in per_usage.items():
+            by_count.setdefault(count, []).append(usage_id)
         for count, ids in sorted(by_count.items()):
             usage.usage_count_runs(usage_ids=sorted(ids), runs=count)
-        recorded += len(usage_ids)
+        recorded += len(per_usage)
     return recorded, unclaimed

@@ -98,10 +98,15 @@ def lineage_events_process_claimed(
     claim tokens, and mark them processed.
 
     Run events: the job is recorded (its owner set when the event is verified); the run
-    is created or locked, keeps the job, team and parent it was first given, and its
-    state and times fold in the event (``lineage.runstate``); every input and every table
-    its ``sql`` job facet's query reads (read), and every output (write), is recorded as
-    usage of the run's job, counted once per run. Job
+    is created or locked and the event judged against whose the run is
+    (``lineage.runstate.judge``): a conflicting event (another job's, an unverified one
+    for a run verified events made, another team's unverified report) is recorded as a
+    conflict (``catalog.RunConflict``) and nothing else of it is; a verified event
+    reaching a run unverified events made takes it over (``runs.run_take_over``).
+    Otherwise the run's state and times fold in the event (``lineage.runstate``), it
+    keeps the first parent given, and every input and every table its ``sql`` job
+    facet's query reads (read), and every output (write), is recorded as usage of the
+    run's job, counted once per run. Job
     events record the job; a verified one also declares its inputs that are catalog
     datasets as subscriptions of the job's team naming the job (no endpoint), never
     changing one that exists; unverified ones declare nothing. Every event keeps the
@@ -247,7 +252,8 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
     parsed = openlineage.parse_event(event.payload)
     owner = event.team if event.verified else None
     if parsed.kind == openlineage.RUN:
-        _apply_run_event(event, parsed, now=now)
+        if not _apply_run_event(event, parsed, now=now):
+            return  # a conflict: kept and shown, and nothing else of it recorded
     elif parsed.kind == openlineage.JOB:
         usage.job_record(
             namespace=parsed.job_namespace,
@@ -273,7 +279,12 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
         )
     links = [(ref.namespace, ref.name, ref.symlinks) for ref in refs if ref.symlinks]
     if links and event.verified:  # only the owner's verified events declare aliases
-        aliases.dataset_symlinks_record(team=event.team, links=links, seen_at=parsed.event_time)
+        aliases.dataset_symlinks_record(
+            team=event.team,
+            links=links,
+            seen_at=parsed.event_time,
+            merge_dependents=runs.run_edges_merge,
+        )
     sightings = [
         schema_changes.SchemaSighting(ref.namespace, ref.name, ref.schema)
         for ref in refs
@@ -296,8 +307,11 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
 
 def _apply_run_event(
     event: LineageEvent, parsed: openlineage.OpenLineageEvent, *, now: datetime
-) -> None:
-    """Locks in one order everywhere (job, run, usage rows sorted by identity), so
+) -> bool:
+    """Apply a RunEvent to its run, unless it conflicts with whose the run is
+    (``runstate.judge``): then it is recorded as a conflict and False returned.
+
+    Locks in one order everywhere (job, run, usage rows sorted by identity), so
     concurrent workers never deadlock."""
     job = usage.job_record(
         namespace=parsed.job_namespace,
@@ -306,8 +320,15 @@ def _apply_run_event(
         seen_at=parsed.event_time,
     )
     run = runs.run_lock_or_create(parsed, job=job, event=event)
+    reporter = runstate.Reporter(job_id=job.pk, team_id=event.team_id, verified=event.verified)
+    verdict = runstate.judge(run.reporter(), reporter)
+    changed = verdict == runstate.TAKE_OVER
+    if changed:
+        runs.run_take_over(run, job=job, event=event, now=now)
+    elif verdict != runstate.ATTACH:
+        runs.run_conflict_record(run, event=event, job=job, reason=verdict, now=now)
+        return False
 
-    changed = False
     facts = runstate.apply(run.facts(), event_type=parsed.event_type, event_time=parsed.event_time)
     if facts != run.facts():
         run.state, run.started_at = facts.state, facts.started_at
@@ -321,9 +342,6 @@ def _apply_run_event(
     if changed:
         runs.run_save(run, now=now)
 
-    # An event naming another job than its run's reports for the run's job, which its
-    # team's claim does not cover: unverified.
-    verified = event.verified and run.job_id == job.pk
     edges = sorted(
         {
             (DatasetUsage.Direction.READ, ref.namespace, ref.name)
@@ -333,17 +351,19 @@ def _apply_run_event(
         key=lambda edge: (edge[1], edge[2], edge[0]),
     )
     if not edges:
-        return
+        return True
     usage_ids = usage.usages_observe(
-        job=run.job,
+        job=job,
         edges=edges,
         team=event.team,
-        verified=verified,
+        verified=event.verified,  # judged: the run's job, and verified as the run is
         seen_at=parsed.event_time,
     )
-    # The run row is locked: no one else adds its edges meanwhile.
-    new_ids = runs.run_edges_add(run, sorted(usage_ids.values()))
+    # The run row is locked: no one else adds its edges meanwhile. An alias and its
+    # dataset share a usage row: one edge.
+    new_ids = runs.run_edges_add(run, sorted(set(usage_ids.values())))
     usage.usage_count_runs(usage_ids=new_ids)
+    return True
 
 
 @dataclass

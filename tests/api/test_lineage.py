@@ -353,6 +353,7 @@ def test_runs_of_a_job_are_listed_with_state_and_times(
         "parent_run_id": None,
         "parent_job": None,
         "team": "team-a",
+        "verified": True,
     }
     assert reader.get(RUNS, {**params, "state": "running"}).json()["results"] == []
     assert reader.get(RUNS, {**params, "job_name": "other"}).json()["results"] == []
@@ -390,6 +391,7 @@ def test_the_raw_events_of_a_run_are_listed_in_event_time_order(
     assert {e["state"] for e in events} == {"processed"}
     assert events[0]["payload"]["job"] == {"namespace": ev.JOB[0], "name": ev.JOB[1]}
     assert (events[0]["team"], events[0]["verified"]) == ("team-a", True)
+    assert {e["conflict"] for e in events} == {None}
 
 
 def test_the_events_of_an_unknown_run_are_404(client_for, team_a):

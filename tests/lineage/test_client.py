@@ -10,12 +10,13 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import parent_run, sql_job
 
-from catalog.models import Claim, DatasetUsage
+from catalog.models import Claim, DatasetUsage, RunConflict
 from catalog.models import Job as CatalogJob
 from catalog.services.teams import api_key_create
 from lineage.models import LineageEvent, LineageRun
@@ -138,3 +139,79 @@ def test_the_openlineage_client_reports_a_run_that_becomes_runs_jobs_and_usage(
         ("read", "postgres://warehouse:5432", "shop.public.orders"): (orders.pk, 1, True),
         ("write", "s3://lake", "marts/daily_orders"): (None, 1, True),
     }
+
+
+def _client(url: str, token: str, environment) -> OpenLineageClient:
+    """A client configured only through its environment, as a job's would be."""
+    for name in [k for k in environment if k.startswith("OPENLINEAGE")]:
+        del environment[name]
+    environment.update(OPENLINEAGE_URL=url, OPENLINEAGE_API_KEY=token)
+    return OpenLineageClient()
+
+
+def test_an_intruders_client_cannot_take_over_a_run_and_governance_sees_its_event(
+    live_server, openlineage_environment
+):
+    team = TeamFactory(slug="team-a")
+    Claim.objects.create(team=team, kind=Claim.Kind.JOB_NAMESPACE, pattern=JOB_NAMESPACE)
+    _, owner_token = api_key_create(team=team, name="airflow", scopes=["lineage"])
+    _, intruder_token = api_key_create(
+        team=TeamFactory(slug="intruder"), name="scraper", scopes=["lineage"]
+    )
+    _, auditor_token = api_key_create(
+        team=TeamFactory(slug="audit"), name="audit", scopes=["governance"]
+    )
+    # The orchestrator's run id is predictable; the intruder sends first, with the
+    # owner's job name and a terminal state.
+    run = Run(runId=str(uuid.uuid4()))
+    job = Job(namespace=JOB_NAMESPACE, name=JOB_NAME)
+    intruder = _client(live_server.url, intruder_token, openlineage_environment)
+    intruder.emit(
+        RunEvent(
+            eventType=RunState.FAIL,
+            eventTime="2026-11-28T06:01:00+00:00",
+            run=run,
+            job=job,
+            producer=PRODUCER,
+            inputs=[InputDataset(namespace="s3://lake", name="hr/salaries")],
+        )
+    )
+    intruder.close()
+    assert processing.lineage_events_process_due().by_state == {"processed": 1}
+
+    owner = _client(live_server.url, owner_token, openlineage_environment)
+    for state, at in ((RunState.START, "06:00"), (RunState.COMPLETE, "06:05")):
+        owner.emit(
+            RunEvent(
+                eventType=state,
+                eventTime=f"2026-11-28T{at}:00+00:00",
+                run=run,
+                job=job,
+                producer=PRODUCER,
+                outputs=[OutputDataset(namespace="s3://lake", name="marts/daily_orders")],
+            )
+        )
+    owner.close()
+    assert processing.lineage_events_process_due().by_state == {"processed": 2}
+
+    stored = LineageRun.objects.select_related("job", "team").get()
+    assert (stored.job.name, stored.team.slug, stored.verified) == (JOB_NAME, "team-a", True)
+    assert (stored.state, stored.ended_at) == (
+        "complete",
+        datetime(2026, 11, 28, 6, 5, tzinfo=UTC),
+    )
+    assert [(u.dataset_name, u.verified) for u in DatasetUsage.objects.all()] == [
+        ("marts/daily_orders", True)
+    ]
+    forged = LineageEvent.objects.get(team__slug="intruder")
+    assert RunConflict.objects.get().event_id == forged.pk
+
+    report = httpx.get(
+        f"{live_server.url}/api/v1/reports/run-conflicts",
+        headers={"Authorization": f"Bearer {auditor_token}"},
+    )
+    assert report.status_code == 200, report.text
+    [row] = report.json()["results"]
+    assert (row["run_id"], row["reason"]) == (run.runId, "unverified")
+    assert (row["event"]["id"], row["event"]["team"]) == (forged.pk, "intruder")
+    assert (row["run"]["team"], row["run"]["verified"]) == ("team-a", True)

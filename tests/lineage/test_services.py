@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog.actors import Actor
-from catalog.models import Claim, DatasetAlias, DatasetUsage, Job
+from catalog.models import Claim, DatasetAlias, DatasetUsage, Job, RunConflict
 from catalog.services import datasets
 from catalog.services import usage as usage_services
 from lineage.models import LineageEvent, LineageRun, LineageRunEdge
@@ -227,17 +227,23 @@ def test_a_run_keeps_the_job_and_parent_it_was_first_given(receive, process):
         run_facets={"parent": ev.parent_facet(str(uuid.uuid4()), "airflow://team-a", "other")},
         inputs=[ORDERS],
     )
-    receive(later)
+    conflicting = receive(later).event
     process()
     run = LineageRun.objects.select_related("job").get()
     assert run.job.name == ev.JOB[1]
     assert run.parent_run_id == uuid.UUID(parent_id)
     assert (run.parent_job_namespace, run.parent_job_name) == ("airflow://team-a", "dag")
-    assert run.state == "complete"
-    # The read is recorded for the run's job; the other job name is only seen, unverified.
-    read = DatasetUsage.objects.get()
-    assert (read.job, read.verified) == (run.job, False)
+    # The event naming another job is not the run's: it ends nothing and records no read;
+    # its job is only seen, and the event is a conflict.
+    assert run.state == "running"
+    assert not DatasetUsage.objects.exists()
     assert set(Job.objects.values_list("name", flat=True)) == {ev.JOB[1], "renamed_task"}
+    conflict = RunConflict.objects.select_related("event_job").get()
+    assert (conflict.event_id, conflict.event_job.name, conflict.reason) == (
+        conflicting.pk,
+        "renamed_task",
+        "other_job",
+    )
 
 
 def test_a_parent_arriving_after_the_first_event_is_taken(receive, process):
@@ -268,9 +274,9 @@ def test_events_for_an_unclaimed_namespace_are_kept_unverified_and_apart(receive
     assert (read.team, read.run_count) == (other, 1)
     assert not DatasetUsage.objects.filter(verified=True).exists()
 
-    # The claimant's own events go to separate, verified rows.
-    receive(start)
-    receive(complete)
+    # The claimant's own events (of another run) go to separate, verified rows.
+    for payload in _start_and_complete(run_id=str(uuid.uuid4())):
+        receive(payload)
     process()
     assert _usage("read").team == team_a
     assert _usage("read", verified=False).run_count == 1

@@ -67,7 +67,7 @@ def test_the_owners_symlink_makes_a_later_event_naming_the_alias_resolve_to_the_
     )
     process()
     read = DatasetUsage.objects.get(team=team_b)
-    assert (read.dataset_namespace, read.dataset_name) == TABLE  # as the job named it
+    assert (read.dataset_namespace, read.dataset_name) == LAKE  # the dataset's identity
     assert read.dataset == orders
     assert [u.team.slug for u in orders.usages.filter(direction="read")] == ["team-b"]
 
