@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.views import badge, errors, health
 from catalog.web.urls import auth_urlpatterns
+from httpkit import problem_types
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -14,6 +15,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("admin/", admin.site.urls),
+    path("problems/", problem_types.problem_type_list, name="problem-types"),
+    path("problems/<slug:slug>", problem_types.problem_type_detail, name="problem-type"),
     path("oncall/", include("watchdog.urls_oncall")),
     *auth_urlpatterns,
     path("", include("catalog.web.urls")),

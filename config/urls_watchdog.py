@@ -3,8 +3,12 @@ pages. Errors Django answers itself (no route, a bad Host) are problem documents
 
 from django.urls import include, path
 
+from httpkit import problem_types
+
 urlpatterns = [
     path("", include("watchdog.urls")),
+    path("problems/", problem_types.problem_type_list, name="problem-types"),
+    path("problems/<slug:slug>", problem_types.problem_type_detail, name="problem-type"),
     path("oncall/", include("watchdog.urls_oncall")),
 ]
 

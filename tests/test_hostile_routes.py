@@ -252,6 +252,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "status": "0",
         "monitor_id": str(monitor.id),
         "external_id": monitor.external_id,
+        "slug": "not-found",
     }
     session = browser.cookies[settings.SESSION_COOKIE_NAME].value
     return {
