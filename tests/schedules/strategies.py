@@ -50,14 +50,27 @@ def _valid(expression: str) -> bool:
     return True
 
 
-crons = st.builds(
-    lambda minute, hour, dom, month, dow: f"{minute} {hour} {dom} {month} {dow}",
-    _field(0, 59, [5, 7, 10, 15, 20, 30]),
-    _field(0, 23, [2, 3, 5, 6, 12]),
-    st.one_of(st.just("*"), st.just("*"), _field(1, 31, [2, 7, 10])),
-    st.one_of(st.just("*"), st.just("*"), st.just("*"), _field(1, 12, [2, 3])),
-    st.one_of(st.just("*"), st.just("*"), st.sampled_from(["1-5", "0,6", "3", "*/2"])),
-).filter(_valid)
+def cron_expressions(*, last_day: int = 31, months: bool = True) -> st.SearchStrategy[str]:
+    """Five-field cron expressions: steps, ranges, lists, day-of-month and day-of-week.
+
+    Args:
+        last_day: the highest day of month drawn (28 makes every expression fire at least
+            monthly, with ``months=False``).
+        months: whether the month field is drawn (else ``*``).
+    """
+    return st.builds(
+        lambda minute, hour, dom, month, dow: f"{minute} {hour} {dom} {month} {dow}",
+        _field(0, 59, [5, 7, 10, 15, 20, 30]),
+        _field(0, 23, [2, 3, 5, 6, 12]),
+        st.one_of(st.just("*"), st.just("*"), _field(1, last_day, [2, 7, 10])),
+        st.one_of(st.just("*"), st.just("*"), st.just("*"), _field(1, 12, [2, 3]))
+        if months
+        else st.just("*"),
+        st.one_of(st.just("*"), st.just("*"), st.sampled_from(["1-5", "0,6", "3", "*/2"])),
+    ).filter(_valid)
+
+
+crons = cron_expressions()
 
 
 @functools.cache
