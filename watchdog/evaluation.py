@@ -7,10 +7,11 @@ downtime, the first cycle walks every deadline missed meanwhile: one incident ea
 once, rather than one per minute of outage.
 
 Deadline monitors open one incident per missed deadline, since each deadline expects its
-own data, and one success ping fills one deadline (``_question``). A missed deadline is
-part of the incident already paging for its cause (``incidents.causes_of_missed``). A period monitor opens one incident when it goes quiet and then waits for its
-next ping (a period has no deadlines of its own once pings stop: counting every period
-of silence would only repeat the same page).
+own data, and one success ping fills one deadline (``_question``). A period monitor opens
+one incident when it goes quiet and then waits for its next ping (a period has no
+deadlines of its own once pings stop: counting every period of silence would only repeat
+the same page). A missed deadline is part of the incident already paging for its cause
+(``incidents.causes_of_missed``).
 """
 
 from __future__ import annotations
