@@ -91,7 +91,12 @@ def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
     if not openings:
         return []
     incidents.lock_subjects([o.monitor for o in openings])
-    causes = incidents.causes_of_missed([(o.monitor, o.deadline_at) for o in openings])
+    causes = incidents.causes_of_missed(
+        [
+            (o.monitor, o.deadline_at, schedule.run_window(o.monitor, o.deadline_at))
+            for o in openings
+        ]
+    )
     rows = [
         Incident(
             monitor=o.monitor,

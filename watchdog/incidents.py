@@ -148,14 +148,20 @@ def lock_subjects(monitors: list[Monitor]) -> None:
         )
 
 
-def causes_of_missed(missed: list[tuple[Monitor, datetime]]) -> list[Incident | int | None]:
-    """For each (monitor, deadline) about to be opened as missed, what pages for it.
+def causes_of_missed(
+    missed: list[tuple[Monitor, datetime, tuple[datetime, datetime]]],
+) -> list[Incident | int | None]:
+    """For each missed deadline about to be opened, what pages for it.
 
-    The rule: a missed deadline is part of the newest open ``failed`` incident of its
-    monitor or of a monitor sharing its subject (the run reported failure, then missed its
-    deadline); else of an open ``missed`` incident of a monitor sharing its subject at the
-    same deadline (the data and the pipeline of one dataset); else it pages itself.
-    Callers lock the subjects first (``lock_subjects``).
+    The rule: a missed deadline is part of the newest open ``failed`` incident that its
+    monitor, or a monitor sharing its subject, reported in the deadline's run window (the
+    run for this deadline reported failure, then missed it); else of the open ``missed``
+    incident of a monitor sharing its subject at the same deadline (the data and the
+    pipeline of one dataset); else it pages itself. Callers lock the subjects first
+    (``lock_subjects``).
+
+    Args:
+        missed: (monitor, deadline, (opens, closes]: the deadline's run window) per entry.
 
     Returns:
         Per entry, in order: the existing incident that pages for it, the index of an
@@ -163,33 +169,34 @@ def causes_of_missed(missed: list[tuple[Monitor, datetime]]) -> list[Incident | 
     """
     if not missed:
         return []
-    monitors = list({m.pk: m for m, _ in missed}.values())
+    monitors = list({m.pk: m for m, _, _ in missed}.values())
     failures = list(
         Incident.objects.filter(
             _of_subjects(monitors), reason=Incident.Reason.FAILED, resolved_at__isnull=True
         )
         .select_related("monitor")
-        .order_by("-opened_at", "-pk")
+        .order_by("-deadline_at", "-pk")
     )
     same_deadline = {
         (subject_of(i.monitor), i.deadline_at): i.part_of or i
         for i in Incident.objects.filter(
             _of_subjects(monitors),
             reason=Incident.Reason.MISSED,
-            deadline_at__in={d for _, d in missed},
+            deadline_at__in={d for _, d, _ in missed},
             resolved_at__isnull=True,
         ).select_related("monitor", "part_of")
         if subject_of(i.monitor)
     }
     causes: list[Incident | int | None] = []
     earlier: dict[tuple[str, datetime], int] = {}
-    for index, (monitor, deadline) in enumerate(missed):
+    for index, (monitor, deadline, (opens, closes)) in enumerate(missed):
         subject = subject_of(monitor)
         failure = next(
             (
                 f
                 for f in failures
-                if f.monitor_id == monitor.pk or (subject and subject_of(f.monitor) == subject)
+                if (f.monitor_id == monitor.pk or (subject and subject_of(f.monitor) == subject))
+                and opens < f.deadline_at <= closes
             ),
             None,
         )

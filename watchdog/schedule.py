@@ -54,6 +54,16 @@ def window_start(monitor: Monitor, deadline: datetime) -> datetime:
     return previous - EARLY_TOLERANCE
 
 
+def run_window(monitor: Monitor, deadline: datetime) -> tuple[datetime, datetime]:
+    """When the run for ``deadline`` reports: (opens, closes], from ``window_start`` (for
+    a period monitor, one period before the deadline) to the end of the grace."""
+    if monitor.kind == Monitor.Kind.PERIOD:
+        opens = deadline - timedelta(seconds=monitor.period_seconds)
+    else:
+        opens = window_start(monitor, deadline)
+    return opens, check_at(monitor, deadline)
+
+
 def expected_partitions(monitor: Monitor, deadline: datetime) -> list[str]:
     """Partition keys due at ``deadline``, oldest first; empty without a partition rule,
     and when no period closed since the previous deadline (then nothing is due)."""

@@ -43,9 +43,10 @@ The rules:
   definition turning inactive) pause; ``resume`` lifts any pause; ``activate`` lifts only
   a pause the definition made; pings and updates lift none.
 - **One cause, one page.** A missed slot is part of the newest open ``failed`` incident
-  of its monitor or of a monitor of the same subject (external ids equal up to the last
-  ``:``); else of the open ``missed`` incident of a monitor of its subject at the same
-  firing; else it pages itself. Every other incident pages itself.
+  reported in its window (for a period monitor: from a period before its deadline to the
+  end of the grace) by its monitor or by a monitor of the same subject (external ids
+  equal up to the last ``:``); else of the open ``missed`` incident of a monitor of its
+  subject at the same firing; else it pages itself. Every other incident pages itself.
 """
 
 from __future__ import annotations
@@ -350,7 +351,18 @@ class _World:
             o.index for o in self.monitors if subject and o.spec.subject == subject
         }
         open_incidents = [i for i in self.incidents if i.resolved is None and i.monitor in mates]
-        failures = [i for i in open_incidents if i.reason == "failed"]
+        if m.spec.kind == "period":
+            opens = deadline - timedelta(seconds=m.spec.period_seconds)
+        else:
+            opens = m.window(deadline)[0]
+        closes = deadline + timedelta(seconds=m.spec.grace_seconds)
+        failures = [
+            i
+            for i in open_incidents
+            if i.reason == "failed"
+            and (opens is None or opens < i.deadline)
+            and i.deadline <= closes
+        ]
         same = [
             i
             for i in open_incidents

@@ -200,3 +200,17 @@ def test_resuming_a_monitor_that_is_not_paused_changes_nothing(pagerduty, channe
     assert (monitor.state, monitor.deadline_at, monitor.check_at) == before
     cycle(DEADLINE + DAY + GRACE)
     assert Incident.objects.filter(resolved_at=None).count() == 2
+
+
+def test_a_failure_reported_for_an_earlier_deadline_does_not_hide_a_later_miss(
+    pagerduty, channel
+):
+    monitor = deadline_monitor(channel)
+    ping(monitor, "/fail", at=DEADLINE - timedelta(hours=1))
+    cycle(DEADLINE + GRACE)
+    assert actions(pagerduty) == ["trigger"]
+    # Nobody fixed it: the next deadline's run never reported. A new page.
+    cycle(DEADLINE + DAY + GRACE)
+    assert actions(pagerduty) == ["trigger", "trigger"]
+    later = Incident.objects.get(deadline_at=DEADLINE + DAY)
+    assert (later.reason, later.part_of) == ("missed", None)
