@@ -155,6 +155,7 @@ class IncidentSerializer(serializers.ModelSerializer):
             "dedup_key",
             "opened_at",
             "resolved_at",
+            "part_of",
         ]
 
 
