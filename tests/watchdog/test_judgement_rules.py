@@ -202,9 +202,7 @@ def test_resuming_a_monitor_that_is_not_paused_changes_nothing(pagerduty, channe
     assert Incident.objects.filter(resolved_at=None).count() == 2
 
 
-def test_a_failure_reported_for_an_earlier_deadline_does_not_hide_a_later_miss(
-    pagerduty, channel
-):
+def test_a_failure_reported_for_an_earlier_deadline_does_not_hide_a_later_miss(pagerduty, channel):
     monitor = deadline_monitor(channel)
     ping(monitor, "/fail", at=DEADLINE - timedelta(hours=1))
     cycle(DEADLINE + GRACE)
