@@ -190,7 +190,12 @@ def monitor_pause(
             monitor.paused_by, monitor.paused_at = by[:150], now
             monitor.paused_by_definition = by_definition
         monitor.state = Monitor.State.PAUSED
+        # The next expected start is kept (not judged while paused): a start made before
+        # the pause may already have counted for it.
+        kept = monitor.start_expected_at
         reschedule(monitor, now=now)
+        if monitor.kind == Monitor.Kind.DEADLINE:
+            monitor.start_expected_at = kept
         monitor.save()
         incidents.resolve(list(monitor.incidents.filter(resolved_at__isnull=True)), now=now)
     return monitor
@@ -212,7 +217,12 @@ def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
                 monitor.last_success_at = max(monitor.last_success_at, now)
             if monitor.last_start_at:
                 monitor.last_start_at = max(monitor.last_start_at, now)
+        kept = monitor.start_expected_at
         reschedule(monitor, now=now)
+        if kept and monitor.start_expected_at and kept > monitor.start_expected_at:
+            # The starts expected before it were made before the pause: they stay counted.
+            monitor.start_expected_at = kept
+            monitor.start_check_at = schedule.start_check_at(monitor, kept)
         monitor.save()
     return monitor
 

@@ -383,5 +383,28 @@ def _no_rate_limit(settings):
         utc(2026, 3, 1, 13, 0),
     )
 )
+# Found by the oracle: a /start made early for the next expected start, then a pause and
+# a resume before that start was due: the resume forgot the start had counted, and paged
+# it as late.
+@example(
+    scenario=(
+        [
+            Spec(
+                kind="deadline",
+                cron="0 6 * * *",
+                start_cron="*/20 * * * *",
+                start_grace_seconds=0,
+                external_id="m",
+            )
+        ],
+        [
+            Event(at=utc(2025, 12, 28, 22, 13, 4), monitor=0, action="start"),
+            Event(at=utc(2025, 12, 28, 22, 16, 1), monitor=0, action="pause"),
+            Event(at=utc(2025, 12, 28, 22, 19, 59), monitor=0, action="resume"),
+        ],
+        utc(2025, 12, 28, 22, 10, 23),
+        utc(2025, 12, 28, 22, 33, 21),
+    )
+)
 def test_the_watchdog_opens_and_resolves_what_the_oracle_says(scenario):
     check(scenario)
