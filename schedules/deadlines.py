@@ -1,11 +1,22 @@
-"""Deadlines: a cron expression read in an IANA time zone, with cronsim.
+"""Deadlines: a cron expression read as wall-clock times in an IANA time zone.
 
-cronsim fires a daily-or-coarser schedule once per local day across DST changes: a wall
-time that occurs twice (fall-back) fires at its first occurrence, and one skipped by a
-spring-forward change fires at the end of the gap (02:30 becomes 03:00). Schedules that
-fire every hour fire at each real instant whose wall clock matches, so both passes of a
-repeated hour and none of a skipped one. (croniter fires a daily schedule twice on the
-fall-back day, which would make a phantom deadline.)
+Tidemark's DST policy, one rule for every cron shape and every zone (shifts of 30
+minutes, as on Lord Howe Island, as well as 60; either hemisphere):
+
+- A cron expression names wall-clock times in its zone, and each matching wall-clock time
+  is one firing, at the first instant the zone's clock shows it.
+- A time that occurs twice (the clock falls back) fires once, at its first occurrence.
+  While the clock repeats times it already showed, nothing fires: ``*/15 * * * *`` in
+  Europe/Berlin fires at 02:45 CEST and next at 03:00 CET, an hour and a quarter later.
+- A time that does not occur (the clock springs forward over it) fires at the end of the
+  gap, the first instant after it: 02:30 Berlin becomes 03:00 CEST. Several skipped times
+  fire once there, together with 03:00 itself if that matches too.
+
+So every wall-clock time the expression matches fires exactly once and none is skipped;
+the firings are strictly increasing; and ``previous_deadline(next_deadline(t) - 1 s)`` is
+never after ``t``. Logical periods (``periods.wall_time_to_utc``) read wall times the same
+way. cronsim only matches expressions against naive wall times here: its own DST handling
+depends on the expression's shape and skips a real firing after a 30-minute fall-back.
 """
 
 from __future__ import annotations
@@ -15,12 +26,15 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
+from .periods import wall_time_to_utc
+
 
 class CronError(ValueError):
     """The cron expression is not valid."""
 
 
 CRON_FIELDS = 5
+_SECOND = timedelta(seconds=1)
 
 
 def validate_cron(expression: str) -> None:
@@ -41,20 +55,43 @@ def validate_cron(expression: str) -> None:
 
 
 def next_deadline(expression: str, time_zone: str, after: datetime) -> datetime:
-    """The first firing strictly after ``after``, in UTC.
+    """The first firing strictly after ``after``, in UTC (the module's DST policy).
 
     Args:
         expression: five-field cron, read as wall time in ``time_zone``.
+        time_zone: IANA zone name.
         after: aware instant.
     """
-    start = after.astimezone(ZoneInfo(time_zone))
-    return next(CronSim(expression, start)).astimezone(UTC)
+    zone = ZoneInfo(time_zone)
+    # Wall times at or before the wall clock of ``after`` first occur at or before it.
+    wall = after.astimezone(zone).replace(tzinfo=None)
+    for firing in CronSim(expression, wall):
+        instant = wall_time_to_utc(firing, zone)
+        if instant > after:  # a time the clock showed before it fell back is already past
+            return instant
+    raise CronError(f"{expression!r} never fires")  # pragma: no cover - cronsim stops first
 
 
 def previous_deadline(expression: str, time_zone: str, at_or_before: datetime) -> datetime:
-    """The last firing at or before ``at_or_before``, in UTC."""
-    start = (at_or_before + timedelta(seconds=1)).astimezone(ZoneInfo(time_zone))
-    return next(CronSim(expression, start, reverse=True)).astimezone(UTC)
+    """The last firing at or before ``at_or_before``, in UTC (the module's DST policy).
+
+    Args:
+        expression: five-field cron, read as wall time in ``time_zone``.
+        time_zone: IANA zone name.
+        at_or_before: aware instant (inclusive).
+    """
+    zone = ZoneInfo(time_zone)
+    local = at_or_before.astimezone(zone)
+    wall = local.replace(tzinfo=None, microsecond=0)
+    # After the clock fell back, wall times up to the repeated span's end first occurred
+    # before this instant: start from there.
+    first_offset = wall.replace(tzinfo=zone, fold=0).utcoffset()
+    wall += max(timedelta(0), first_offset - local.utcoffset())
+    for firing in CronSim(expression, wall + _SECOND, reverse=True):
+        instant = wall_time_to_utc(firing, zone)
+        if instant <= at_or_before:
+            return instant
+    raise CronError(f"{expression!r} never fired")  # pragma: no cover - cronsim stops first
 
 
 def describe(expression: str) -> str:

@@ -155,6 +155,7 @@ class IncidentSerializer(serializers.ModelSerializer):
             "dedup_key",
             "opened_at",
             "resolved_at",
+            "part_of",
         ]
 
 
@@ -299,12 +300,10 @@ class ExternalMonitorApi(WatchdogApiView):
             version=version,
             channels=channels,
             now=timezone.now(),
+            active=active,
+            by=_caller(request),
             **fields,
         )
-        if changed and not active and monitor.state != Monitor.State.PAUSED:
-            monitor = monitors.monitor_pause(monitor, now=timezone.now(), by=_caller(request))
-        elif changed and active and monitor.state == Monitor.State.PAUSED:
-            monitor = monitors.monitor_resume(monitor, now=timezone.now())
         return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)
 
 

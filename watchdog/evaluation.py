@@ -7,9 +7,11 @@ downtime, the first cycle walks every deadline missed meanwhile: one incident ea
 once, rather than one per minute of outage.
 
 Deadline monitors open one incident per missed deadline, since each deadline expects its
-own data. A period monitor opens one incident when it goes quiet and then waits for its
-next ping (a period has no deadlines of its own once pings stop: counting every period
-of silence would only repeat the same page).
+own data, and one success ping fills one deadline (``_question``). A period monitor opens
+one incident when it goes quiet and then waits for its next ping (a period has no
+deadlines of its own once pings stop: counting every period of silence would only repeat
+the same page). A missed deadline is part of the incident already paging for its cause
+(``incidents.causes_of_missed``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connections, transaction
+from django.db.models import Q
 
 from . import datacheck, db, incidents, schedule
 from .models import Incident, Monitor, Page, Ping, Run
@@ -81,9 +84,19 @@ def _judge_all(monitors: list[Monitor], *, now: datetime) -> list[Missed]:
 
 
 def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
-    """Open the incidents and queue their triggers in bulk. Should one already exist (a
-    unique conflict, e.g. a judgement repeated after a crash), fall back to opening them
-    one by one, where the existing ones are skipped."""
+    """Open the incidents and queue their triggers in bulk, each missed deadline part of
+    the incident already paging for its cause, if any (``incidents.causes_of_missed``).
+    Should one already exist (a unique conflict, e.g. a judgement repeated after a crash),
+    fall back to opening them one by one, where the existing ones are skipped."""
+    if not openings:
+        return []
+    incidents.lock_subjects([o.monitor for o in openings])
+    causes = incidents.causes_of_missed(
+        [
+            (o.monitor, o.deadline_at, schedule.run_window(o.monitor, o.deadline_at))
+            for o in openings
+        ]
+    )
     rows = [
         Incident(
             monitor=o.monitor,
@@ -92,16 +105,31 @@ def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
             partition=o.partition,
             summary=o.summary[:1024],
             opened_at=now,
+            part_of=cause if isinstance(cause, Incident) else None,
         )
-        for o in openings
+        for o, cause in zip(openings, causes, strict=True)
     ]
     try:
         with transaction.atomic(using=db.alias()):
-            Incident.objects.bulk_create(rows, batch_size=500)
+            # Those paging for themselves first: the parts opened in this batch point at them.
+            Incident.objects.bulk_create(
+                [r for r, c in zip(rows, causes, strict=True) if not isinstance(c, int)],
+                batch_size=500,
+            )
+            for row, cause in zip(rows, causes, strict=True):
+                if isinstance(cause, int):
+                    row.part_of = rows[cause]
+            Incident.objects.bulk_create(
+                [r for r, c in zip(rows, causes, strict=True) if isinstance(c, int)],
+                batch_size=500,
+            )
         opened = list(zip(openings, rows, strict=True))
     except IntegrityError:
         opened = []
-        for o in openings:
+        for o, row, cause in zip(openings, rows, causes, strict=True):
+            if isinstance(cause, int):
+                cause = rows[cause] if rows[cause].pk else _existing(openings[cause])
+            row.pk = None
             incident = incidents.open_incident(
                 o.monitor,
                 reason=Incident.Reason.MISSED,
@@ -110,8 +138,10 @@ def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
                 summary=o.summary,
                 now=now,
                 page=False,
+                part_of=cause,
             )
             if incident is not None:
+                row.pk = incident.pk
                 opened.append((o, incident))
     Page.objects.bulk_create(
         [
@@ -119,12 +149,27 @@ def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
                 incident=incident, channel=channel, action=Page.Action.TRIGGER, next_attempt_at=now
             )
             for o, incident in opened
-            if o.page
+            if o.page and incident.part_of_id is None
             for channel in o.monitor.channels.all()
         ],
         batch_size=500,
     )
     return [Missed(o.monitor.name, o.deadline_at, o.partition) for o, _ in opened]
+
+
+def _existing(opening: _Opening) -> Incident | None:
+    """The incident a repeated judgement of ``opening`` finds already open, paging for
+    itself or through the one it is part of."""
+    incident = (
+        Incident.objects.filter(
+            monitor=opening.monitor,
+            reason=Incident.Reason.MISSED,
+            deadline_at=opening.deadline_at,
+        )
+        .select_related("part_of")
+        .first()
+    )
+    return incident and (incident.part_of or incident)
 
 
 def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
@@ -242,14 +287,23 @@ def _due_deadlines(monitor: Monitor, *, now: datetime) -> Iterator[datetime]:
 def _question(monitor: Monitor, deadline: datetime) -> tuple:
     """What judging ``deadline`` of a deadline monitor needs to know.
 
+    A partition rule expects the partitions that closed since the previous deadline
+    (none, when the schedule fires more often than periods close: then nothing is due).
+    Without one, one success ping fills one deadline: the earliest in the deadline's
+    window (from ``EARLY_TOLERANCE`` before the previous deadline to the end of the grace)
+    that no earlier deadline counted.
+
     The monitor's newest success (``last_success_at``, ``last_partition``) settles most
     judgements without reading its pings: nothing since the window opened means missed,
     and the expected partition being the newest one pinged means met. Returns
     ``("settled", gap)`` then, or what must be read: ``("partitions", expected keys)``
-    or ``("window", opens, closes)``.
+    or ``("window", opens, closes, counted)`` (``counted``: the time and id of the ping
+    the previous deadline counted, or None).
     """
-    expected = schedule.expected_partitions(monitor, deadline)
-    if expected:
+    if monitor.partitioning:
+        expected = schedule.expected_partitions(monitor, deadline)
+        if not expected:
+            return ("settled", None)
         if monitor.last_partition < expected[0]:  # keys sort as their periods do
             return ("settled", expected[0])
         if expected == [monitor.last_partition]:
@@ -258,17 +312,20 @@ def _question(monitor: Monitor, deadline: datetime) -> tuple:
     # Bounded on both sides: a ping after this deadline's grace belongs to a later one, so
     # one late ping after downtime does not excuse every deadline missed meanwhile.
     opens, closes = schedule.window_start(monitor, deadline), schedule.check_at(monitor, deadline)
+    counted = None
+    if monitor.counted_ping_at is not None:
+        counted = (monitor.counted_ping_at, monitor.counted_ping_id or 0)
     last = monitor.last_success_at
-    if last is None or last <= opens:
+    # (A ping at the very instant of the counted one may still be free: ids tell.)
+    if last is None or last <= opens or (counted and last < counted[0]):
         return ("settled", "")
-    if last <= closes:
-        return ("settled", None)
-    return ("window", opens, closes)
+    return ("window", opens, closes, counted)
 
 
 def _missing_partition(monitor: Monitor, deadline: datetime, pings: _PingFacts) -> str | None:
     """None when ``deadline`` was met; else the first partition it expected that has no
-    success ping ("" for monitors without a partition rule)."""
+    success ping ("" for monitors without a partition rule). A deadline met by a window's
+    ping moves the monitor's count on to that ping (in memory: the caller saves)."""
     if monitor.kind == Monitor.Kind.PERIOD:
         # A success ping would have moved the deadline: judged means missed.
         return ""
@@ -278,17 +335,24 @@ def _missing_partition(monitor: Monitor, deadline: datetime, pings: _PingFacts) 
     if question[0] == "partitions":
         pinged = pings.partitions(monitor, question[1])
         return next((key for key in question[1] if key not in pinged), None)
-    return None if pings.window_met(monitor, question[1], question[2]) else ""
+    found = pings.first_in_window(monitor, question[1:])
+    if found is None:
+        return ""
+    monitor.counted_ping_at, monitor.counted_ping_id = found
+    return None
+
+
+Window = tuple[datetime, datetime, tuple[datetime, int] | None]
 
 
 class _PingFacts:
     """The pings a batch's judgements must read, read up front in two statements (the
-    partitions pinged, the success windows holding a ping) rather than one per deadline;
-    anything not asked up front is read when asked."""
+    partitions pinged, the first free success ping of each monitor's next window) rather
+    than one per deadline; anything not asked up front is read when asked."""
 
     def __init__(self, monitors: list[Monitor], *, now: datetime):
         keys: set[tuple[int, str]] = set()
-        windows: list[tuple[int, datetime, datetime]] = []
+        windows: list[tuple[int, Window]] = []
         for monitor in monitors:
             if monitor.kind != Monitor.Kind.DEADLINE:
                 continue
@@ -297,10 +361,12 @@ class _PingFacts:
                 if question[0] == "partitions":
                     keys.update((monitor.pk, key) for key in question[1])
                 elif question[0] == "window":
-                    windows.append((monitor.pk, question[1], question[2]))
+                    # Only the first: where a later window starts depends on its answer.
+                    windows.append((monitor.pk, question[1:]))
+                    break
         self._asked_keys = keys
         self._pinged = _pinged_partitions(keys)
-        self._windows = dict.fromkeys(windows, False) | dict.fromkeys(_windows_met(windows), True)
+        self._windows = _first_in_windows(windows)
 
     def partitions(self, monitor: Monitor, keys: list[str]) -> set[str]:
         """Which of ``keys`` have a success ping of ``monitor``."""
@@ -316,12 +382,13 @@ class _PingFacts:
         self._asked_keys.add((monitor.pk, key))
         self._pinged.add((monitor.pk, key))
 
-    def window_met(self, monitor: Monitor, opens: datetime, closes: datetime) -> bool:
-        """Whether a success ping of ``monitor`` fell in (``opens``, ``closes``]."""
-        window = (monitor.pk, opens, closes)
-        if window not in self._windows:
-            self._windows[window] = bool(_windows_met([window]))
-        return self._windows[window]
+    def first_in_window(self, monitor: Monitor, window: Window) -> tuple[datetime, int] | None:
+        """The (time, id) of the earliest success ping of ``monitor`` in (``opens``,
+        ``closes``] and after ``counted``; None when there is none."""
+        asked = (monitor.pk, window)
+        if asked not in self._windows:
+            self._windows.update(_first_in_windows([asked]))
+        return self._windows[asked]
 
 
 def _pinged_partitions(pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
@@ -336,48 +403,89 @@ def _pinged_partitions(pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
     return set(found.distinct()) & pairs
 
 
-_WINDOWS_MET_SQL = """
-SELECT v.monitor_id, v.opens, v.closes
-FROM UNNEST(%s::bigint[], %s::timestamptz[], %s::timestamptz[]) AS v(monitor_id, opens, closes)
-WHERE EXISTS (
-    SELECT 1 FROM watchdog_ping p
+_FIRST_IN_WINDOWS_SQL = """
+SELECT v.i, p.received_at, p.id
+FROM UNNEST(%s::int[], %s::bigint[], %s::timestamptz[], %s::timestamptz[],
+            %s::timestamptz[], %s::bigint[])
+    AS v(i, monitor_id, opens, closes, counted_at, counted_id)
+CROSS JOIN LATERAL (
+    SELECT p.received_at, p.id FROM watchdog_ping p
     WHERE p.monitor_id = v.monitor_id AND p.kind = 'success'
       AND p.received_at > v.opens AND p.received_at <= v.closes
-)
+      AND (v.counted_at IS NULL OR (p.received_at, p.id) > (v.counted_at, v.counted_id))
+    ORDER BY p.received_at, p.id
+    LIMIT 1
+) AS p
 """
 
 
-def _windows_met(windows: list[tuple[int, datetime, datetime]]) -> list[tuple]:
-    """The (monitor id, opens, closes) windows among ``windows`` holding a success ping:
-    one statement on PostgreSQL, one per window elsewhere."""
-    if not windows:
-        return []
+def _first_in_windows(
+    asked: list[tuple[int, Window]],
+) -> dict[tuple[int, Window], tuple[datetime, int] | None]:
+    """For each (monitor id, window), the earliest free success ping in it (see
+    ``_PingFacts.first_in_window``): one statement on PostgreSQL, one per window
+    elsewhere."""
+    found: dict[tuple[int, Window], tuple[datetime, int] | None] = dict.fromkeys(asked)
+    if not asked:
+        return found
     connection = connections[db.alias()]
     if connection.vendor != "postgresql":
-        return [
-            (pk, opens, closes)
-            for pk, opens, closes in windows
-            if Ping.objects.filter(
+        for pk, (opens, closes, counted) in asked:
+            pings = Ping.objects.filter(
                 monitor_id=pk,
                 kind=Ping.Kind.SUCCESS,
                 received_at__gt=opens,
                 received_at__lte=closes,
-            ).exists()
-        ]
+            )
+            if counted is not None:
+                pings = pings.filter(
+                    Q(received_at__gt=counted[0]) | Q(received_at=counted[0], id__gt=counted[1])
+                )
+            first = pings.order_by("received_at", "id").values_list("received_at", "id").first()
+            found[(pk, (opens, closes, counted))] = first
+        return found
+    columns: list[list] = [[], [], [], [], [], []]
+    for i, (pk, (opens, closes, counted)) in enumerate(asked):
+        for column, value in zip(
+            columns,
+            [
+                i,
+                pk,
+                opens,
+                closes,
+                counted[0] if counted else None,
+                counted[1] if counted else None,
+            ],
+            strict=True,
+        ):
+            column.append(value)
     with connection.cursor() as cursor:
-        cursor.execute(_WINDOWS_MET_SQL, [list(column) for column in zip(*windows, strict=True)])
-        return [tuple(row) for row in cursor.fetchall()]
+        cursor.execute(_FIRST_IN_WINDOWS_SQL, columns)
+        for i, received_at, ping_id in cursor.fetchall():
+            found[asked[i]] = (received_at, ping_id)
+    return found
 
 
-_JUDGED_FIELDS = ["deadline_at", "check_at", "state", "last_success_at", "last_partition"]
+_JUDGED_FIELDS = [
+    "deadline_at",
+    "check_at",
+    "state",
+    "last_success_at",
+    "last_partition",
+    "counted_ping_at",
+    "counted_ping_id",
+]
 _SAVE_JUDGED_SQL = """
 UPDATE watchdog_monitor AS m SET
     deadline_at = v.deadline_at, check_at = v.check_at, state = v.state,
     last_success_at = v.last_success_at, last_partition = v.last_partition,
+    counted_ping_at = v.counted_ping_at, counted_ping_id = v.counted_ping_id,
     updated_at = v.updated_at
 FROM UNNEST(%s::bigint[], %s::timestamptz[], %s::timestamptz[], %s::varchar[],
-            %s::timestamptz[], %s::varchar[], %s::timestamptz[])
-    AS v(id, deadline_at, check_at, state, last_success_at, last_partition, updated_at)
+            %s::timestamptz[], %s::varchar[], %s::timestamptz[], %s::bigint[],
+            %s::timestamptz[])
+    AS v(id, deadline_at, check_at, state, last_success_at, last_partition,
+         counted_ping_at, counted_ping_id, updated_at)
 WHERE m.id = v.id
 """
 

@@ -98,6 +98,11 @@ class Monitor(models.Model):
     last_ping_kind = models.CharField(max_length=16, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_partition = models.CharField(max_length=32, blank=True)
+    # The success ping that filled the newest deadline met (time and id): a ping fills
+    # one deadline, so the next one counts only later pings (deadline monitors without
+    # partitions; a partition names the one deadline it is for).
+    counted_ping_at = models.DateTimeField(null=True, blank=True)
+    counted_ping_id = models.BigIntegerField(null=True, blank=True)
     last_start_at = models.DateTimeField(null=True, blank=True)
     # The earliest scheduled start not yet judged, and when it is judged (+ start grace).
     start_expected_at = models.DateTimeField(null=True, blank=True)
@@ -106,6 +111,10 @@ class Monitor(models.Model):
     # paused.
     paused_by = models.CharField(max_length=150, blank=True, default="", db_default="")
     paused_at = models.DateTimeField(null=True, blank=True)
+    # The pause is only the managing system's (its definition said ``active: false``):
+    # its definition turning active again lifts it. A pause someone made is lifted only by
+    # someone resuming the monitor.
+    paused_by_definition = models.BooleanField(default=False, db_default=False)
     # Per-monitor ping rate limit, kept in this row (the watchdog uses no cache server).
     rate_window_start = models.DateTimeField(null=True, blank=True)
     rate_count = models.PositiveIntegerField(default=0)
@@ -204,7 +213,14 @@ class Run(models.Model):
 
 class Incident(models.Model):
     """One missed deadline (or failure) of one monitor: opened once, paged once, resolved
-    once. Unique per (monitor, deadline, reason), so two loops open it once."""
+    once. Unique per (monitor, deadline, reason), so two loops open it once.
+
+    One cause, one page: an incident ``part_of`` another is paged through that one and
+    queues no page of its own (a missed deadline of a monitor whose reported failure is
+    still open; the same deadline missed by both monitors of one subject, e.g. a dataset's
+    data and pipeline monitors). ``resolved_at`` says when this monitor recovered; the
+    page resolves when the incident and all its parts have.
+    """
 
     class Reason(models.TextChoices):
         MISSED = "missed", "no ping by the deadline"
@@ -219,6 +235,14 @@ class Incident(models.Model):
     summary = models.CharField(max_length=1024)
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
+    part_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="parts",
+        help_text="The incident that pages for this one (the same cause).",
+    )
 
     class Meta:
         constraints = [

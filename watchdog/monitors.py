@@ -40,6 +40,7 @@ STATE_FIELDS = [
     "last_partition",
     "paused_by",
     "paused_at",
+    "paused_by_definition",
 ]
 
 
@@ -166,37 +167,62 @@ def monitor_update(
     return monitor
 
 
-def monitor_pause(monitor: Monitor, *, now: datetime, by: str = "") -> Monitor:
+def monitor_pause(
+    monitor: Monitor, *, now: datetime, by: str = "", by_definition: bool = False
+) -> Monitor:
     """Stop judging deadlines and resolve what is open (no pages while paused).
+
+    A pause sticks: nothing but ``monitor_resume`` lifts it (no ping, no update of the
+    definition), except that a pause made only by the managing system's definition
+    (``by_definition``) is lifted by that definition turning active again.
 
     Args:
         by: who pauses it, kept with the time until it is resumed (a second pause of a
-            paused monitor keeps the first).
+            paused monitor keeps the first, unless a person pauses what only the
+            definition had paused: then the pause is that person's).
+        by_definition: the managing system's definition says the monitor is inactive.
     """
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
-        if monitor.state != Monitor.State.PAUSED:
+        if monitor.state != Monitor.State.PAUSED or (
+            monitor.paused_by_definition and not by_definition
+        ):
             monitor.paused_by, monitor.paused_at = by[:150], now
+            monitor.paused_by_definition = by_definition
         monitor.state = Monitor.State.PAUSED
+        # The next expected start is kept (not judged while paused): a start made before
+        # the pause may already have counted for it.
+        kept = monitor.start_expected_at
         reschedule(monitor, now=now)
+        if monitor.kind == Monitor.Kind.DEADLINE:
+            monitor.start_expected_at = kept
         monitor.save()
         incidents.resolve(list(monitor.incidents.filter(resolved_at__isnull=True)), now=now)
     return monitor
 
 
 def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
-    """Judge deadlines again, from the next one after ``now`` (missed ones stay missed)."""
+    """Judge deadlines again, from the next one after ``now`` (missed ones stay missed).
+    A monitor that is not paused is left as it is (its deadline and incidents stand)."""
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        if monitor.state != Monitor.State.PAUSED:
+            return monitor
         monitor.state = Monitor.State.UP if monitor.last_success_at else Monitor.State.NEW
         monitor.paused_by, monitor.paused_at = "", None
+        monitor.paused_by_definition = False
         if monitor.kind == Monitor.Kind.PERIOD:
             # A resumed period monitor gets a full period before it can be late.
             if monitor.last_success_at:
                 monitor.last_success_at = max(monitor.last_success_at, now)
             if monitor.last_start_at:
                 monitor.last_start_at = max(monitor.last_start_at, now)
+        kept = monitor.start_expected_at
         reschedule(monitor, now=now)
+        if kept and monitor.start_expected_at and kept > monitor.start_expected_at:
+            # The starts expected before it were made before the pause: they stay counted.
+            monitor.start_expected_at = kept
+            monitor.start_check_at = schedule.start_check_at(monitor, kept)
         monitor.save()
     return monitor
 
@@ -242,12 +268,18 @@ def monitor_upsert_external(
     version: str,
     channels: list[Channel],
     now: datetime,
+    active: bool = True,
+    by: str = "",
     **fields: Any,
 ) -> tuple[Monitor, bool]:
     """Create or update the monitor a managing system knows as ``external_id``.
 
     Idempotent, and safe against reordering: a definition whose ``version`` sorts before
     the stored one (a late retry) changes nothing.
+
+    Args:
+        active: False pauses the monitor (``by`` the caller, as the definition's pause);
+            True lifts only that pause: a monitor someone paused stays paused.
 
     Returns:
         ``(monitor, changed)``.
@@ -258,20 +290,24 @@ def monitor_upsert_external(
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().filter(external_id=external_id).first()
         if monitor is None:
-            created = monitor_create(
+            monitor = monitor_create(
                 channels=channels,
                 now=now,
                 external_id=external_id,
                 external_version=version,
                 **fields,
             )
-            return created, True
-        if version and monitor.external_version and version < monitor.external_version:
+        elif version and monitor.external_version and version < monitor.external_version:
             return monitor, False
-        return (
-            monitor_update(monitor, channels=channels, now=now, external_version=version, **fields),
-            True,
-        )
+        else:
+            monitor = monitor_update(
+                monitor, channels=channels, now=now, external_version=version, **fields
+            )
+        if not active and monitor.state != Monitor.State.PAUSED:
+            monitor = monitor_pause(monitor, now=now, by=by, by_definition=True)
+        elif active and monitor.state == Monitor.State.PAUSED and monitor.paused_by_definition:
+            monitor = monitor_resume(monitor, now=now)
+        return monitor, True
 
 
 def operators_channels() -> list[Channel]:

@@ -9,7 +9,9 @@ from schedules import FreshnessSla, deadlines
 
 from .models import Monitor
 
-# A ping up to this much before a window opens still counts for it (clock drift).
+# A ping up to this much before a window opens may still count for it (clock drift): a
+# ping counts for one deadline only, the earliest whose window holds it and that no other
+# ping met (evaluation), so one just before a deadline meets that one, not also the next.
 EARLY_TOLERANCE = timedelta(seconds=60)
 
 
@@ -41,8 +43,8 @@ def next_deadline(monitor: Monitor, deadline: datetime) -> datetime:
 
 
 def window_start(monitor: Monitor, deadline: datetime) -> datetime:
-    """Success pings after this instant count for ``deadline`` (the previous deadline, less
-    ``EARLY_TOLERANCE``)."""
+    """Success pings after this instant may count for ``deadline`` (the previous deadline,
+    less ``EARLY_TOLERANCE``), unless an earlier deadline counted them."""
     if monitor.kind == Monitor.Kind.DEADLINE:
         previous = deadlines.previous_deadline(
             monitor.cron, monitor.timezone, deadline - timedelta(seconds=1)
@@ -52,8 +54,19 @@ def window_start(monitor: Monitor, deadline: datetime) -> datetime:
     return previous - EARLY_TOLERANCE
 
 
+def run_window(monitor: Monitor, deadline: datetime) -> tuple[datetime, datetime]:
+    """When the run for ``deadline`` reports: (opens, closes], from ``window_start`` (for
+    a period monitor, one period before the deadline) to the end of the grace."""
+    if monitor.kind == Monitor.Kind.PERIOD:
+        opens = deadline - timedelta(seconds=monitor.period_seconds)
+    else:
+        opens = window_start(monitor, deadline)
+    return opens, check_at(monitor, deadline)
+
+
 def expected_partitions(monitor: Monitor, deadline: datetime) -> list[str]:
-    """Partition keys due at ``deadline``, oldest first; empty without a partition rule."""
+    """Partition keys due at ``deadline``, oldest first; empty without a partition rule,
+    and when no period closed since the previous deadline (then nothing is due)."""
     if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
         return []
     return [period.key for period in _sla(monitor).due_at(deadline)]

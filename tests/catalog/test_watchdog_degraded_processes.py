@@ -14,7 +14,8 @@ catch up. A dataset whose data landed during the outage (its ping waited in the 
 resolves in that time and never pages its owner. Then the rest go out: a channel with more
 than ``WATCHDOG_PAGE_GROUP_THRESHOLD`` of them gets one group naming only what is still
 missing, another its few triggers one by one. A producer late while the workers run pages
-its owner at once.
+its owner at once. A dataset whose data and pipeline monitors both miss the deadline is
+one page (one cause).
 
 Timing: the system monitors' period and grace are seconds (``TIDEMARK_HEARTBEAT_PERIOD``,
 ``TIDEMARK_HEARTBEAT_GRACE``). Beat's heartbeat follows that period, but its delivery
@@ -72,7 +73,7 @@ ORDERS = "R" * 32  # team orders' routing key
 SHIPPING = "S" * 32  # team shipping's routing key
 HEARTBEAT_PERIOD = 3  # seconds: a system monitor is down 6 s after its last ping
 HEARTBEAT_GRACE = 3
-GROUP_THRESHOLD = 3  # more due triggers than this for one channel go out as one group
+GROUP_THRESHOLD = 1  # more due triggers than this for one channel go out as one group
 HOLD_AFTER_RECOVERY = timedelta(seconds=5)  # held triggers wait this long after recovery
 # From registration: the first SLA minute is at least this far away (the monitors must
 # exist before it), and the held deadlines are judged no sooner than this (the outage must
@@ -380,7 +381,8 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     ).exists()
 
     # The deadline passes while Tidemark is degraded: the triggers it causes are held, one
-    # by one. Five to team orders' channel, more than the threshold, are not grouped yet.
+    # by one, one per dataset (its data and pipeline monitors miss the same deadline: one
+    # page). Three to team orders' channel, more than the threshold, are not grouped yet.
     parcels = data_monitor(lands_meanwhile)
     still_missing = [m for d in late for m in (data_monitor(d), pipeline_monitor(d))]
     elsewhere = [data_monitor(late_elsewhere), pipeline_monitor(late_elsewhere)]
@@ -413,11 +415,17 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     assert not Incident.objects.filter(monitor__in=[data_monitor(late_while_running)]).exists()
     assert not PageGroup.objects.exists()
     held_pages = Page.objects.filter(incident__monitor__in=held_monitors)
-    assert (
-        sorted(held_pages.values_list("channel__target", "action", "state", "attempts", "group_id"))
-        == [(ORDERS, Page.Action.TRIGGER, Page.State.PENDING, 0, None)] * 5
-        + [(SHIPPING, Page.Action.TRIGGER, Page.State.PENDING, 0, None)] * 2
-    )
+    assert sorted(
+        held_pages.values_list("channel__target", "action", "state", "attempts", "group_id")
+    ) == [(ORDERS, Page.Action.TRIGGER, Page.State.PENDING, 0, None)] * 3 + [
+        (SHIPPING, Page.Action.TRIGGER, Page.State.PENDING, 0, None)
+    ]
+    for dataset in [*late, late_elsewhere]:
+        data, pipeline = (
+            open_incident(data_monitor(dataset)),
+            open_incident(pipeline_monitor(dataset)),
+        )
+        assert {data.part_of_id, pipeline.part_of_id} in ({None, data.pk}, {None, pipeline.pk})
     parcels_incident = open_incident(parcels)
     assert parcels_incident.partition == due
 
@@ -443,7 +451,7 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     wait_until(
         lambda: (
             len(events(receiver, ORDERS, "trigger")) == 1
-            and len(events(receiver, SHIPPING, "trigger")) == 2
+            and len(events(receiver, SHIPPING, "trigger")) == 1
         ),
         (released_at - timezone.now()).total_seconds() + 15,
         "the held pages to go out after the hold",
@@ -465,15 +473,19 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     everything_paged = [json.loads(hit.body) for hit in receiver.snapshot()]
     assert parcels_incident.dedup_key not in {e["dedup_key"] for e in everything_paged}
 
-    # Team orders: one group, made at the release, of the four still missing.
+    # Team orders: one group, made at the release, of the two datasets still missing (each
+    # paged through one of its two monitors).
     group = PageGroup.objects.get()
     assert group.channel.target == ORDERS and group.resolved_at is None
     assert group.opened_at >= released_at
-    assert sorted(group.monitors) == sorted(m.name for m in still_missing)
+    assert len(group.monitors) == 2
+    assert {name.rsplit(" ", 1)[0] for name in group.monitors} == {
+        f"{d.namespace}/{d.name}" for d in late
+    }
     assert parcels.name not in group.summary
     members = Page.objects.filter(group=group, incident__isnull=False)
     assert sorted(members.values_list("incident__monitor__name", flat=True)) == sorted(
-        m.name for m in still_missing
+        group.monitors
     )
     assert set(members.values_list("action", "state", "attempts")) == {
         (Page.Action.TRIGGER, Page.State.GROUPED, 0)
@@ -487,20 +499,20 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     assert group_trigger.sent_at >= released_at
     [group_page] = events(receiver, ORDERS, "trigger")
     assert group_page["dedup_key"] == group.dedup_key
-    assert group_page["payload"]["summary"].startswith("4 deadlines missed at once")
+    assert group_page["payload"]["summary"].startswith("2 deadlines missed at once")
     assert group_page["payload"]["custom_details"] == {
         "monitors": group.monitors,
-        "count": 4,
+        "count": 2,
     }
-    # Team shipping: its two triggers, each on its own, after the hold too.
+    # Team shipping: its trigger on its own (under the threshold), after the hold too.
     shipping_pages = Page.objects.filter(channel__target=SHIPPING)
-    assert (
-        sorted(shipping_pages.values_list("action", "state", "attempts", "group_id"))
-        == [(Page.Action.TRIGGER, Page.State.SENT, 1, None)] * 2
-    )
+    assert sorted(shipping_pages.values_list("action", "state", "attempts", "group_id")) == [
+        (Page.Action.TRIGGER, Page.State.SENT, 1, None)
+    ]
     assert all(p.sent_at >= released_at for p in shipping_pages)
+    [shipping_incident] = [open_incident(m) for m in elsewhere if not open_incident(m).part_of]
     assert {e["dedup_key"] for e in events(receiver, SHIPPING, "trigger")} == {
-        open_incident(m).dedup_key for m in elsewhere
+        shipping_incident.dedup_key
     }
     # The operators' resolve was never held.
     operators_resolve_page = Page.objects.get(channel__target=OPERATORS, action=Page.Action.RESOLVE)
@@ -509,7 +521,7 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     # The workers run and payouts' producer is late: its owner is paged at once.
     payouts = data_monitor(late_while_running)
     wait_until(
-        lambda: len(events(receiver, ORDERS, "trigger")) == 3,
+        lambda: len(events(receiver, ORDERS, "trigger")) == 2,
         (deadline + timedelta(seconds=late_grace) - timezone.now()).total_seconds() + 15,
         "payouts' pages",
     )
@@ -520,22 +532,20 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     )
     assert payouts_incident.partition == due
     pipeline_incident = open_incident(pipeline_monitor(late_while_running))
+    # Its data and pipeline monitors missed the same deadline: one page.
+    [paging] = [i for i in (payouts_incident, pipeline_incident) if i.part_of_id is None]
+    [part] = [i for i in (payouts_incident, pipeline_incident) if i.part_of_id == paging.pk]
     triggers = events(receiver, ORDERS, "trigger")
-    assert {e["dedup_key"] for e in triggers[1:]} == {
-        payouts_incident.dedup_key,
-        pipeline_incident.dedup_key,
-    }
-    [payouts_page] = [e for e in triggers if e["dedup_key"] == payouts_incident.dedup_key]
-    assert payouts_page["payload"]["summary"] == payouts_incident.summary
-    assert f"no ping partition {due}" in payouts_page["payload"]["summary"]
-    for incident in (payouts_incident, pipeline_incident):
-        page = Page.objects.get(incident=incident)
-        assert (page.state, page.attempts, page.group_id) == (Page.State.SENT, 1, None)
-        assert page.sent_at - incident.opened_at < timedelta(seconds=1)
+    assert [e["dedup_key"] for e in triggers[1:]] == [paging.dedup_key]
+    assert triggers[1]["payload"]["summary"] == paging.summary
+    page = Page.objects.get(incident=paging)
+    assert (page.state, page.attempts, page.group_id) == (Page.State.SENT, 1, None)
+    assert page.sent_at - paging.opened_at < timedelta(seconds=1)
+    assert not Page.objects.filter(incident=part).exists()
     assert PageGroup.objects.count() == 1
     # Nothing else: one page and its resolve for the operators, the group and payouts'
-    # two for team orders, manifests' two for team shipping.
+    # page for team orders, manifests' page for team shipping.
     assert len(events(receiver, OPERATORS)) == 2
-    assert len(events(receiver, ORDERS)) == 3
-    assert len(events(receiver, SHIPPING)) == 2
+    assert len(events(receiver, ORDERS)) == 2
+    assert len(events(receiver, SHIPPING)) == 1
     assert not Page.objects.filter(state=Page.State.PENDING).exists()
