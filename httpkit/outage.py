@@ -140,4 +140,3 @@ def _report(exc: BaseException) -> None:
         message,
         more,
     )
-

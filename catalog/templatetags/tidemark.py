@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import re
+from datetime import timedelta
 
 from django import template
 from django.utils.html import conditional_escape

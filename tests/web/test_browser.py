@@ -279,7 +279,7 @@ def test_every_catalog_page_fits_a_phone(page, live_server, screenshot):
     assert_on_screen(page.get_by_role("link", name="Back to the catalog"))
 
 
-def test_long_dataset_names_are_never_clipped_in_the_lineage_picture(page, live_server):
+def test_long_dataset_names_are_never_clipped_in_the_lineage_picture(page, live_server, screenshot):
     """Each name in the picture fits its box, as the browser measures the text, and the
     long one is there in full as the box's tooltip (its SVG title)."""
     seeded = seed()
@@ -287,6 +287,9 @@ def test_long_dataset_names_are_never_clipped_in_the_lineage_picture(page, live_
     log_in(page, live_server)
     page.goto(f"{live_server.url}/datasets/{seeded['daily'].pk}/")
     expect(page.locator(".lineage g.node")).to_have_count(7)
+    page.locator(".lineage-list summary").click()  # the same, as a list
+    expect(page.locator(".lineage-list")).to_contain_text(f"dataset {LONG_NAMESPACE}/{LONG_NAME}")
+    screenshot(page, "dataset-long-names")
     boxes = page.evaluate(
         """() => [...document.querySelectorAll('.lineage g.node')].map((node) => {
           const rect = node.querySelector('rect');

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import os
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
