@@ -172,9 +172,9 @@ def standalone_watchdog(tmp_path):
 def test_every_on_call_page_fits_a_phone_on_the_watchdog_deployed_alone(
     standalone_watchdog, page, screenshot, oncall_world, make_operator, settings
 ):
-    """Sign-in, monitors, a monitor, incidents and the not-found page at 390 px wide,
-    served by the standalone watchdog with the catalog's look (its stylesheet and favicon
-    come from the watchdog itself)."""
+    """Sign-in, monitors, a monitor, incidents, the problem types and the not-found page
+    at 390 px wide, served by the standalone watchdog with the catalog's look (its
+    stylesheet and favicon come from the watchdog itself)."""
     from playwright.sync_api import expect
 
     from tests.phone import PHONE, assert_fits, assert_on_screen
@@ -220,6 +220,11 @@ def test_every_on_call_page_fits_a_phone_on_the_watchdog_deployed_alone(
     assert_fits(page)
     assert_on_screen(page.get_by_role("link", name="orders nightly").first)
     screenshot(page, "oncall-incidents-phone")
+
+    page.goto(f"{url}/problems/")  # what a problem document's type points at
+    expect(page.get_by_role("heading", name="Problem types")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("link", name="not-found"))
 
     page.goto(f"{url}/oncall/monitors/{nightly.pk + 1000}")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
