@@ -269,6 +269,28 @@ def test_every_catalog_page_fits_a_phone(page, live_server, screenshot):
     assert_fits(page)
     screenshot(page, "not-found-phone")
 
+    # The pages answered when something failed, rendered by the server as it answers them.
+    from django.template.loader import render_to_string
+
+    def answer(body: str, status: int):
+        return lambda route: route.fulfill(
+            status=status, body=body, content_type="text/html; charset=utf-8"
+        )
+
+    for name, status, heading in (
+        ("500.html", 500, "Something went wrong"),
+        ("httpkit/unavailable.html", 503, "Temporarily unavailable"),
+    ):
+        page.route(f"{live_server.url}/failing", answer(render_to_string(name), status))
+        page.goto(f"{live_server.url}/failing")
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        assert_fits(page)
+        assert page.evaluate("getComputedStyle(document.querySelector('header.top')).display") == (
+            "flex"  # the shared stylesheet loaded
+        )
+        page.unroute(f"{live_server.url}/failing")
+
+    page.goto(f"{live_server.url}/")
     page.get_by_role("button", name="Sign out").click()
     page.get_by_label("Username").fill("bob")
     page.get_by_label("Password").fill(PASSWORD)
