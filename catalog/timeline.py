@@ -31,7 +31,8 @@ WORDS = {
     PENDING: "pending",
     UNTRACKED: "not tracked (before the dataset was registered)",
 }
-CELL_WIDTH, CELL_HEIGHT, GAP, TOP, LABEL_SPACE = 22, 28, 3, 6, 18
+# Pixels; the first and last keys are written under the picture by the page, not in it.
+CELL_WIDTH, CELL_HEIGHT, GAP, TOP, BOTTOM = 22, 28, 3, 6, 2
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,6 @@ def cells(
 
 
 def picture_size(cell_count: int) -> tuple[int, int]:
-    """``(width, height)`` in pixels of a timeline of ``cell_count`` cells, key labels
-    included."""
+    """``(width, height)`` in pixels of a timeline of ``cell_count`` cells."""
     width = max(cell_count * (CELL_WIDTH + GAP) - GAP, CELL_WIDTH)
-    return width, TOP + CELL_HEIGHT + LABEL_SPACE
+    return width, TOP + CELL_HEIGHT + BOTTOM

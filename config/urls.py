@@ -18,6 +18,7 @@ urlpatterns = [
     path("problems/", problem_types.problem_type_list, name="problem-types"),
     path("problems/<slug:slug>", problem_types.problem_type_detail, name="problem-type"),
     path("oncall/", include("watchdog.urls_oncall")),
+    path("", include("httpkit.urls")),
     *auth_urlpatterns,
     path("", include("catalog.web.urls")),
 ]

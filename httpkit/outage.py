@@ -18,6 +18,7 @@ import time
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.db import Error as DjangoDatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 
 from problems import PROBLEM_CONTENT_TYPE, problem_document
 
@@ -82,7 +83,9 @@ def response_for(request: HttpRequest, exc: BaseException) -> HttpResponse:
     both 503 with ``Retry-After``. Calls ``handled``."""
     handled(exc)
     if "text/html" in request.headers.get("Accept", ""):
-        response = HttpResponse(_PAGE, status=503, content_type="text/html; charset=utf-8")
+        # The shared layout, rendered without the request: nothing in it reads a database.
+        page = render_to_string("httpkit/unavailable.html")
+        response = HttpResponse(page, status=503, content_type="text/html; charset=utf-8")
     else:
         response = JsonResponse(
             problem(request.path), status=503, content_type=PROBLEM_CONTENT_TYPE
@@ -137,12 +140,3 @@ def _report(exc: BaseException) -> None:
         message,
         more,
     )
-
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title>
-<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem}
-</style></head>
-<body><h1>Temporarily unavailable</h1>
-<p>Tidemark cannot reach its database just now. Try again in a few seconds.</p></body></html>
-"""

@@ -17,6 +17,7 @@ import inspect
 from dataclasses import asdict, dataclass
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.urls import get_resolver
 from django.utils.html import format_html, format_html_join
 
@@ -119,7 +120,8 @@ def problem_type_list(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"problem_types": [_as_json(t) for t in types]})
     rows = format_html_join(
         "\n",
-        '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td></tr>',
+        '<tr><td><a href="{}">{}</a></td><td data-label="status">{}</td>'
+        '<td data-label="title">{}</td></tr>',
         ((t.uri, t.slug, t.status, t.title) for t in types),
     )
     return _page(
@@ -179,18 +181,7 @@ def _as_json(problem_type: ProblemType) -> dict:
 
 
 def _page(title: str, body: str) -> HttpResponse:
+    """An HTML page in the layout every Tidemark page shares (``httpkit/page.html``)."""
     return HttpResponse(
-        format_html(
-            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            "<title>{} · Tidemark</title><style>"
-            "body{{font:16px/1.5 system-ui,sans-serif;max-width:48rem;margin:2rem auto;"
-            "padding:0 1rem;color:#1b2430}}table{{border-collapse:collapse;width:100%}}"
-            "td,th{{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #dde3ea}}"
-            "code{{overflow-wrap:anywhere}}"
-            "</style></head><body><h1>{}</h1>{}</body></html>",
-            title,
-            title,
-            body,
-        )
+        render_to_string("httpkit/problem_type.html", {"title": title, "body": body})
     )

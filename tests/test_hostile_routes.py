@@ -246,6 +246,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "id": str(person.id),
         "app_label": "catalog",
         "url": "nowhere/",
+        "name": "tidemark.css",
     }
     watchdog_values = {
         "key": str(monitor.ping_key),
@@ -253,6 +254,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "monitor_id": str(monitor.id),
         "external_id": monitor.external_id,
         "slug": "not-found",
+        "name": "tidemark.css",
     }
     session = browser.cookies[settings.SESSION_COOKIE_NAME].value
     return {

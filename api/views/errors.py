@@ -1,7 +1,9 @@
 """Django-level error handlers, so even unrouted paths answer with a problem document; a
 browser asking for one of the web pages gets an HTML page instead."""
 
+from django.http import HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from httpkit import exceptions as httpkit_errors
 from httpkit import outage
@@ -36,7 +38,14 @@ def not_found(request, exception=None):
     return httpkit_errors.not_found(request, exception)
 
 
-server_error = httpkit_errors.server_error
+def server_error(request):
+    """``handler500``: a browser gets the error page, rendered without the request (the
+    person, their teams: what failed may be the database), anything else the problem."""
+    if _wants_html(request):
+        return HttpResponse(render_to_string("500.html"), status=500)
+    return httpkit_errors.server_error(request)
+
+
 bad_request = httpkit_errors.bad_request
 
 

@@ -34,6 +34,7 @@ from ..actors import Actor
 from ..models import Dataset, Membership, Team
 from ..services import datasets, subscriptions
 from ..services import teams as team_services
+from . import audit
 from .forms import (
     ApiKeyCreateForm,
     DatasetEditForm,
@@ -174,7 +175,10 @@ def _dataset_response(
         "lineage": graph_layout.layout(graph),
         "unverified": request.GET.get("unverified") == "1",
         "notices": notices,
-        "audit": browse.audit_trail(dataset=dataset),
+        "audit": [
+            (entry, audit.action_words(entry.action), audit.shown_changes(entry.changes))
+            for entry in browse.audit_trail(dataset=dataset)
+        ],
         "is_owner": is_owner,
         "edit_form": edit_form or (DatasetEditForm.for_dataset(dataset) if is_owner else None),
         "subscribe_form": subscribe_form or (SubscribeForm(teams=teams) if teams else None),

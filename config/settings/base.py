@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "httpkit",  # the pages' shared layout, stylesheet and favicon
     "catalog",
     "lineage",
     "watchdog",

@@ -13,6 +13,7 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "rest_framework",
+    "httpkit",  # the on-call pages' layout, stylesheet and favicon, shared with the catalog
     "watchdog",
 ]
 MIDDLEWARE = [

@@ -218,10 +218,12 @@ def test_the_monitor_page_shows_incidents_with_their_pages_pings_and_runs(
     body = page.content.decode()
     assert "orders nightly" in body and "(1 open)" in body
     partition = oncall_world["incident"].partition
-    assert "no ping by the deadline" in body and f'<td class="key">{partition}</td>' in body
+    assert "no ping by the deadline" in body
+    assert f'<td data-label="Partition" class="key">{partition}</td>' in body
     assert "trigger to orders on-call: <strong>sent</strong>, 1 attempt" in body
     assert f'action="/oncall/monitors/{nightly.pk}/pause"' in body
-    assert "<td>start</td>" in body and "<td>r1</td>" in body and "<td>running</td>" in body
+    assert '<td data-label="Kind">start</td>' in body and '<td data-label="Run">r1</td>' in body
+    assert '<td data-label="Outcome">running</td>' in body
 
 
 def test_pause_and_resume_go_through_the_watchdog_services(oncall_world, orders_oncall):

@@ -145,3 +145,88 @@ def test_an_operator_pauses_and_resumes_a_down_monitor_in_the_browser(
     page.get_by_label("Password").fill(OPERATOR_PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+
+
+@pytest.fixture
+def standalone_watchdog(tmp_path):
+    """The watchdog's web server deployed alone (gunicorn, ``config.settings.watchdog``: no
+    catalog app, no static files app) on the suite's test watchdog database."""
+    from tests.catalog.stack_helpers import watchdog_environment
+    from tests.catalog.worker_helpers import free_port
+    from tests.watchdog.processes import WatchdogServer
+
+    server = WatchdogServer(
+        name="watchdog-web",
+        log_path=tmp_path / "web.log",
+        env=watchdog_environment(TIDEMARK_VAR_DIR=str(tmp_path / "var")),
+        port=free_port(),
+    )
+    server.start()
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.kill()
+
+
+def test_every_on_call_page_fits_a_phone_on_the_watchdog_deployed_alone(
+    standalone_watchdog, page, screenshot, oncall_world, make_operator, settings
+):
+    """Sign-in, monitors, a monitor, incidents, the problem types and the not-found page
+    at 390 px wide, served by the standalone watchdog with the catalog's look (its
+    stylesheet and favicon come from the watchdog itself)."""
+    from playwright.sync_api import expect
+
+    from tests.phone import PHONE, assert_fits, assert_on_screen
+
+    # Hashed as the server checks it: the suite's quick test hasher is not one of its own.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    make_operator("olga", labels=["orders", "billing"])
+    _more_monitors(oncall_world)
+    nightly, url = oncall_world["nightly"], standalone_watchdog.url
+    page.set_viewport_size(PHONE)
+    failed = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+
+    page.goto(f"{url}/oncall/")
+    expect(page.get_by_role("heading", name="Sign in to on call")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("button", name="Sign in"))
+    # The shared look: the same stylesheet as the catalog's, applied.
+    assert page.evaluate("getComputedStyle(document.querySelector('header.top')).display") == (
+        "flex"
+    )
+    screenshot(page, "oncall-signin-phone")
+    page.get_by_label("Username").fill("olga")
+    page.get_by_label("Password").fill(OPERATOR_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.get_by_role("heading", name="Monitors")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("link", name="orders nightly"))
+    assert_on_screen(page.locator("tr", has_text="orders nightly").locator(".state"))
+    assert_on_screen(page.get_by_role("button", name="Sign out"))
+    screenshot(page, "oncall-monitors-phone")
+
+    page.get_by_role("link", name="orders nightly").click()
+    expect(page.get_by_role("heading", name="orders nightly")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("button", name="Pause"))
+    assert_on_screen(page.locator(".pages").first)
+    screenshot(page, "oncall-monitor-phone")
+
+    page.get_by_role("link", name="Incidents").click()
+    expect(page.get_by_role("heading", name="Incidents")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("link", name="orders nightly").first)
+    screenshot(page, "oncall-incidents-phone")
+
+    page.goto(f"{url}/problems/")  # what a problem document's type points at
+    expect(page.get_by_role("heading", name="Problem types")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("link", name="not-found"))
+
+    page.goto(f"{url}/oncall/monitors/{nightly.pk + 1000}")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    assert_fits(page)
+    assert failed == [f"{url}/oncall/monitors/{nightly.pk + 1000}"]  # assets and icon found

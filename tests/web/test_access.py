@@ -107,4 +107,4 @@ def test_the_layout_renders_where_the_catalog_routes_are_not_mounted(rf, make_pe
     request = rf.get("/")
     request.user = make_person("ada")
     html = render_to_string("403.html", {"exception": "no"}, request=request)
-    assert 'href="/governance/"' in html and "Log out" in html
+    assert 'href="/governance/"' in html and "Sign out" in html

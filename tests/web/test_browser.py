@@ -8,6 +8,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from catalog.models import (
@@ -130,7 +131,7 @@ def log_in(page, live_server):
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
     page.get_by_label("Username").fill("ana")
     page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
 
 
@@ -186,3 +187,150 @@ def test_replay_a_dead_letter_and_see_the_team_and_governance_pages(page, live_s
     expect(page.locator("#undeclared-reads")).to_contain_text("airflow://analytics/rollup")
     expect(page.locator("#critical-without-monitor")).to_contain_text("curated/orders_daily")
     screenshot(page, "governance")
+
+
+# --- a phone's width ---------------------------------------------------------------------------
+
+LONG_NAMESPACE = "s3://acme-data-lake-production-eu-west-1"
+LONG_NAME = (
+    "warehouse/landing/vendor_feeds/partner_orders_eu_west/"
+    "curated_orders_daily_snapshot_with_refunds_and_chargebacks_v2"
+)
+
+
+def seed_long_names(seeded):
+    """A dataset with a very long identity that reads into orders_daily, so the catalog, the
+    dataset page's heading and the lineage picture all meet it."""
+    orders = seeded["daily"].owner
+    long = DatasetFactory(
+        owner=orders,
+        namespace=LONG_NAMESPACE,
+        name=LONG_NAME,
+        description="Partner orders, one row per order and refund, as the vendor sends them.",
+    )
+    observe(orders, "build_daily", long, "read")
+    return long
+
+
+def test_every_catalog_page_fits_a_phone(page, live_server, screenshot):
+    from tests.phone import PHONE, assert_fits, assert_on_screen
+
+    seeded = seed()
+    long = seed_long_names(seeded)
+    bob = get_user_model().objects.create_user("bob", password=PASSWORD)  # not governance
+    Membership.objects.create(team=seeded["analytics"], user=bob)
+    page.set_viewport_size(PHONE)
+
+    page.goto(f"{live_server.url}/")
+    expect(page.get_by_role("heading", name="Sign in to Tidemark")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("button", name="Sign in"))
+    screenshot(page, "signin-phone")
+    page.get_by_label("Username").fill("ana")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.get_by_role("heading", name="Catalog")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.locator("table.datasets a", has_text="curated_orders_daily_snapshot"))
+    assert_on_screen(page.get_by_role("link", name="Governance"))
+    assert_on_screen(page.get_by_role("button", name="Sign out"))
+    screenshot(page, "catalog-phone")
+
+    page.goto(f"{live_server.url}/datasets/{seeded['daily'].pk}/")
+    expect(page.locator("h1")).to_contain_text("curated/orders_daily")
+    assert_fits(page)
+    assert_on_screen(page.locator("h1"))
+    # The whole month of partitions, smaller, and its newest key.
+    assert_on_screen(page.locator("svg.timeline g.cell").last)
+    assert_on_screen(page.locator(".timeline-axis span").last)
+    assert_on_screen(page.get_by_role("button", name="Subscribe"))
+    screenshot(page, "dataset-phone")
+
+    page.goto(f"{live_server.url}/datasets/{long.pk}/")
+    expect(page.locator("h1")).to_contain_text("with_refunds_and_chargebacks_v2")
+    assert_fits(page)
+    assert_on_screen(page.locator("h1"))
+
+    page.get_by_role("navigation").get_by_role("link", name="analytics").click()
+    expect(page.get_by_role("heading", name=re.compile("Analytics engineering"))).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.locator(f"#delivery-{seeded['dead'].pk}").get_by_role("button"))
+    screenshot(page, "team-phone")
+
+    page.get_by_role("link", name="Governance").click()
+    expect(page.locator("#uncatalogued")).to_contain_text("marts/rollup")
+    assert_fits(page)
+    assert_on_screen(page.locator("#undeclared-reads td").first)
+    screenshot(page, "governance-phone")
+
+    page.goto(f"{live_server.url}/datasets/987654/")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    assert_fits(page)
+    screenshot(page, "not-found-phone")
+
+    # The pages answered when something failed, rendered by the server as it answers them.
+    from django.template.loader import render_to_string
+
+    def answer(body: str, status: int):
+        return lambda route: route.fulfill(
+            status=status, body=body, content_type="text/html; charset=utf-8"
+        )
+
+    for name, status, heading in (
+        ("500.html", 500, "Something went wrong"),
+        ("httpkit/unavailable.html", 503, "Temporarily unavailable"),
+    ):
+        page.route(f"{live_server.url}/failing", answer(render_to_string(name), status))
+        page.goto(f"{live_server.url}/failing")
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        assert_fits(page)
+        assert page.evaluate("getComputedStyle(document.querySelector('header.top')).display") == (
+            "flex"  # the shared stylesheet loaded
+        )
+        page.unroute(f"{live_server.url}/failing")
+
+    page.goto(f"{live_server.url}/")
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/governance/?team=orders")  # not bob's team
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+    assert_fits(page)
+    assert_on_screen(page.get_by_role("link", name="Back to the catalog"))
+
+
+def test_long_dataset_names_are_never_clipped_in_the_lineage_picture(page, live_server, screenshot):
+    """Each name in the picture fits its box, as the browser measures the text, and the
+    long one is there in full as the box's tooltip (its SVG title)."""
+    seeded = seed()
+    seed_long_names(seeded)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/datasets/{seeded['daily'].pk}/")
+    expect(page.locator(".lineage g.node")).to_have_count(7)
+    page.locator(".lineage-list summary").click()  # the same, as a list
+    expect(page.locator(".lineage-list")).to_contain_text(f"dataset {LONG_NAMESPACE}/{LONG_NAME}")
+    screenshot(page, "dataset-long-names")
+    boxes = page.evaluate(
+        """() => [...document.querySelectorAll('.lineage g.node')].map((node) => {
+          const rect = node.querySelector('rect');
+          const x = rect.x.baseVal.value, width = rect.width.baseVal.value;
+          return {
+            title: node.querySelector('title').textContent,
+            lines: [...node.querySelectorAll('text')].map((text) => ({
+              text: text.textContent,
+              left: text.getBBox().x - x,
+              right: x + width - (text.getBBox().x + text.getComputedTextLength()),
+            })),
+          };
+        })"""
+    )
+    for box in boxes:
+        for line in box["lines"]:
+            assert line["left"] >= 0 and line["right"] >= 0, (box["title"], line)
+    (long,) = [b for b in boxes if LONG_NAME in b["title"]]
+    assert long["title"] == f"dataset {LONG_NAMESPACE}/{LONG_NAME}"
+    label = [line["text"] for line in long["lines"]][:-1]  # the last line is the namespace
+    assert len(label) == 2 and label[0].startswith("…")
+    assert LONG_NAME.endswith("".join(label)[1:])

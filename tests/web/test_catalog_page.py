@@ -123,7 +123,7 @@ def test_catalog_due_filter_lists_datasets_inside_their_grace(ada, orders):
 @time_machine.travel(NOW, tick=False)
 def test_catalog_with_htmx_sends_only_the_table(ada, catalog):
     response = ada.get("/", {"team": "analytics"}, headers={"HX-Request": "true"})
-    body = response.content.decode()
+    body = response.content.decode().replace("<wbr>", "")  # names may wrap between parts
     assert "<table" in body and "<html" not in body
     assert "marts/rollup" in body and "raw/orders" not in body
 

@@ -33,7 +33,8 @@ SELECT 's3://lake-' || (d % 7), 'raw/table_' || lpad(d::text, 5, '0'),
     (SELECT id FROM catalog_team WHERE slug = 'team-' || (d % 20)), 'table ' || d,
     (ARRAY['low', 'medium', 'high', 'critical'])[1 + d % 4], 'daily', 'UTC', 'event',
     '_SUCCESS', '_manifest.json', '', '', CASE WHEN d % 3 = 0 THEN '' ELSE '0 6 * * *' END,
-    'UTC', 0, 14, 'active', left(md5(d::text) || md5('b' || d::text), 43), now(), now()
+    'UTC', 0, 14, 'active', left(md5(d::text) || md5('b' || d::text), 43),
+    now() - interval '400 days', now()  -- registered before its history: every period tracked
 FROM generate_series(1, 10000) d;
 
 -- Revision n + offset belongs to partition n; the newest

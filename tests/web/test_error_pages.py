@@ -47,3 +47,18 @@ def test_a_form_body_over_the_limit_is_a_413_not_a_host_header_400(
     response = client.post("/teams/orders/keys", {"name": "x" * 4096})
     assert response.status_code == 413
     assert response.json()["code"] == "payload_too_large"
+
+
+def test_a_server_error_is_an_html_page_for_a_browser_without_touching_the_database(
+    rf, django_assert_num_queries
+):
+    from api.views import errors
+
+    with django_assert_num_queries(0):  # what failed may be the database
+        page = errors.server_error(rf.get("/datasets/1/", **HTML))
+    assert page.status_code == 500 and page["Content-Type"].startswith("text/html")
+    body = page.content.decode()
+    assert "Something went wrong" in body and 'rel="stylesheet"' in body
+    assert "Traceback" not in body
+    problem = errors.server_error(rf.get("/datasets/1/", HTTP_ACCEPT="*/*"))
+    assert problem.status_code == 500 and problem["Content-Type"] == "application/problem+json"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from catalog import graph_layout, timeline
 from schedules import FreshnessSla
@@ -161,10 +164,88 @@ def test_layout_places_columns_and_curves():
     assert boxes[root["id"]].x < boxes[job["id"]].x < boxes[out["id"]].x
     assert boxes[root["id"]].root and boxes[root["id"]].dataset_id == 1
     assert boxes[job["id"]].caption == "analytics · ns"
-    assert boxes[out["id"]].label.startswith("…") and len(boxes[out["id"]].label) == 30
-    assert placed.width == 2 * 8 + 3 * 200 + 2 * 56 and placed.height == 2 * 8 + 40
-    assert placed.links[0].path.startswith(f"M{8 + 200},{8 + 20} C")
+    # The long name wraps after a separator; every box grows to two lines, rows aligned.
+    assert boxes[out["id"]].label == "marts/orders_daily_rollup_for_the_board_report"
+    assert boxes[out["id"]].lines == ("marts/orders_daily_", "rollup_for_the_board_report")
+    assert boxes[root["id"]].lines == ("raw/orders",)
+    assert placed.box_height == 17 + 2 * 15 + 8
+    assert placed.width == 2 * 8 + 3 * 220 + 2 * 56 and placed.height == 2 * 8 + 55
+    assert placed.links[0].path.startswith(f"M{8 + 220},{8 + 27} C")
     assert [link.verified for link in placed.links] == [True, False]
+    assert boxes[out["id"]].title == "dataset ns/marts/orders_daily_rollup_for_the_board_report"
+    assert boxes[out["id"]].line_ys == [
+        ("marts/orders_daily_", boxes[out["id"]].y + 17),
+        ("rollup_for_the_board_report", boxes[out["id"]].y + 32),
+    ]
+    assert boxes[out["id"]].caption_y == boxes[out["id"]].y + 47
+
+
+def test_layout_of_short_names_keeps_one_line_boxes():
+    root, job = node("dataset", "raw/orders"), node("job", "rollup")
+    graph = {
+        "root": root["id"],
+        "truncated": False,
+        "nodes": [root, job],
+        "edges": [edge(root["id"], job["id"])],
+    }
+    placed = graph_layout.layout(graph)
+    assert placed.box_height == 40 and placed.height == 2 * 8 + 40
+    assert all(len(box.lines) == 1 for box in placed.boxes)
+
+
+WIDTH = graph_layout.TEXT_WIDTH
+
+
+@pytest.mark.parametrize(
+    ("text", "lines", "shown"),
+    [
+        ("raw/orders", 2, ("raw/orders",)),
+        # Wrapped after a separator, the second line as full as it can be.
+        (
+            "curated/orders_daily_by_market_and_channel",
+            2,
+            ("curated/orders_daily_", "by_market_and_channel"),
+        ),
+        # No separator: cut where the line is full.
+        ("a" * 60, 2, ("…" + "a" * 21, "a" * 23)),
+        # Longer than two lines: the start is dropped, the end (the most specific) kept.
+        (
+            "warehouse/landing/vendor_feeds/partner_orders/curated_orders_daily_snapshot",
+            2,
+            ("…s/partner_orders/curated_", "orders_daily_snapshot"),
+        ),
+        ("s3://lake/warehouse/curated/orders", 1, ("…arehouse/curated/orders",)),
+    ],
+)
+def test_fit_wraps_at_separators_and_keeps_the_end(text, lines, shown):
+    assert graph_layout.fit(text, width=WIDTH, px=12, lines=lines) == shown
+    assert all(graph_layout.text_width(line, 12) <= WIDTH for line in shown)
+
+
+def test_text_width_bounds_every_character():
+    assert graph_layout.text_width("", 12) == 0
+    assert graph_layout.text_width("W", 10) > graph_layout.text_width("i", 10)
+    # Outside ASCII: a full-width character at least one em, a combining mark nothing.
+    assert graph_layout.text_width("データ", 12) >= 3 * 12
+    assert graph_layout.text_width("e\u0301", 12) == graph_layout.text_width("e", 12)
+
+
+_names = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x1FFFF), max_size=160
+)
+
+
+@settings(max_examples=int(os.environ.get("TIDEMARK_PROPERTY_EXAMPLES", "300")), deadline=None)
+@given(text=_names, lines=st.integers(1, 3), width=st.integers(40, 400))
+def test_fit_never_overflows_and_keeps_what_it_shows(text, lines, width):
+    shown = graph_layout.fit(text, width=width, px=12, lines=lines)
+    assert 1 <= len(shown) <= lines
+    assert all(graph_layout.text_width(line, 12) <= width for line in shown)
+    joined = "".join(shown)
+    if joined.startswith("…") and not text.startswith("…"):
+        assert text.endswith(joined[1:]) and len(joined) - 1 < len(text)
+    else:
+        assert joined == text
 
 
 def test_layout_orders_a_column_by_its_neighbours():

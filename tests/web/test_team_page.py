@@ -45,7 +45,7 @@ def test_team_page_shows_datasets_subscriptions_endpoint_health_and_keys(
     api_key_create(team=orders, name="airflow", scopes=["publish"])
     response = member.get("/teams/orders/")
     assert response.status_code == 200
-    body = response.content.decode()
+    body = response.content.decode().replace("<wbr>", "")  # names may wrap between parts
     assert owned.name in body and "raw/orders" in body
     (endpoint,) = response.context["endpoints"]
     assert (endpoint.n_succeeded, endpoint.n_dead_letters, endpoint.success_rate) == (3, 1, 75.0)
