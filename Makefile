@@ -6,8 +6,12 @@ PY := $(VENV)/bin/python
 # Running needs only requirements/runtime.txt; tests, the demo and benchmarks need dev.txt.
 RUNTIME := $(VENV)/.runtime-$(shell cat requirements/runtime.txt | cksum | cut -d' ' -f1)
 DEV := $(VENV)/.dev-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
+# The documentation site's tools have an environment of their own (requirements/docs.in
+# says why).
+DOCS_VENV := var/docs-venv
+DOCS_TOOLS := $(DOCS_VENV)/.installed-$(shell cat requirements/docs.txt | cksum | cut -d' ' -f1)
 
-.PHONY: run demo test lint format lock bench bench-poll bench-lineage clean
+.PHONY: run demo test docs docs-serve lint format lock bench bench-poll bench-lineage clean
 
 $(RUNTIME): requirements/runtime.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +24,12 @@ $(DEV): requirements/dev.txt
 	@rm -f $(VENV)/.dev-* $(VENV)/.runtime-* && touch $@ \
 		$(VENV)/.runtime-$(shell cat requirements/runtime.txt | cksum | cut -d' ' -f1)
 
+$(DOCS_TOOLS): requirements/docs.txt
+	@test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements/docs.txt
+	@rm -f $(DOCS_VENV)/.installed-* && touch $@
+
 run: $(RUNTIME)
 	bin/run
 
@@ -28,11 +38,19 @@ run: $(RUNTIME)
 demo: $(DEV)
 	$(PY) -m demo $(DEMO_ARGS)
 
-# Both suites always run; the summary gives each one's result (about 8 minutes here).
+# Both suites always run; the summary gives each one's result (about 15 minutes on 2 cores).
 test: $(DEV)
 	bin/ensure-services
 	bin/ensure-browser
 	bin/test $(PYTEST_ARGS)
+
+# The documentation site (mkdocs, material theme) into site/: a broken link, anchor or
+# page missing from the navigation fails the build.
+docs: $(DOCS_TOOLS)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
+docs-serve: $(DOCS_TOOLS)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8002
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
@@ -49,6 +67,8 @@ lock: $(DEV)
 		--no-annotate -p 3.11 -o requirements/runtime.txt
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev -c requirements/runtime.txt \
 		--no-emit-index-url --no-header --no-annotate -p 3.11 -o requirements/dev.txt
+	$(VENV)/bin/uv pip compile requirements/docs.in --no-emit-index-url --no-header \
+		--no-annotate -p 3.11 -o requirements/docs.txt
 
 bench: $(DEV)
 	bin/ensure-services

@@ -2,7 +2,7 @@
 
 Mounted only in the embedded mode. It looks up the signing secret of the endpoint it was
 called at and verifies the Standard Webhooks signature with the ``standardwebhooks``
-library, exactly as the README tells consumers to.
+library, exactly as the consumer guide (docs/guides/consumer.md) tells consumers to.
 """
 
 from __future__ import annotations

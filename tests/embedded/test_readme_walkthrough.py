@@ -1,5 +1,6 @@
-"""README.md's Walkthrough, Change notices and Restatements examples, run as written against a
-``make run`` stack: they must not drift."""
+"""The shell examples of the README's Try it, the Walkthrough page and the Producer guide's
+Change notices and Restatements, run as written against a ``make run`` stack: they must
+not drift."""
 
 from __future__ import annotations
 
@@ -17,17 +18,28 @@ README_KEY_FILE = "var/demo-api-key"
 MARK = "=== tidemark-walkthrough block {} ==="
 
 
-# README sections whose shell blocks run, in this order, in one shell.
-SECTIONS = ("Walkthrough", "Change notices", "Restatements")
+# (file, section) whose shell blocks run, in this order, in one shell; a section of None
+# is the whole page.
+SECTIONS = (
+    ("README.md", "Try it"),
+    ("docs/walkthrough.md", None),
+    ("docs/guides/producer.md", "Change notices"),
+    ("docs/guides/producer.md", "Restatements"),
+)
 
 
 def _walkthrough_blocks() -> list[str]:
-    readme = (REPO_ROOT / "README.md").read_text()
     blocks = []
-    for title in SECTIONS:
-        section = re.search(rf"^## {title}\n(.*?)(?=^## )", readme, re.M | re.S)
-        assert section, f"README.md has no '## {title}' section"
-        blocks += re.findall(r"^```sh\n(.*?)^```", section.group(1), re.M | re.S)
+    for name, title in SECTIONS:
+        text = (REPO_ROOT / name).read_text()
+        if title is not None:
+            # The section runs to the next heading of its level or above, or to the end.
+            section = re.search(rf"^## {title}\n(.*?)(?=^#{{1,2}} |\Z)", text, re.M | re.S)
+            assert section, f"{name} has no '## {title}' section"
+            text = section.group(1)
+        found = re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
+        assert found, f"{name} {title or ''}: no shell examples"
+        blocks += found
     return blocks
 
 
@@ -55,9 +67,10 @@ def _block_with(blocks: list[str], outputs: list[str], needle: str) -> list:
 def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     blocks = _walkthrough_blocks()
     assert len(blocks) >= 7, blocks
-    assert README_KEY_FILE in blocks[0]
+    assert README_KEY_FILE in blocks[0]  # the README's Try it starts from make run's key
     assert all(
         README_URL in block
+        or README_KEY_FILE in block
         or README_WATCHDOG_URL in block
         or "manage.py" in block
         or "$PING" in block
@@ -94,6 +107,9 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     *outputs, key = re.split(r"\n?=== tidemark-walkthrough block \d+ ===\n", result.stdout)
     assert len(outputs) == len(blocks), report
     assert key == embedded_stack.key, report
+
+    [listed] = _json_values(outputs[0])  # the README's Try it: the demo's datasets
+    assert "raw/orders" in {d["name"] for d in listed["results"]}, report
 
     registered = _block_with(blocks, outputs, '"sla_cron": "30 6 * * *"')
     assert len(registered) == 1 and "id" in registered[0], report

@@ -4,6 +4,8 @@ the catalog and on the watchdog deployed alone."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,32 @@ def test_the_list_names_every_type_and_an_unknown_type_is_404(client):
     assert client.get("/problems/dataset-not-found").status_code == 200
     assert client.get("/problems/no-such-problem").status_code == 404
     assert client.get("/problems/dataset_not_found").status_code == 404  # dashes only
+
+
+def test_the_committed_problem_types_page_is_current():
+    """docs/reference/problems.md is what the command prints, in a fresh process (so no
+    module this test run imported adds a type)."""
+    generated = subprocess.run(
+        [sys.executable, "manage.py", "problem_types", "--markdown"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    committed = (REPO / "docs" / "reference" / "problems.md").read_text()
+    assert generated == committed, (
+        "docs/reference/problems.md is stale: run "
+        "manage.py problem_types --markdown > docs/reference/problems.md"
+    )
+
+
+def test_the_problem_types_page_has_a_section_for_every_type_either_server_sends():
+    page = problem_types.markdown_page(problem_types.known_types("config.urls_watchdog"))
+    anchors = set(re.findall(r"^## ([a-z0-9-]+)$", page, re.M))
+
+    codes = codes_in_source(*CATALOG, "watchdog") | {code for code, _ in _DRF_CODES.values()}
+    assert {code.replace("_", "-") for code in codes} <= anchors
+    assert {"ping-rejected", "dataset-not-found", "not-authenticated"} <= anchors
+    for code in codes:  # each section names its type URI, as the servers answer it
+        assert f"`type: /problems/{code.replace('_', '-')}`" in page
