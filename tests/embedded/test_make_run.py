@@ -7,6 +7,7 @@ import re
 import signal
 import sqlite3
 from contextlib import closing
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -21,13 +22,14 @@ def _query(stack, sql: str) -> list[tuple]:
         return db.execute(sql).fetchall()
 
 
-def _doorbell_answered(stack) -> bool:
+def _doorbell_answered(stack, deliveries_sql: str) -> bool:
     """The worker delivered the publish's notification, and ran deliver_due more often than
     beat's sweep scheduled it: at least one run came from the publish's doorbell."""
     out = stack.stdout
     received = len(re.findall(r"Task catalog\.tasks\.deliver_due\[[^\]]+\] received", out))
     swept = out.count("Sending due task sweep-deliveries")
-    return "deliveries: claimed 1: succeeded 1" in out and received > swept
+    delivered = [state for state, _ in _query(stack, deliveries_sql)] == ["succeeded"]
+    return delivered and received > swept
 
 
 def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_stack, tmp_path):
@@ -45,31 +47,35 @@ def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_
     assert sum("-Q housekeeping " in n for n in celery_workers) == 1, names
     assert any("celery -A config.celery beat" in n for n in names), names
 
+    # Today's partition: the demo's history holds every partition up to yesterday's.
+    today = datetime.now(UTC).date().isoformat()
     response = httpx.post(
         f"{stack.url}/api/v1/readiness",
         headers={"Authorization": f"Bearer {stack.key}"},
-        json={**DEMO, "partition": "2026-11-28"},
+        json={**DEMO, "partition": today},
         timeout=10,
     )
 
     assert response.status_code == 201, response.text
     assert response.json()["state"] == "ready"
-    # The demo's webhook (the watchdog's deliveries for the critical dataset ride along).
+    # The publish's deliveries to webhooks: the demo's (analytics reads raw/orders).
     deliveries_sql = (
         "SELECT d.state, e.url FROM catalog_delivery d "
-        "JOIN catalog_endpoint e ON e.id = d.endpoint_id WHERE e.kind = 'webhook'"
+        "JOIN catalog_endpoint e ON e.id = d.endpoint_id "
+        "JOIN catalog_notification n ON n.id = d.notification_id WHERE e.kind = 'webhook' "
+        f"AND n.dedup_key = 'readiness-event:{int(response.json()['event_id'])}'"
     )
     [(_, url)] = _query(stack, deliveries_sql)
     assert url == f"{stack.url}/demo/hooks/analytics"
     wait_until(
-        lambda: _doorbell_answered(stack),
+        lambda: _doorbell_answered(stack, deliveries_sql),
         20,
         "the worker to deliver the notification, woken by the publish's doorbell",
         stack.describe,
     )
     assert _query(stack, deliveries_sql) == [("succeeded", url)]
     assert (
-        "demo receiver analytics: verified partition.ready for raw/orders partition 2026-11-28"
+        f"demo receiver analytics: verified partition.ready for raw/orders partition {today}"
         in stack.stdout
     )
 
@@ -89,7 +95,9 @@ def test_make_run_restart_reuses_demo_key_and_catalog(start_stack, tmp_path):
         "(SELECT count(*) FROM catalog_subscription), (SELECT count(*) FROM catalog_apikey)"
     )
     first_counts = _query(first, counts_sql)
-    assert first_counts == [(3, 3, 1, 1)]
+    # The demo's three teams, eight datasets, four declarations, and a key per team's
+    # pipelines beside the demo key.
+    assert first_counts == [(3, 8, 4, 4)]
     first.stop(signal.SIGTERM)
 
     second = start_stack(var_dir)
