@@ -28,8 +28,8 @@ def watchdog_feed_events(history: History, *, seed: int) -> dict:
     """The watchdog's side of the demo, in time order.
 
     Returns:
-        ``{"format": 1, "now": ISO 8601, "events": [...]}``, each event ``{"at", "monitor":
-        {"external_id", "version", "monitor"}}`` (a definition as ``POST
+        ``{"format": 1, "now": ISO 8601, "seed": seed, "events": [...]}``, each event
+        ``{"at", "monitor": {"external_id", "version", "monitor"}}`` (a definition as ``POST
         /api/v1/monitors/external/<id>`` takes it) or ``{"at", "ping": {"external_id",
         "kind", "partition", "run_id", "exit_status", "method", "remote_addr",
         "user_agent"}}``. Empty events when the catalog feeds no watchdog (none set up).
@@ -69,6 +69,7 @@ def watchdog_feed_events(history: History, *, seed: int) -> dict:
     return {
         "format": FORMAT,
         "now": iso(history.now),
+        "seed": seed,
         "events": [{"at": iso(at), **event} for at, _, event in events],
     }
 

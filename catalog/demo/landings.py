@@ -22,6 +22,10 @@ POLL_DELAY = (20, 80)  # seconds
 # A group whose datasets publish events gets an hourly safety-net sweep: the lost
 # event's partition is found at the next one, a few minutes past the hour.
 SAFETY_NET_MINUTE = 7
+# A partition whose run finished before its dataset was registered arrives this soon
+# after the registration (registrations are on whole minutes, deadlines too, so this is
+# before any deadline the registration's SLA judges).
+BACKFILL_AFTER = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,12 @@ def producer_landings(
         deadline = sla.next_deadline(period.end - timedelta(seconds=1)) if sla else None
         jitter = timedelta(minutes=rng.uniform(-producer.jitter_minutes, producer.jitter_minutes))
         lands_at = next_deadline(producer.cron, producer.timezone, period.end) + jitter
-        # What finished before the dataset was registered was published right after.
-        lands_at = max(lands_at, period.end, registered_at) + timedelta(minutes=1)
+        lands_at = max(lands_at, period.end + timedelta(minutes=1))
+        # What finished before the dataset was registered was published (or, poll-only,
+        # found by the new group's first sweep) as it was registered.
+        backfilled = lands_at <= registered_at
+        if backfilled:
+            lands_at = registered_at + BACKFILL_AFTER
         kind, ready_at, restated = LANDED, lands_at, None
         if age in producer.late:
             lands_at = ready_at = sla.late_after(deadline) + producer.late[age]
@@ -95,7 +103,7 @@ def producer_landings(
         elif age in producer.incomplete:
             kind = INCOMPLETE
             ready_at = sla.late_after(deadline) + producer.incomplete[age]
-        elif producer.by_poll:
+        elif producer.by_poll and not backfilled:
             ready_at = lands_at + timedelta(seconds=rng.uniform(*POLL_DELAY))
         if age in producer.restated:
             version, after = producer.restated[age]
