@@ -25,7 +25,15 @@ from ..services import datasets as dataset_services
 from ..services import ownership, publishing, subscriptions
 from ..services import teams as team_services
 from . import bulk, clock, lake, outbox, world
-from .landings import FAILED, INCOMPLETE, LOST_EVENT, Landing, producer_landings, snapshot_times
+from .landings import (
+    FAILED,
+    INCOMPLETE,
+    LANDED,
+    LOST_EVENT,
+    Landing,
+    producer_landings,
+    snapshot_times,
+)
 from .timeline import Timeline
 
 # Hourly partitions older than this are inserted in bulk (see the module's docstring).
@@ -163,9 +171,8 @@ def _partitions(history, timeline, spec: world.DatasetSpec, *, rng: random.Rando
     """Schedule every landing of a partitioned dataset: the producer's write (files in the
     lake, for a polled dataset), its publish or the poll's find, and reruns."""
     dataset = history.dataset(spec)
-    producer = spec.producer
     landings = producer_landings(
-        producer,
+        spec.producer,
         sla=freshness.sla_of(dataset),
         partitioning=dataset.partitioning,
         partition_timezone=dataset.partition_timezone,
@@ -174,47 +181,21 @@ def _partitions(history, timeline, spec: world.DatasetSpec, *, rng: random.Rando
         rng=rng,
     )
     history.landings[spec.identity] = landings
-    bulk_until = history.now - BULK_BEFORE
-    in_bulk = [
-        landing
-        for landing in landings
-        if producer.by_poll and landing.kind not in (FAILED, INCOMPLETE) and landing.ready_at
-        if landing.ready_at < bulk_until
-    ]
+    in_bulk = _bulk_part(spec.producer, landings, until=history.now - BULK_BEFORE)
     bulk.found_by_poll(dataset, in_bulk)
     bulk.judged_through(dataset, in_bulk)
+    bulk_keys = {landing.key for landing in in_bulk}
     actor = _actor(history, spec.team)
-    polled = dataset.poll_group_id is not None
     for landing in landings:
-        history.runs.append(
-            ProducerRun(
-                spec,
-                landing.key,
-                started_at=landing.lands_at - timedelta(minutes=rng.uniform(8, 25)),
-                ended_at=landing.lands_at,
-                outcome="fail" if landing.kind == FAILED else "success",
-            )
-        )
-        if landing in in_bulk or landing.kind == FAILED:
+        started = landing.lands_at - timedelta(minutes=rng.uniform(8, 25))
+        outcome = "fail" if landing.kind == FAILED else "success"
+        history.runs.append(ProducerRun(spec, landing.key, started, landing.lands_at, outcome))
+        if landing.key in bulk_keys or landing.kind == FAILED:
             continue
-        if polled:
-            files = 3 if landing.kind == INCOMPLETE else rng.randint(2, 4)
-            timeline.at(
-                landing.lands_at,
-                lambda at, key=landing.key, files=files, incomplete=landing.kind == INCOMPLETE: (
-                    lake.write_partition(
-                        dataset, key, files=files - int(incomplete), expected_files=files
-                    )
-                ),
-            )
-        if producer.by_poll or landing.kind == LOST_EVENT:
-            if landing.kind == INCOMPLETE:
-                first_look = landing.lands_at + timedelta(seconds=rng.uniform(20, 80))
-                timeline.at(first_look, lambda at: polling.sweep_dataset(dataset, now=at))
-                last_file = landing.ready_at - timedelta(seconds=rng.uniform(20, 50))
-                timeline.at(last_file, lambda at, key=landing.key: lake.add_file(dataset, key, 2))
-            if landing.ready_at:
-                timeline.at(landing.ready_at, lambda at: polling.sweep_dataset(dataset, now=at))
+        if dataset.poll_group_id is not None:
+            _write_files(timeline, dataset, landing, rng=rng)
+        if spec.producer.by_poll or landing.kind == LOST_EVENT:
+            _found_by_the_poll(timeline, dataset, landing, rng=rng)
         else:
             timeline.at(
                 landing.lands_at + PUBLISH_AFTER,
@@ -228,6 +209,42 @@ def _partitions(history, timeline, spec: world.DatasetSpec, *, rng: random.Rando
                     actor, dataset, key, version=version, code_version="git:9c1d7e2", now=at
                 ),
             )
+
+
+def _bulk_part(producer: world.Producer, landings: list[Landing], *, until) -> list[Landing]:
+    """The oldest landings of a poll-only dataset, all found on time before ``until``."""
+    if not producer.by_poll:
+        return []
+    found = []
+    for landing in landings:
+        if landing.kind != LANDED or landing.ready_at is None or landing.ready_at >= until:
+            break
+        found.append(landing)
+    return found
+
+
+def _write_files(timeline: Timeline, dataset: Dataset, landing: Landing, *, rng) -> None:
+    """The producer writes the partition's files when its run finishes; an incomplete
+    manifest's last file comes later (``_found_by_the_poll``)."""
+    files = 3 if landing.kind == INCOMPLETE else rng.randint(2, 4)
+    written = files - int(landing.kind == INCOMPLETE)
+    timeline.at(
+        landing.lands_at,
+        lambda at: lake.write_partition(dataset, landing.key, files=written, expected_files=files),
+    )
+
+
+def _found_by_the_poll(timeline: Timeline, dataset: Dataset, landing: Landing, *, rng) -> None:
+    """The poll's sweeps that find the partition: one when it is ready; for an incomplete
+    manifest, one that sees it incomplete first, and its last file landing late."""
+    if landing.kind == INCOMPLETE:
+        first_look = landing.lands_at + timedelta(seconds=rng.uniform(20, 80))
+        timeline.at(first_look, lambda at: polling.sweep_dataset(dataset, now=at))
+        if landing.ready_at is not None:
+            last_file = landing.ready_at - timedelta(seconds=rng.uniform(20, 50))
+            timeline.at(last_file, lambda at: lake.add_file(dataset, landing.key, 2))
+    if landing.ready_at is not None:
+        timeline.at(landing.ready_at, lambda at: polling.sweep_dataset(dataset, now=at))
 
 
 def _publish(actor: Actor, dataset: Dataset, key: str, *, now: datetime, **fields) -> None:
