@@ -306,10 +306,10 @@ def _change_notices(history: History, timeline: Timeline) -> None:
             sunset_at=at + timedelta(days=30),
         )
 
-    timeline.at(history.now - world.REVENUE_NOTICE_AGE, announce_revenue)
+    timeline.at(history.now - world.REVENUE_NOTICE_AGE, announce_revenue, reschedules=True)
     announced = history.now - world.EXPORT_DEPRECATION_AGE
-    timeline.at(announced, announce_deprecation)
-    timeline.at(announced + timedelta(days=16), deprecate)
+    timeline.at(announced, announce_deprecation, reschedules=True)
+    timeline.at(announced + timedelta(days=16), deprecate, reschedules=True)
 
 
 def _restatement(history: History, timeline: Timeline) -> None:

@@ -22,12 +22,18 @@ class Timeline:
 
     def __init__(self, *, now: datetime) -> None:
         self.now = now
-        self._items: list[tuple[datetime, int, Happening]] = []
+        self._items: list[tuple[datetime, int, Happening, bool]] = []
 
-    def at(self, when: datetime, happening: Happening) -> None:
-        """Run ``happening(when)`` at ``when`` (dropped when ``when`` is after ``now``)."""
+    def at(self, when: datetime, happening: Happening, *, reschedules: bool = False) -> None:
+        """Run ``happening(when)`` at ``when`` (dropped when ``when`` is after ``now``).
+
+        Args:
+            reschedules: it may move a stored deadline or change-notice step (announcing
+                a notice, changing an SLA): the periodic work's next instant is read
+                again after it. Publishes, finds and subscriptions do not.
+        """
         if when <= self.now:
-            self._items.append((when, len(self._items), happening))
+            self._items.append((when, len(self._items), happening, reschedules))
 
     def play(self) -> int:
         """Run every happening in time order (ties in the order added), with the periodic
@@ -38,41 +44,61 @@ class Timeline:
         """
         items = sorted(self._items, key=lambda item: (item[0], item[1]))
         self._items = []
-        for when, _, happening in items:
-            periodic_work(until=when, inclusive=False)
+        work = PeriodicWork()
+        for when, _, happening, reschedules in items:
+            work.run(until=when, inclusive=False)
             with clock.at(when):
                 happening(when)
-        periodic_work(until=self.now, inclusive=True)
+            if reschedules:
+                work.forget()
+        work.run(until=self.now, inclusive=True)
         return len(items)
 
 
-def periodic_work(*, until: datetime, inclusive: bool) -> int:
-    """Judge every SLA deadline and send every change-notice step that came due before
-    ``until`` (or at it, when ``inclusive``), each at its own instant, oldest first:
-    what beat's one-minute ticks would have done. A deadline judged at its check time
-    finds exactly what had arrived by then.
+class PeriodicWork:
+    """The work beat's one-minute ticks would have done between happenings: judge every
+    SLA deadline and send every change-notice step that came due, each at its own
+    instant, oldest first. A deadline judged at its check time finds exactly what had
+    arrived by then. The next instant is read from the stored rows once, and again after
+    work ran or ``forget`` (a happening moved it)."""
 
-    Returns:
-        How many instants it ran work at.
-    """
-    ran, last = 0, None
-    while True:
-        check = Dataset.objects.aggregate(at=Min("next_check_at"))["at"]
-        step = ChangeNotice.objects.aggregate(at=Min("next_step_at"))["at"]
-        due = [
-            t for t in (check, step) if t is not None and (t < until or (inclusive and t == until))
-        ]
-        if not due:
-            return ran
-        instant = min(due)
-        if instant == last:  # the services always move the stored instant on
-            raise RuntimeError(f"periodic work at {instant} did not move on")
-        last = instant
-        with clock.at(instant):
-            if check == instant:
-                # ``freshness.recover_arrived``, the repair sweep beat runs after each
-                # evaluation, has nothing to repair here: no publish races this one.
-                freshness.evaluate_due(now=instant)
-            if step == instant:
-                change_notices.send_due(now=instant)
-        ran += 1
+    def __init__(self) -> None:
+        self._next: tuple[datetime | None, datetime | None] | None = None
+
+    def forget(self) -> None:
+        self._next = None
+
+    def run(self, *, until: datetime, inclusive: bool) -> int:
+        """Do what came due before ``until`` (or at it, when ``inclusive``).
+
+        Returns:
+            How many instants it ran work at.
+        """
+        ran, last = 0, None
+        while True:
+            if self._next is None:
+                self._next = (
+                    Dataset.objects.aggregate(at=Min("next_check_at"))["at"],
+                    ChangeNotice.objects.aggregate(at=Min("next_step_at"))["at"],
+                )
+            check, step = self._next
+            due = [
+                t
+                for t in (check, step)
+                if t is not None and (t < until or (inclusive and t == until))
+            ]
+            if not due:
+                return ran
+            instant = min(due)
+            if instant == last:  # the services always move the stored instant on
+                raise RuntimeError(f"periodic work at {instant} did not move on")
+            last = instant
+            with clock.at(instant):
+                if check == instant:
+                    # ``freshness.recover_arrived``, the repair sweep beat runs after each
+                    # evaluation, has nothing to repair here: no publish races this one.
+                    freshness.evaluate_due(now=instant)
+                if step == instant:
+                    change_notices.send_due(now=instant)
+            self._next = None
+            ran += 1
