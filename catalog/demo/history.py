@@ -239,12 +239,12 @@ def _found_by_the_poll(timeline: Timeline, dataset: Dataset, landing: Landing, *
     manifest, one that sees it incomplete first, and its last file landing late."""
     if landing.kind == INCOMPLETE:
         first_look = landing.lands_at + timedelta(seconds=rng.uniform(20, 80))
-        timeline.at(first_look, lambda at: polling.sweep_dataset(dataset, now=at))
+        timeline.at(first_look, lambda at: polling.sweep_dataset(dataset, now=at, full=False))
         if landing.ready_at is not None:
             last_file = landing.ready_at - timedelta(seconds=rng.uniform(20, 50))
             timeline.at(last_file, lambda at: lake.add_file(dataset, landing.key, 2))
     if landing.ready_at is not None:
-        timeline.at(landing.ready_at, lambda at: polling.sweep_dataset(dataset, now=at))
+        timeline.at(landing.ready_at, lambda at: polling.sweep_dataset(dataset, now=at, full=False))
 
 
 def _publish(actor: Actor, dataset: Dataset, key: str, *, now: datetime, **fields) -> None:

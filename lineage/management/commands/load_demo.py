@@ -7,8 +7,10 @@ the catalog (the import contracts).
 """
 
 import json
+import logging
 import os
 import secrets
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -35,6 +37,19 @@ def _write_private(path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
+
+
+@contextmanager
+def _quiet(logger_name: str):
+    """Keep a logger to warnings inside the block: the history's sweeps each log a line
+    at info, which would crowd ``make run``'s start."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 class Command(BaseCommand):
@@ -67,7 +82,10 @@ class Command(BaseCommand):
             return
         with transaction.atomic():
             if not loaded.exists():
-                history = demo.load(now=timezone.now(), seed=seed, demo_hook_url=self._hook_url())
+                with _quiet("catalog.polling"):
+                    history = demo.load(
+                        now=timezone.now(), seed=seed, demo_hook_url=self._hook_url()
+                    )
                 document = feed.watchdog_feed_events(history, seed=seed)
                 _write_private(settings.VAR_DIR / FEED_FILE, json.dumps(document, indent=1))
             self._point_demo_webhooks_here()
