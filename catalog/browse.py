@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Subquery
 
 from . import freshness, selectors
 from .freshness import Freshness
@@ -155,12 +155,21 @@ def team_choices() -> list[str]:
 
 def timeline_partitions(*, dataset: Dataset, since: datetime) -> dict[str, dict]:
     """What the timeline needs of the partitions starting at or after ``since`` (aware
-    UTC), in one query: ``{key: {state, ready_at, detected_by, version, revisions}}``
-    (``state`` None when the partition has no current revision; ``revisions`` counts
-    every revision, staged ones included)."""
+    UTC), in one query: ``{key: {state, ready_at, first_ready_at, detected_by, version,
+    revisions}}`` (``state`` None when the partition has no current revision;
+    ``first_ready_at`` when a revision published outside a restatement was first ready,
+    the partition's arrival, which a later restatement does not move; ``revisions``
+    counts every revision, staged ones included)."""
+    first_ready = Min(
+        "revisions__ready_at",
+        filter=Q(
+            revisions__state=PartitionRevision.State.READY,
+            revisions__restatement__isnull=True,
+        ),
+    )
     rows = (
         Partition.objects.filter(dataset=dataset, start_at__gte=since)
-        .annotate(revision_count=Count("revisions"))
+        .annotate(revision_count=Count("revisions"), first_ready_at=first_ready)
         .values(
             "key",
             "current_revision__state",
@@ -168,12 +177,14 @@ def timeline_partitions(*, dataset: Dataset, since: datetime) -> dict[str, dict]
             "current_revision__detected_by",
             "current_revision__version",
             "revision_count",
+            "first_ready_at",
         )
     )
     return {
         row["key"]: {
             "state": row["current_revision__state"],
             "ready_at": row["current_revision__ready_at"],
+            "first_ready_at": row["first_ready_at"],
             "detected_by": row["current_revision__detected_by"],
             "version": row["current_revision__version"],
             "revisions": row["revision_count"],

@@ -26,6 +26,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 
 from django.conf import settings
@@ -42,13 +44,30 @@ _ring_wanted = threading.Condition(_lock)
 _last_rung: dict[str, float] = {}  # task name -> time.monotonic() of this process's last ring
 _pending: set[str] = set()  # tasks a commit waits on the ringer thread's next ring of
 _ringer: threading.Thread | None = None
+_silence = threading.local()
 
 
 def ring_after_commit(task_name: str) -> None:
     """Ring the doorbell of the Celery task ``task_name`` once the current transaction
     commits: at once, or at most ``settings.TIDEMARK_DOORBELL_INTERVAL`` seconds later
-    when this process has just rung it. Failures are logged, never raised."""
+    when this process has just rung it (nothing inside ``silenced``). Failures are
+    logged, never raised."""
+    if getattr(_silence, "on", False):
+        return
     transaction.on_commit(partial(_ring_soon, task_name), robust=True)
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """Ring no doorbell for what this thread commits inside the block: for bulk writes
+    of work that is not due yet, or that the workers' sweeps find at their first tick
+    (the embedded demo's history writes hundreds of rows, each of which would ring)."""
+    before = getattr(_silence, "on", False)
+    _silence.on = True
+    try:
+        yield
+    finally:
+        _silence.on = before
 
 
 def ring_deliveries() -> None:

@@ -87,9 +87,10 @@ def cells(
     """The timeline of ``periods`` (oldest first), placed left to right.
 
     Args:
-        partitions: ``{key: {state, ready_at, detected_by, version, revisions}}`` as
-            ``catalog.browse.timeline_partitions`` reads them (state None: no current
-            revision).
+        partitions: ``{key: {state, ready_at, first_ready_at, detected_by, version,
+            revisions}}`` as ``catalog.browse.timeline_partitions`` reads them (state
+            None: no current revision; ``first_ready_at``, when it first arrived, judges
+            it on time or late, None: ``ready_at`` does).
         late_keys: ``{key: recovered_at or None}`` of the partitions found late by the
             freshness evaluation (they are late even when no SLA is set any more).
         sla: the dataset's SLA, or None; without one nothing is due, late or missing
@@ -115,10 +116,13 @@ def cells(
             status = UNTRACKED
         elif state == "ready":
             status = ON_TIME
-            if (late_after and ready_at > late_after) or period.key in late_keys:
+            # On time or late by when it first arrived: a restatement's new version
+            # (ready later, by design) does not make an on-time partition late.
+            arrived = min(ready_at, info.get("first_ready_at") or ready_at)
+            if (late_after and arrived > late_after) or period.key in late_keys:
                 status = LATE
-                since = deadline or ready_at
-                late_seconds = max(0, int((ready_at - since).total_seconds()))
+                since = deadline or arrived
+                late_seconds = max(0, int((arrived - since).total_seconds()))
         elif state == "failed":
             status = FAILED
         elif late_after is not None and now >= late_after:

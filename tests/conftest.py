@@ -130,15 +130,17 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture
-def screenshot(tmp_path_factory):
-    """``screenshot(page, name)``: saves a full-page PNG as ``<TIDEMARK_SCREENSHOT_DIR>/
-    <name>.png``, the artifact the browser tests leave; without the variable, in this run's
-    temporary directory (tests never write into the working tree)."""
+def screenshot(request, tmp_path_factory):
+    """``screenshot(page, name)``: saves a full-page PNG as ``<name>.png``, the artifact the
+    browser tests leave, in this run's temporary directory (tests never write into the
+    working tree), except the docs' pictures: a test marked ``docs_screenshots`` (taken
+    of the demo's state, ``tests/web/test_demo_screenshots.py``) saves them in
+    ``TIDEMARK_SCREENSHOT_DIR`` when it is set (``docs/screenshots`` regenerates the
+    README's)."""
     from pathlib import Path
 
-    folder = (
-        Path(SCREENSHOT_DIR) if SCREENSHOT_DIR else tmp_path_factory.getbasetemp() / "screenshots"
-    )
+    docs = SCREENSHOT_DIR and request.node.get_closest_marker("docs_screenshots")
+    folder = Path(SCREENSHOT_DIR) if docs else tmp_path_factory.getbasetemp() / "screenshots"
 
     def take(page, name: str) -> Path:
         path = folder / f"{name}.png"

@@ -4,6 +4,8 @@ watchdog's own database. Thin views: rules live in ``monitors``."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import exceptions, serializers
@@ -276,35 +278,58 @@ class ExternalMonitorApi(WatchdogApiView):
     Its channels are given by kind and target and created on first use."""
 
     def post(self, request: Request, external_id: str) -> Response:
-        data = ExternalMonitorInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        fields = dict(data.validated_data)
-        version = fields.pop("version", "")
-        active = fields.pop("active")
-        if fields.get("ping_key") is None:
-            fields.pop("ping_key", None)
-        owner = fields.get("owner", "")
-        channels = [
-            monitors.channel_for(
-                kind=spec["kind"],
-                target=spec["target"],
-                owner=owner,
-                name=spec.get("name") or f"{owner or 'tidemark'} {spec['kind']}",
-            )
-            for spec in fields.pop("channels", [])
-        ]
-        if fields.get("system"):
-            channels += monitors.operators_channels()
-        monitor, changed = monitors.monitor_upsert_external(
-            external_id=external_id[:200],
-            version=version,
-            channels=channels,
-            now=timezone.now(),
-            active=active,
-            by=_caller(request),
-            **fields,
+        monitor, changed = external_monitor_apply(
+            external_id, request.data, now=timezone.now(), by=_caller(request)
         )
         return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)
+
+
+def external_monitor_apply(
+    external_id: str, definition: object, *, now: datetime, by: str
+) -> tuple[Monitor, bool]:
+    """Validate a managing system's definition of its monitor ``external_id`` (the body
+    ``ExternalMonitorApi`` takes) and create or update the monitor; ``active`` pauses it,
+    or lifts a pause that a definition made (a person's pause sticks until resumed).
+
+    Args:
+        now: aware UTC instant the change happens at.
+        by: who changes it, kept as ``paused_by`` when it pauses the monitor.
+
+    Returns:
+        ``(monitor, changed)``; ``changed`` False when an older version arrived late.
+
+    Raises:
+        rest_framework's ValidationError: the definition breaks a field's rule (400).
+        ValidationProblem: a schedule rule (400).
+    """
+    data = ExternalMonitorInputSerializer(data=definition)
+    data.is_valid(raise_exception=True)
+    fields = dict(data.validated_data)
+    version = fields.pop("version", "")
+    active = fields.pop("active")
+    if fields.get("ping_key") is None:
+        fields.pop("ping_key", None)
+    owner = fields.get("owner", "")
+    channels = [
+        monitors.channel_for(
+            kind=spec["kind"],
+            target=spec["target"],
+            owner=owner,
+            name=spec.get("name") or f"{owner or 'tidemark'} {spec['kind']}",
+        )
+        for spec in fields.pop("channels", [])
+    ]
+    if fields.get("system"):
+        channels += monitors.operators_channels()
+    return monitors.monitor_upsert_external(
+        external_id=external_id[:200],
+        version=version,
+        channels=channels,
+        now=now,
+        active=active,
+        by=by,
+        **fields,
+    )
 
 
 class ExternalPingApi(WatchdogApiView):

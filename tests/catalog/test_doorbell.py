@@ -90,3 +90,31 @@ def test_ring_after_commit_rings_once_the_transaction_commits(
         assert rings == []
     assert len(callbacks) == 1
     assert [task for _, _, task in rings] == [LINEAGE]
+
+
+@pytest.mark.django_db
+def test_silenced_commits_ring_nothing_and_the_silence_ends_with_the_block(
+    rings, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with doorbell.silenced():
+            doorbell.ring_deliveries()
+            with doorbell.silenced():  # nested: the outer block stays silent after
+                doorbell.ring_after_commit(LINEAGE)
+            doorbell.ring_after_commit(LINEAGE)
+        doorbell.ring_deliveries()
+    assert len(callbacks) == 1
+    assert [task for _, _, task in rings] == [DELIVER]
+
+
+def test_silence_is_per_thread(rings):
+    registered = []
+
+    def other_thread():
+        registered.append(getattr(doorbell._silence, "on", False))
+
+    with doorbell.silenced():
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    assert registered == [False]

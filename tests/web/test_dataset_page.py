@@ -119,6 +119,19 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
 
 
 @time_machine.travel(NOW, tick=False)
+def test_dataset_page_judges_a_restated_partition_by_when_it_first_arrived(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(days=60))
+    row = partition(orders_daily, "2026-11-24", ready_at=datetime(2026, 11, 25, 4, tzinfo=UTC))
+    rerun = PartitionRevision.objects.create(
+        partition=row, version="rerun-2", state="ready", ready_at=NOW - timedelta(hours=2)
+    )
+    Partition.objects.filter(pk=row.pk).update(current_revision=rerun)
+    response, _ = page(consumer, orders_daily)
+    cell = {c.key: c for c in response.context["cells"]}["2026-11-24"]
+    assert (cell.status, cell.restated, cell.ready_at) == ("on_time", True, rerun.ready_at)
+
+
+@time_machine.travel(NOW, tick=False)
 def test_dataset_page_draws_periods_before_registration_as_not_tracked(consumer, orders_daily):
     # Registered today at 05:00 UTC: only the 27th's deadline (28th 05:30 UTC) and later
     # ones fall after it; the 27th is late by now.

@@ -59,6 +59,30 @@ def test_last_periods_cut_in_the_partition_time_zone():
             True,
             False,
         ),
+        # Restated two days after it arrived on time: still on time, marked restated.
+        (
+            {
+                "state": "ready",
+                "ready_at": at(29, 5),
+                "first_ready_at": at(27, 5),
+                "version": "rerun-2",
+                "revisions": 2,
+            },
+            {},
+            "on_time",
+            None,
+            True,
+            False,
+        ),
+        # Late when it arrived, restated since: late by its arrival, not the rerun.
+        (
+            {"state": "ready", "ready_at": at(29, 5), "first_ready_at": at(27, 9), "revisions": 2},
+            {},
+            "late",
+            3 * 3600,
+            True,
+            False,
+        ),
         ({"state": "failed"}, {}, "failed", None, False, False),
         ({}, {}, "missing", 3600 * 27, False, False),
         ({"state": "pending"}, {}, "missing", 3600 * 27, False, False),
