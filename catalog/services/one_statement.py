@@ -101,7 +101,7 @@ def publish_at_once(
     if kept is not None and kept.dataset.owner_id == actor.team.pk:
         try:
             interval = publish_steps.check_publishable(
-                actor, kept.dataset, namespace=namespace, name=name, key=key
+                actor, kept.dataset, namespace=namespace, name=name, key=key, now=now
             )
         except Problem:
             kept = None
@@ -117,7 +117,7 @@ def publish_at_once(
             return result, (None if result is not None else kept)
     target = publish_targets.publish_target(namespace, name, key)
     interval = publish_steps.check_publishable(
-        actor, target.dataset, namespace=namespace, name=name, key=key
+        actor, target.dataset, namespace=namespace, name=name, key=key, now=now
     )
     result, current = write(target, interval)
     if result is None and current is False:
