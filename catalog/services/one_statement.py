@@ -50,6 +50,11 @@ def publish_at_once(
     otherwise the target is read, outside a transaction too, and the statement tried
     again. A plain repeat is answered from one read (``_publish_repeat``).
 
+    Every check of ``publish_steps.check_publishable`` (a partition from the future
+    included) is made on the target it acts on, and the target's version covers each
+    dataset field those checks read (``accepts_future_partitions`` too), so a change
+    committed between the read and the statement makes it write nothing.
+
     Only what needs nothing else in the same transaction takes this way: not a dataset the
     watchdog watches (its ping must commit with the partition); the caller keeps a publish
     recording a schema off it. Closing the partition's late incident (if the statement saw
