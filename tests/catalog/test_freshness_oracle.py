@@ -245,7 +245,7 @@ def scenarios(draw) -> Scenario:
         minutes=draw(st.integers(0, 4 * 24 * 60)), seconds=draw(st.integers(0, 59))
     )
     steps, at = [], registered_at
-    drawn = draw(st.lists(st.tuples(GAPS, actions(partitioning)), min_size=1, max_size=14))
+    drawn = draw(st.lists(st.tuples(GAPS, actions(partitioning)), min_size=2, max_size=14))
     for gap, action in drawn:
         at += gap
         if at - registered_at > MAX_SPAN:
@@ -430,7 +430,8 @@ def run(scenario: Scenario, actor: Actor, lake: Path) -> None:
                 expected = world.restate(key, f"r{system.restatements + 1}", now)
                 assert system.restate(key, now) == expected, (now, step, key)
     expected, got = Counter(world.notices), Counter(system.notices())
-    event(f"notices: {min(len(world.notices), 10)}")
+    for kind in (oracle.LATE, oracle.RECOVERED):
+        event(f"{kind}: {min(sum(n.type == kind for n in world.notices), 5)}")
     event(f"steps: {len(steps)}")
     assert got == expected, {"missing": expected - got, "unexpected": got - expected}
 
