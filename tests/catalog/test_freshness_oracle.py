@@ -30,7 +30,7 @@ import pytest
 import time_machine
 from django.db import transaction
 from django.test import override_settings
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 from catalog import freshness, polling, restatements, selectors, tasks
@@ -443,6 +443,31 @@ def actor(db):
     return Actor(team=TeamFactory(slug="orders"), username="oracle")
 
 
+def _next_hour(step) -> Scenario:
+    """Hourly Berlin partitions at 00:02 UTC on New Year's Day 2025: ``step`` names the
+    next hour's partition, which starts in 58 minutes."""
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    return Scenario(
+        partitioning="hourly",
+        partition_zone="Europe/Berlin",
+        cron="0 0 * * *",
+        sla_zone="Europe/Berlin",
+        grace=timedelta(0),
+        accepts_future=False,
+        registered_at=start,
+        steps=(
+            (start + timedelta(minutes=1), Evaluate()),
+            (start + timedelta(minutes=2), step),
+        ),
+        until=start + timedelta(minutes=3),
+    )
+
+
+# What the oracle found on the code before partitions from the future were refused, shrunk:
+# the publish of a partition that starts in an hour was 201, and the poll's find of one
+# became the latest ready partition.
+@example(scenario=_next_hour(Publish(offset=1, state="ready", version=None, idempotent=False)))
+@example(scenario=_next_hour(PollSees(offset=1, complete=True)))
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
