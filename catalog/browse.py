@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Subquery
 
-from . import freshness, selectors
+from . import freshness, future_partitions, selectors
 from .freshness import Freshness
 from .models import (
     AuditEntry,
@@ -70,12 +70,15 @@ def person_team(*, user, slug: str) -> Membership | None:
 # --- the catalog list -----------------------------------------------------------------------
 
 
-def _latest_ready_key() -> Subquery:
-    """The key of the dataset's newest partition whose current revision is ready: one
-    index walk on ``partition_newest`` (dataset, -start_at) per row of the page."""
+def _latest_ready_key(now: datetime) -> Subquery:
+    """The key of the dataset's newest partition whose current revision is ready and whose
+    period has started by ``now``: one index walk on ``partition_newest`` (dataset,
+    -start_at) per row of the page."""
     return Subquery(
         Partition.objects.filter(
-            dataset=OuterRef("pk"), current_revision__state=PartitionRevision.State.READY
+            future_partitions.started(now),
+            dataset=OuterRef("pk"),
+            current_revision__state=PartitionRevision.State.READY,
         )
         .order_by("-start_at")
         .values("key")[:1]
@@ -113,7 +116,7 @@ def dataset_rows(
         criticality=criticality,
         lifecycle=lifecycle,
         search=search,
-    ).annotate(latest_ready=_latest_ready_key())
+    ).annotate(latest_ready=_latest_ready_key(now))
     if freshness_state:
         no_sla = Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE)
         late = Exists(

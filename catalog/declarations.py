@@ -64,6 +64,7 @@ CREATE_FIELDS: dict[str, dict[str, Any]] = {
     "sla_timezone": _text(64, blank=False),
     "sla_grace_seconds": {"type": int, "min": 0, "max": Dataset.MAX_SLA_GRACE_SECONDS},
     "change_notice_days": {"type": int, "min": 0, "max": Dataset.MAX_CHANGE_NOTICE_DAYS},
+    "accepts_future_partitions": {"type": bool},
 }
 # Fields the lifecycle rules guard: set after registration through dataset_update.
 LIFECYCLE_FIELDS: dict[str, dict[str, Any]] = {
@@ -334,6 +335,10 @@ def _field(path: str, value: Any, spec: dict[str, Any], problems: list[FieldErro
         if value.tzinfo is None:
             problems.append(FieldError(path, "needs a UTC offset (e.g. Z)", "aware_datetime"))
             return None
+        return value
+    if kind is bool:
+        if not isinstance(value, bool):
+            problems.append(FieldError(path, "must be true or false", "boolean"))
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):

@@ -49,6 +49,12 @@ class InvalidPartitionKey(Problem):
     status = 400
 
 
+class PartitionInFuture(Problem):
+    code = "partition_in_future"
+    title = "The partition's period has not started"
+    status = 422
+
+
 class IdempotencyKeyReused(Problem):
     code = "idempotency_key_reused"
     title = "The Idempotency-Key was already used with a different request"

@@ -24,7 +24,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from schedules import FreshnessSla
 
-from . import notices
+from . import future_partitions, notices
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
 
@@ -289,10 +289,13 @@ class Freshness:
 
 
 def dataset_freshness(dataset: Dataset, *, now: datetime) -> Freshness:
-    """The freshness of ``dataset`` at ``now`` (aware UTC)."""
+    """The freshness of ``dataset`` at ``now`` (aware UTC). ``latest_ready`` counts only
+    periods that have started by ``now`` (``future_partitions.started``)."""
     latest = (
         Partition.objects.filter(
-            dataset=dataset, current_revision__state=PartitionRevision.State.READY
+            future_partitions.started(now),
+            dataset=dataset,
+            current_revision__state=PartitionRevision.State.READY,
         )
         .order_by("-start_at", "-key")
         .values_list("key", flat=True)

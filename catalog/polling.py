@@ -14,6 +14,10 @@ What completed is recorded through ``services.publishing.readiness_found`` (``de
 which fires the same notifications as a published event; a dataset that otherwise
 publishes events has it flagged as a missed event.
 
+A partition whose period starts after now (plus the clock-skew allowance) is left alone
+unless its dataset accepts future partitions (``future_partitions``), as a publish of it
+would be refused.
+
 Cadence: a group with a poll-only dataset is swept adaptively, from ``min_interval`` and
 doubling while nothing new appears up to ``max_interval``, reset when something does, and
 never later than just before one of its datasets' SLA check (so a poll-only dataset is not
@@ -36,7 +40,7 @@ from django.db.models import Min, Q
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
 
-from . import storage
+from . import future_partitions, storage
 from .models import (
     Dataset,
     Partition,
@@ -302,9 +306,13 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
             if key is None:
                 continue
             try:
-                parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+                interval = parse_partition_key(
+                    dataset.partitioning, key, dataset.partition_timezone
+                )
             except PartitionKeyError:
                 continue
+            if not future_partitions.accepted(dataset, interval, now=now):
+                continue  # a period that has not started is a mistyped path, not data
             candidates[(dataset.pk, key)] = name
 
     known = _known_partitions(datasets, candidates)

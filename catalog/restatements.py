@@ -27,7 +27,7 @@ from django.db import transaction
 from problems import FieldError, ValidationProblem
 from schedules.periods import PartitionKeyError, parse_partition_key, periods_ending_in
 
-from . import errors, freshness, notices
+from . import errors, freshness, future_partitions, notices
 from .models import (
     AuditEntry,
     Dataset,
@@ -51,13 +51,16 @@ def _check_owner(actor: Actor, dataset: Dataset) -> None:
         raise errors.NotDatasetOwner(f"{dataset} is owned by team {dataset.owner.slug}")
 
 
-def _range_keys(dataset: Dataset, first: str, last: str) -> list[str]:
+def _range_keys(dataset: Dataset, first: str, last: str, *, now: datetime) -> list[str]:
     """Every partition key from ``first`` to ``last`` inclusive, in order.
 
     Raises:
         InvalidPartitionKey (400): a bound does not match the dataset's partitioning.
         InvalidRestatementRange (422): unpartitioned dataset, ``last`` before ``first``, or
             more than ``MAX_RESTATEMENT_PARTITIONS`` partitions.
+        PartitionInFuture (422): ``last`` names a period that has not started at ``now``
+            (plus the clock-skew allowance) and the dataset does not accept future
+            partitions: a publish of it would be refused.
     """
     if dataset.partitioning == Dataset.Partitioning.NONE:
         raise errors.InvalidRestatementRange(
@@ -77,6 +80,7 @@ def _range_keys(dataset: Dataset, first: str, last: str) -> list[str]:
                 extra={"expected_format": exc.expected_format},
             ) from exc
     start, end = intervals[0], intervals[1]
+    future_partitions.check_accepted(dataset, last, end, now=now, field="last_partition")
     if end.start < start.start:
         raise errors.InvalidRestatementRange(
             f"last_partition {last!r} is before first_partition {first!r}",
@@ -118,7 +122,8 @@ def restatement_open(
     Rules: the dataset is partitioned and not retired; every partition of the range exists
     (a restatement restates what was published; new partitions are published as usual);
     ``version`` names no other restatement of the dataset and no revision of a partition
-    in the range.
+    in the range; the range's periods have started (``future_partitions``), unless the
+    dataset accepts future partitions.
 
     Args:
         version: the producer's label of the new content (every revision staged in it).
@@ -131,14 +136,14 @@ def restatement_open(
     Raises:
         NotDatasetOwner (403), DatasetRetired (409), InvalidPartitionKey (400),
         InvalidRestatementRange (422, ``rule`` says which, naming ``unknown_partitions``),
-        RestatementExists (409).
+        PartitionInFuture (422, naming ``last_partition``), RestatementExists (409).
 
     Side effects: an ``AuditEntry``.
     """
     _check_owner(actor, dataset)
     if dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(f"{dataset} is retired; it can no longer be restated")
-    keys = _range_keys(dataset, first_partition, last_partition)
+    keys = _range_keys(dataset, first_partition, last_partition, now=now)
     known = set(
         Partition.objects.filter(dataset=dataset, key__in=keys).values_list("key", flat=True)
     )

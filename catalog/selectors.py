@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from problems import FieldError
 
-from . import declarations, errors
+from . import declarations, errors, future_partitions
 from . import lineage_graph as graph
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
@@ -182,11 +182,15 @@ def partition_get(*, dataset: Dataset, key: str) -> Partition:
     return partition
 
 
-def partition_latest_ready(*, dataset: Dataset) -> Partition | None:
-    """The newest partition whose current revision is ready, or None."""
+def partition_latest_ready(*, dataset: Dataset, now: datetime) -> Partition | None:
+    """The newest partition whose current revision is ready and whose period has started
+    by ``now`` (aware UTC), or None. A future partition (of a dataset that accepts them)
+    is not the latest before its period starts."""
     return (
         Partition.objects.filter(
-            dataset=dataset, current_revision__state=PartitionRevision.State.READY
+            future_partitions.started(now),
+            dataset=dataset,
+            current_revision__state=PartitionRevision.State.READY,
         )
         .select_related("current_revision")
         .order_by("-start_at", "-key")

@@ -64,6 +64,14 @@ class FieldsOncePerThread(serializers.Serializer):
 # --- datasets ---------------------------------------------------------------------------
 
 
+_ACCEPTS_FUTURE_PARTITIONS = (
+    "false (the default): a publish or poll find of a partition whose period starts after "
+    "now plus the clock-skew allowance is refused (422 partition_in_future); true for "
+    "datasets with future periods (forecasts, schedules). The latest ready partition and "
+    "freshness count only periods that have started either way."
+)
+
+
 class _DatasetFields(StrictSerializer):
     description = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     criticality = serializers.ChoiceField(Dataset.Criticality.choices, required=False)
@@ -81,6 +89,10 @@ class _DatasetFields(StrictSerializer):
     )
     change_notice_days = serializers.IntegerField(
         min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, required=False
+    )
+    accepts_future_partitions = serializers.BooleanField(
+        required=False,
+        help_text=_ACCEPTS_FUTURE_PARTITIONS,
     )
 
 
@@ -125,6 +137,7 @@ class DatasetOutputSerializer(serializers.Serializer):
     sla_grace_seconds = serializers.IntegerField()
     next_deadline_at = serializers.DateTimeField(help_text="The next SLA deadline to judge.")
     change_notice_days = serializers.IntegerField()
+    accepts_future_partitions = serializers.BooleanField(help_text=_ACCEPTS_FUTURE_PARTITIONS)
     lifecycle = serializers.CharField()
     sunset_at = serializers.DateTimeField()
     created_at = serializers.DateTimeField()
@@ -204,7 +217,15 @@ class ManifestSerializer(StrictSerializer):
 class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
     namespace = serializers.CharField(max_length=255, trim_whitespace=False)
     name = serializers.CharField(max_length=1024, trim_whitespace=False)
-    partition = serializers.CharField(max_length=32, allow_blank=True, default="")
+    partition = serializers.CharField(
+        max_length=32,
+        allow_blank=True,
+        default="",
+        help_text="Key in the dataset's partitioning format (empty when unpartitioned). A "
+        "period that starts after now plus the clock-skew allowance (5 minutes by default) "
+        "is refused with 422 partition_in_future, naming the newest key accepted now, "
+        "unless the dataset accepts_future_partitions.",
+    )
     version = serializers.CharField(max_length=128, required=False)
     state = serializers.ChoiceField(
         [PartitionRevision.State.READY, PartitionRevision.State.FAILED],

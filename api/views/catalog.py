@@ -213,10 +213,15 @@ class PartitionListApi(APIView):
 class PartitionLatestReadyApi(APIView):
     required_scope = ApiKey.Scope.READ
 
-    @extend_schema(responses=s.PartitionOutputSerializer)
+    @extend_schema(
+        description="The newest partition whose current revision is ready and whose period "
+        "has started (a future partition of a dataset that accepts them is not the latest "
+        "before its period starts); 404 when there is none.",
+        responses=s.PartitionOutputSerializer,
+    )
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        partition = selectors.partition_latest_ready(dataset=dataset)
+        partition = selectors.partition_latest_ready(dataset=dataset, now=timezone.now())
         if partition is None:
             raise errors.PartitionNotFound(f"{dataset} has no ready partition yet")
         return Response(s.PartitionOutputSerializer(partition).data)

@@ -131,7 +131,11 @@ class ReadinessPublishApi(APIView):
             "first publish of a partition creates it; a repeat of what its current revision "
             "says is a no-op answered 200; a new `version` of a ready partition is a "
             "restatement, told to subscribers as `partition.restated`. Needs an API key "
-            "with the `publish` scope, of the dataset's owner team or delegated for it."
+            "with the `publish` scope, of the dataset's owner team or delegated for it. A "
+            "partition whose period starts after now plus the clock-skew allowance (5 "
+            "minutes by default) is refused with 422 `partition_in_future` naming "
+            "`partition`, the rule `partition_started` and `newest_accepted_partition`, "
+            "unless the dataset sets `accepts_future_partitions`."
         ),
         request=s.ReadinessPublishInputSerializer,
         parameters=[

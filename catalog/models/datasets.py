@@ -64,6 +64,12 @@ class Dataset(models.Model):
     manifest_name = models.CharField(max_length=255, default="_manifest.json")
     storage_source = models.CharField(max_length=64, blank=True)
     location_template = models.CharField(max_length=1024, blank=True)
+    # Forecasts and schedules publish periods that have not started; any other dataset's
+    # future partition is a mistyped key and is refused (catalog.future_partitions).
+    accepts_future_partitions = models.BooleanField(
+        default=False,
+        help_text="Accept partitions whose period has not started (forecasts, schedules).",
+    )
     poll_group = models.ForeignKey(
         "StorageGroup",
         null=True,
@@ -113,6 +119,7 @@ class Dataset(models.Model):
         "criticality",
         "partitioning",
         "partition_timezone",
+        "accepts_future_partitions",
         "lifecycle",
         "sunset_at",
     )

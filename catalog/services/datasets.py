@@ -29,7 +29,7 @@ def _storage_sources() -> dict:
 
 def _validate_dataset_fields(values: dict[str, Any]) -> None:
     """Field rules that need more than a type: integer bounds (``Dataset.INTEGER_BOUNDS``,
-    the API's limits), zones, cron, storage source."""
+    the API's limits), booleans, zones, cron, storage source."""
     problems: list[FieldError] = []
     for int_field, (low, high) in Dataset.INTEGER_BOUNDS.items():
         value = values.get(int_field)
@@ -49,6 +49,9 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
                     int_field, f"Ensure this value is less than or equal to {high}.", "max_value"
                 )
             )
+    for bool_field in ("accepts_future_partitions",):
+        if bool_field in values and not isinstance(values[bool_field], bool):
+            problems.append(FieldError(bool_field, "Must be true or false.", "boolean"))
     for tz_field in ("partition_timezone", "sla_timezone"):
         if tz_field in values:
             try:

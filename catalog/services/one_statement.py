@@ -50,6 +50,11 @@ def publish_at_once(
     otherwise the target is read, outside a transaction too, and the statement tried
     again. A plain repeat is answered from one read (``_publish_repeat``).
 
+    Every check of ``publish_steps.check_publishable`` (a partition from the future
+    included) is made on the target it acts on, and the target's version covers each
+    dataset field those checks read (``accepts_future_partitions`` too), so a change
+    committed between the read and the statement makes it write nothing.
+
     Only what needs nothing else in the same transaction takes this way: not a dataset the
     watchdog watches (its ping must commit with the partition); the caller keeps a publish
     recording a schema off it. Closing the partition's late incident (if the statement saw
@@ -101,7 +106,7 @@ def publish_at_once(
     if kept is not None and kept.dataset.owner_id == actor.team.pk:
         try:
             interval = publish_steps.check_publishable(
-                actor, kept.dataset, namespace=namespace, name=name, key=key
+                actor, kept.dataset, namespace=namespace, name=name, key=key, now=now
             )
         except Problem:
             kept = None
@@ -117,7 +122,7 @@ def publish_at_once(
             return result, (None if result is not None else kept)
     target = publish_targets.publish_target(namespace, name, key)
     interval = publish_steps.check_publishable(
-        actor, target.dataset, namespace=namespace, name=name, key=key
+        actor, target.dataset, namespace=namespace, name=name, key=key, now=now
     )
     result, current = write(target, interval)
     if result is None and current is False:

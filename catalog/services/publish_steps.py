@@ -16,7 +16,7 @@ from django.utils import timezone
 from problems import FieldError
 from schedules.periods import LogicalInterval, PartitionKeyError, parse_partition_key
 
-from .. import errors, freshness, watchdog_feed
+from .. import errors, freshness, future_partitions, watchdog_feed
 from ..actors import Actor
 from ..models import Dataset, Notification, Partition, PartitionRevision, ReadinessEvent
 from ..notices import iso
@@ -34,18 +34,28 @@ class PublishResult:
 
 
 def check_publishable(
-    actor: Actor | None, dataset: Dataset | None, *, namespace: str, name: str, key: str
+    actor: Actor | None,
+    dataset: Dataset | None,
+    *,
+    namespace: str,
+    name: str,
+    key: str,
+    now: datetime,
 ) -> LogicalInterval | None:
     """The checks every publish passes: the dataset exists, the actor may publish it
-    (None: the poll, which may), it is not retired, and ``key`` is in its partitioning's
-    format.
+    (None: the poll, which may), it is not retired, ``key`` is in its partitioning's
+    format, and its period has started by ``now`` plus the clock-skew allowance unless
+    the dataset accepts future partitions (``future_partitions.check_accepted``).
+
+    Args:
+        now: aware UTC instant the publish is judged at.
 
     Returns:
         The partition's logical interval (None when unpartitioned).
 
     Raises:
         DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
-        InvalidPartitionKey (400).
+        InvalidPartitionKey (400), PartitionInFuture (422).
     """
     if dataset is None:
         raise errors.DatasetNotFound(
@@ -60,13 +70,15 @@ def check_publishable(
             errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
         )
     try:
-        return parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
+        interval = parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
     except PartitionKeyError as exc:
         raise errors.InvalidPartitionKey(
             str(exc),
             errors=[FieldError("partition", str(exc), "partition_key_format")],
             extra={"expected_format": exc.expected_format},
         ) from exc
+    future_partitions.check_accepted(dataset, key, interval, now=now)
+    return interval
 
 
 def revision_content(

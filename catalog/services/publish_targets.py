@@ -24,6 +24,7 @@ _PUBLISH_DATASET_FIELDS = (
     "partition_timezone",
     "criticality",
     "sla_cron",
+    "accepts_future_partitions",
 )
 _PUBLISH_DATASET_COLUMNS = [
     f.attname for f in Dataset._meta.concrete_fields if f.attname in _PUBLISH_DATASET_FIELDS

@@ -13,7 +13,7 @@ from django.db import transaction
 from problems import FieldError
 from schedules.periods import PartitionKeyError, parse_partition_key
 
-from .. import errors, notices, restatements, schema_changes, schemas
+from .. import errors, future_partitions, notices, restatements, schema_changes, schemas
 from ..actors import Actor
 from ..crashpoints import crashpoint
 from ..models import Dataset, Partition, PartitionRevision, ReadinessEvent, SchemaObservation
@@ -55,6 +55,9 @@ def readiness_publish(
         - re-publishing a superseded version changes nothing (a promotion supersedes
           every other revision of the partitions it repoints);
         - a ready revision cannot become failed: publish a new version instead;
+        - a partition whose period starts after ``now`` plus the clock-skew allowance
+          is refused unless the dataset accepts future partitions
+          (``future_partitions``; staged publishes too);
         - with ``restatement`` the revision is staged in that restatement (of this
           dataset, staged, the partition inside its range): ready but not current, told
           to no consumer and not changing freshness until the restatement is promoted
@@ -78,7 +81,8 @@ def readiness_publish(
 
     Raises:
         DatasetNotFound (404), PublishNotAllowed (403), DatasetRetired (409),
-        InvalidPartitionKey (400), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
+        InvalidPartitionKey (400), PartitionInFuture (422, naming ``partition`` and the
+        newest key accepted now), RevisionAlreadyReady (409), IdempotencyKeyReused (422),
         IdempotencyKeyInProgress (409), RevisionStaged (409), SchemaInvalid (400, naming
         ``metadata.schema.fields...``); with ``restatement`` also
         RestatementNotFound (404), RestatementClosed (409), PartitionOutsideRestatement
@@ -183,7 +187,7 @@ def _publish_staged(
 ) -> publish_steps.PublishResult:
     """A publish into a restatement: the checks of ``_publish``, then
     ``restatements.revision_stage``."""
-    dataset = _publishable_dataset(actor, namespace, name, key)
+    dataset = _publishable_dataset(actor, namespace, name, key, now=now)
     part, revision, event_id = restatements.revision_stage(
         actor=actor,
         dataset=dataset,
@@ -206,10 +210,14 @@ def _publish_staged(
     )
 
 
-def _publishable_dataset(actor: Actor, namespace: str, name: str, key: str) -> Dataset:
+def _publishable_dataset(
+    actor: Actor, namespace: str, name: str, key: str, *, now: datetime
+) -> Dataset:
     """The dataset a staged publish names, checked as ``_publish`` checks it."""
     dataset = Dataset.objects.select_related("owner").filter(namespace=namespace, name=name).first()
-    publish_steps.check_publishable(actor, dataset, namespace=namespace, name=name, key=key)
+    publish_steps.check_publishable(
+        actor, dataset, namespace=namespace, name=name, key=key, now=now
+    )
     return dataset
 
 
@@ -250,7 +258,7 @@ def _publish(
             target = publish_targets.publish_target(namespace, name, key)
         dataset = target.dataset
         interval = publish_steps.check_publishable(
-            actor, dataset, namespace=namespace, name=name, key=key
+            actor, dataset, namespace=namespace, name=name, key=key, now=now
         )
         if target.subscribers is None or target.partition_exists:
             break
@@ -387,6 +395,10 @@ def readiness_found(
 
     Returns:
         True when this call recorded the partition as ready.
+
+    Raises:
+        PartitionInFuture (422): the partition's period has not started (the poll leaves
+            such partitions alone before calling this: ``future_partitions.accepted``).
     """
     with transaction.atomic():
         result = _publish(
@@ -413,11 +425,14 @@ def readiness_incomplete(
     """Record what the poll saw of a partition that is not complete yet (e.g. 2 of 3
     expected files), as its pending revision, so the API says why it is not ready.
 
-    Leaves any partition that has a revision from a producer untouched.
+    Leaves any partition that has a revision from a producer untouched, and records
+    nothing for a partition whose period has not started (``future_partitions.accepted``).
     """
     try:
         interval = parse_partition_key(dataset.partitioning, partition, dataset.partition_timezone)
     except PartitionKeyError:
+        return
+    if not future_partitions.accepted(dataset, interval, now=now):
         return
     part, _ = publish_steps.partition_lock_or_create(
         dataset=dataset, key=partition, interval=interval

@@ -60,6 +60,12 @@ class DatasetEditForm(forms.Form):
     change_notice_days = forms.IntegerField(
         min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, label="Change notice (days)"
     )
+    accepts_future_partitions = forms.BooleanField(
+        required=False,
+        label="Accepts future partitions",
+        help_text="Only for forecasts and schedules: otherwise a partition whose period has "
+        "not started is refused as a mistyped key.",
+    )
     lifecycle = forms.ChoiceField(choices=Dataset.Lifecycle.choices)
     sunset_at = forms.DateTimeField(required=False, label="Sunset (UTC, YYYY-MM-DD HH:MM)")
     override_reason = forms.CharField(
@@ -77,6 +83,7 @@ class DatasetEditForm(forms.Form):
         "sla_timezone",
         "sla_grace_seconds",
         "change_notice_days",
+        "accepts_future_partitions",
         "lifecycle",
         "sunset_at",
     )

@@ -274,6 +274,10 @@ TIDEMARK_STORAGE_PROTOCOLS = env.list("TIDEMARK_STORAGE_PROTOCOLS", default=["s3
 TIDEMARK_STORAGE_SOURCES = env.json("TIDEMARK_STORAGE_SOURCES", default={}) or (
     {"local": {"url": f"file://{VAR_DIR / 'lake'}"}} if EMBEDDED else {}
 )
+# A publish or poll find of a partition whose period starts later than now plus this
+# allowance (a producer's clock running a little fast) is refused, unless its dataset
+# accepts future partitions.
+TIDEMARK_PARTITION_CLOCK_SKEW_SECONDS = env.int("TIDEMARK_PARTITION_CLOCK_SKEW", default=300)
 TIDEMARK_POLL = {
     # Poll-only groups: swept every min_interval, doubling while nothing new appears.
     "min_interval_seconds": env.int("TIDEMARK_POLL_MIN_INTERVAL", default=60),

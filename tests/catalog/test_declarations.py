@@ -76,6 +76,11 @@ def test_validate_normalises_identities_and_keeps_only_declared_fields():
             "datasets[0].description",
             "string",
         ),
+        (
+            "team: t\ndatasets: [{namespace: s3://l, name: x, accepts_future_partitions: 1}]",
+            "datasets[0].accepts_future_partitions",
+            "boolean",
+        ),
     ],
 )
 def test_validate_names_the_offending_path(text, path, rule):
@@ -289,3 +294,31 @@ def test_apply_catalog_command_reports_problems_with_their_path(team, tmp_path):
 def test_sunset_at_keeps_its_offset():
     document = _doc(DOC + "    sunset_at: 2030-01-01T00:00:00Z\n")
     assert document.datasets[1].fields["sunset_at"] == datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_a_declaration_opts_a_dataset_in_to_future_partitions(actor):
+    forecast = DOC.replace("    change_notice_days: 7\n", "    accepts_future_partitions: true\n")
+    plan = datasets.declarations_apply(actor=actor, document=_doc(forecast))
+    assert ("accepts_future_partitions", None, True) in [
+        (c.field, c.old, c.new) for c in plan.items[0].changes
+    ]
+    assert Dataset.objects.get(name="raw/orders").accepts_future_partitions is True
+    assert Dataset.objects.get(name="raw/refunds").accepts_future_partitions is False
+
+    undeclared = forecast.replace("    accepts_future_partitions: true\n", "")
+    back = datasets.declarations_apply(actor=actor, document=_doc(undeclared))
+    assert back.items[0].action == "unchanged"  # a field the file leaves out stays as it is
+    assert Dataset.objects.get(name="raw/orders").accepts_future_partitions is True
+    off = datasets.declarations_apply(
+        actor=actor,
+        document=_doc(
+            forecast.replace("accepts_future_partitions: true", "accepts_future_partitions: false")
+        ),
+    )
+    assert [(c.field, c.old, c.new) for c in off.items[0].changes] == [
+        ("accepts_future_partitions", True, False)
+    ]
+    assert AuditEntry.objects.filter(
+        action="dataset.updated", changes__accepts_future_partitions=[True, False]
+    ).exists()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
 
 import objectstore
-from catalog import polling
+from catalog import polling, selectors
 from catalog.actors import Actor
 from catalog.models import (
     Dataset,
@@ -148,6 +148,39 @@ def test_names_that_are_not_partition_keys_are_ignored(lake, producer):
     report = sweep(dataset)
     assert report.partitions_found == 0
     assert not Partition.objects.filter(dataset=dataset).exists()
+
+
+def test_a_partition_from_the_future_in_storage_is_not_recorded(lake, producer):
+    """A mistyped path (2027 for 2026) would otherwise become the latest ready partition."""
+    dataset = register(producer, completion_signal=Dataset.CompletionSignal.MANIFEST)
+    put(lake, "sales/orders/dt=2026-11-28/_SUCCESS", b"")
+    put(lake, "sales/orders/dt=2026-11-28/_manifest.json", b'{"expected_files": 0}')
+    put(lake, "sales/orders/dt=2027-06-01/_manifest.json", b'{"expected_files": 0}')
+    put(lake, "sales/orders/dt=2026-11-30/_manifest.json", b'{"expected_files": 1}')  # pending
+
+    report = sweep(dataset, full=True)
+
+    assert (report.partitions_found, report.partitions_checked, report.incomplete) == (1, 1, 0)
+    assert set(Partition.objects.values_list("key", flat=True)) == {"2026-11-28"}
+    assert selectors.partition_latest_ready(dataset=dataset, now=NOW).key == "2026-11-28"
+
+    # Its clock-skew allowance: 2026-11-30 starts within five minutes.
+    assert sweep(dataset, now=datetime(2026, 11, 29, 23, 55, 1, tzinfo=UTC)).incomplete == 1
+
+
+def test_a_dataset_accepting_future_partitions_has_them_found_but_not_latest(lake, producer):
+    dataset = register(
+        producer,
+        completion_signal=Dataset.CompletionSignal.MANIFEST,
+        accepts_future_partitions=True,
+    )
+    put(lake, "sales/orders/dt=2026-11-28/_manifest.json", b'{"expected_files": 0}')
+    put(lake, "sales/orders/dt=2027-06-01/_manifest.json", b'{"expected_files": 0}')
+
+    assert sweep(dataset, full=True).partitions_found == 2
+    assert selectors.partition_latest_ready(dataset=dataset, now=NOW).key == "2026-11-28"
+    later = datetime(2027, 6, 1, tzinfo=UTC)
+    assert selectors.partition_latest_ready(dataset=dataset, now=later).key == "2027-06-01"
 
 
 def test_datasets_sharing_a_parent_share_one_listing(lake, producer):

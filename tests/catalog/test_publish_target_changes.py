@@ -173,6 +173,25 @@ def test_partitioning_changed_elsewhere(actor, dataset):
         publish(actor, "2026-11-02")
 
 
+def test_future_partitions_refused_elsewhere(actor, dataset):
+    """The kept target still says the dataset accepts future partitions; the statement
+    finds it out of date, and the publish is judged on the dataset as it is now."""
+    Dataset.objects.filter(pk=dataset.pk).update(accepts_future_partitions=True)
+    publish(actor, "2026-12-24")  # a forecast: keeps the target
+    elsewhere(lambda: Dataset.objects.filter(pk=dataset.pk).update(accepts_future_partitions=False))
+    with pytest.raises(errors.PartitionInFuture):
+        publish(actor, "2026-12-25")
+    assert not Partition.objects.filter(key="2026-12-25").exists()
+
+
+def test_future_partitions_allowed_elsewhere(actor, dataset):
+    publish(actor, "2026-11-01")  # keeps the target
+    with pytest.raises(errors.PartitionInFuture):
+        publish(actor, "2026-12-24")
+    elsewhere(lambda: Dataset.objects.filter(pk=dataset.pk).update(accepts_future_partitions=True))
+    assert publish(actor, "2026-12-24").status_code == 201
+
+
 def test_recreated_elsewhere_with_the_same_identity(actor, dataset, owner):
     publish(actor, "2026-11-01")
     other = TeamFactory(slug="other")
@@ -322,6 +341,17 @@ def test_retired_before_the_statement_is_refused(actor, dataset, monkeypatch):
     with pytest.raises(errors.DatasetRetired):
         publish(actor, "2026-11-02")
     assert not Partition.objects.filter(key="2026-11-02").exists()
+
+
+def test_future_partitions_refused_before_the_statement(actor, dataset, monkeypatch):
+    Dataset.objects.filter(pk=dataset.pk).update(accepts_future_partitions=True)
+    _change_right_after_the_read(
+        monkeypatch,
+        lambda: Dataset.objects.filter(pk=dataset.pk).update(accepts_future_partitions=False),
+    )
+    with pytest.raises(errors.PartitionInFuture):
+        publish(actor, "2026-12-24")
+    assert not Partition.objects.filter(key="2026-12-24").exists()
 
 
 def test_made_critical_before_the_statement_pings_the_watchdog(

@@ -138,7 +138,9 @@ def test_staged_revisions_are_ready_but_not_current_and_tell_no_one(actor, datas
     assert staged.count() == 7
     assert {r.state for r in staged} == {"ready"} and {r.code_version for r in staged} == {"def2"}
     assert Delivery.objects.count() == deliveries
-    assert selectors.partition_latest_ready(dataset=dataset).current_revision.version == "v1"
+    assert (
+        selectors.partition_latest_ready(dataset=dataset, now=NOW).current_revision.version == "v1"
+    )
 
 
 def test_staging_repeats_are_no_ops_and_a_failed_one_may_become_ready(actor, dataset):

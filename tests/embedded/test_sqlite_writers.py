@@ -80,7 +80,7 @@ else:
         try:
             partitions = Partition.objects.filter(dataset=dataset).count()
             events = ReadinessEvent.objects.count()
-            selectors.partition_latest_ready(dataset=dataset)
+            selectors.partition_latest_ready(dataset=dataset, now=timezone.now())
             if role == "work":
                 tasks.deliver_due()  # the worker task: claims, sends, records retries
                 with transaction.atomic():  # BEGIN IMMEDIATE: competes for the write lock

@@ -85,6 +85,17 @@ def test_catalog_lists_every_dataset_with_badge_and_latest_ready_partition(ada, 
 
 
 @time_machine.travel(NOW, tick=False)
+def test_a_future_partition_is_not_the_latest_ready_on_the_catalog_page(ada, catalog):
+    """A forecast's partition (or one stored before future partitions were refused) is
+    not the latest ready before its period starts."""
+    ready(catalog["fresh"], "2026-11-29")
+    ready(catalog["fresh"], "2027-06-01")
+    ready(catalog["plain"], "2026-11-28", start=NOW)  # started this very instant
+    rows = {d.name: f.latest_ready for d, f in ada.get("/").context["rows"]}
+    assert (rows["raw/orders"], rows["wh.public.refunds"]) == ("2026-11-27", "2026-11-28")
+
+
+@time_machine.travel(NOW, tick=False)
 def test_catalog_badges_agree_with_the_api_freshness(ada, catalog):
     response = ada.get("/")
     for dataset, fresh in response.context["rows"]:

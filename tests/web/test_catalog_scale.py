@@ -28,12 +28,13 @@ SELECT 'team-' || t, 'Team ' || t, '', '', '', now() FROM generate_series(0, 19)
 INSERT INTO catalog_dataset (namespace, name, owner_id, description, criticality,
     partitioning, partition_timezone, completion_signal, success_marker, manifest_name,
     storage_source, location_template, sla_cron, sla_timezone, sla_grace_seconds,
-    change_notice_days, lifecycle, badge_token, created_at, updated_at)
+    change_notice_days, accepts_future_partitions, lifecycle, badge_token, created_at,
+    updated_at)
 SELECT 's3://lake-' || (d % 7), 'raw/table_' || lpad(d::text, 5, '0'),
     (SELECT id FROM catalog_team WHERE slug = 'team-' || (d % 20)), 'table ' || d,
     (ARRAY['low', 'medium', 'high', 'critical'])[1 + d % 4], 'daily', 'UTC', 'event',
     '_SUCCESS', '_manifest.json', '', '', CASE WHEN d % 3 = 0 THEN '' ELSE '0 6 * * *' END,
-    'UTC', 0, 14, 'active', left(md5(d::text) || md5('b' || d::text), 43),
+    'UTC', 0, 14, false, 'active', left(md5(d::text) || md5('b' || d::text), 43),
     now() - interval '400 days', now()  -- registered before its history: every period tracked
 FROM generate_series(1, 10000) d;
 

@@ -234,6 +234,7 @@ def edit_data(dataset, **changes):
         "sla_timezone": dataset.sla_timezone,
         "sla_grace_seconds": dataset.sla_grace_seconds,
         "change_notice_days": dataset.change_notice_days,
+        **({"accepts_future_partitions": "on"} if dataset.accepts_future_partitions else {}),
         "lifecycle": dataset.lifecycle,
         "sunset_at": "",
         "override_reason": "",
@@ -256,6 +257,29 @@ def test_owner_edits_through_dataset_update_and_it_is_audited(owner, orders_dail
         "sla_cron": ["30 6 * * *", "0 7 * * *"],
     }
     assert "Saved." in owner.get(response["Location"]).content.decode()
+
+
+def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
+    response = owner.post(
+        f"/datasets/{orders_daily.pk}/edit",
+        edit_data(orders_daily, accepts_future_partitions="on"),
+    )
+    assert response.status_code == 302
+    orders_daily.refresh_from_db()
+    assert orders_daily.accepts_future_partitions is True
+    entry = AuditEntry.objects.get(dataset=orders_daily, action="dataset.updated")
+    assert entry.changes == {"accepts_future_partitions": [False, True]}
+    _, body = page(owner, orders_daily)
+    assert "accepts future partitions" in body
+
+    owner.post(f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily))  # unchanged
+    orders_daily.refresh_from_db()
+    assert orders_daily.accepts_future_partitions is True
+    data = edit_data(orders_daily)
+    del data["accepts_future_partitions"]  # an unticked box is not sent
+    owner.post(f"/datasets/{orders_daily.pk}/edit", data)
+    orders_daily.refresh_from_db()
+    assert orders_daily.accepts_future_partitions is False
 
 
 @pytest.mark.parametrize(
