@@ -1,6 +1,7 @@
 """Operator views of the catalog. Secrets never appear: keys are digests, webhook secrets
 stay encrypted and are excluded."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
@@ -41,8 +42,22 @@ class MembershipInline(admin.TabularInline):
     raw_id_fields = ("user",)
 
 
+class TeamForm(forms.ModelForm):
+    """A team's contact Slack webhook follows the rules of consumer webhooks."""
+
+    contact_slack_webhook = forms.URLField(required=False, max_length=200, assume_scheme="https")
+
+    def clean_contact_slack_webhook(self) -> str:
+        url = self.cleaned_data["contact_slack_webhook"]
+        refusal = delivery.slack_webhook_refusal(url) if url else None
+        if refusal:
+            raise forms.ValidationError(refusal, code="slack_webhook")
+        return url
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
+    form = TeamForm
     list_display = ("slug", "name", "contact_email", "created_at")
     search_fields = ("slug", "name")
     inlines = [MembershipInline]

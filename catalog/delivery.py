@@ -17,15 +17,12 @@ every 30 s and expired leases are claimable again.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
-import socket
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -35,6 +32,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 import outbound
+from outbound import mail, slack, targets
 
 from . import doorbell, errors, notices, secrets, watchdog_feed
 from .crashpoints import crashpoint
@@ -54,40 +52,35 @@ def _config() -> dict:
 
 def webhook_url_acceptable(url: str) -> bool:
     """Whether ``url`` may be a subscription's webhook: https (or http where
-    ``TIDEMARK_OUTBOUND_ALLOW_HTTP``) and no credentials in it. The API and the web pages
-    both check it before ``subscription_create``."""
-    parts = urlsplit(url)
-    schemes = ("https", "http") if settings.TIDEMARK_OUTBOUND_ALLOW_HTTP else ("https",)
-    return parts.scheme in schemes and not parts.username and not parts.password
+    ``TIDEMARK_OUTBOUND_ALLOW_HTTP``) and no credentials in it
+    (``outbound.targets.scheme_refusal``). The API and the web pages both check it before
+    ``subscription_create``."""
+    allow_http = settings.TIDEMARK_OUTBOUND_ALLOW_HTTP
+    return targets.scheme_refusal(url, allow_http=allow_http) is None
 
 
 def webhook_address_refusal(url: str) -> str | None:
-    """Why ``url`` may not be a subscription's webhook because of its host, or None.
+    """Why ``url`` may not be a webhook or Slack webhook because of its host, or None.
 
-    Only a host written as an IP address is judged here (``169.254.169.254``,
-    ``[::1]``, and the legacy IPv4 forms such as ``127.1`` or ``0x7f000001``): one the
-    outbound guard would block (private, loopback, link-local, reserved... unless in
-    ``TIDEMARK_OUTBOUND_ALLOW_NETWORKS``, as loopback is in embedded mode for the demo
-    receiver) is refused with this reason. A host name is not resolved here: names can
-    change what they resolve to, so delivery checks every resolved address at connect
-    time (``outbound.Sender``), which is the guard; this check only refuses early what
-    can never be delivered.
+    ``outbound.targets.address_refusal`` with the outbound guard's policy: a host written
+    as an IP address (``169.254.169.254``, ``[::1]``, the legacy IPv4 forms such as
+    ``127.1``) or ``localhost`` that the guard would block (private, loopback,
+    link-local, reserved... unless in ``TIDEMARK_OUTBOUND_ALLOW_NETWORKS``, as loopback is
+    in embedded mode for the demo receiver) is refused with this reason. A host name is
+    not resolved here: delivery checks every resolved address at connect time
+    (``outbound.Sender``), which is the guard; this check only refuses early what can
+    never be delivered. The watchdog judges its channels' URLs by the same rules.
     """
-    host = urlsplit(url).hostname
-    if not host:
-        return None
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        try:  # inet_aton parses the numeric IPv4 shorthands; it never resolves a name
-            address = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
-    try:
-        address_policy().check(address, host)
-    except outbound.BlockedAddress:
-        return f"{host} is not a public address; webhooks are only sent to public addresses"
-    return None
+    refusal = targets.address_refusal(url, policy=address_policy())
+    return refusal.detail if refusal else None
+
+
+def slack_webhook_refusal(url: str) -> str | None:
+    """Why ``url`` may not be a team's Slack webhook, or None: the rules of consumer
+    webhooks (https, no credentials, no blocked address; ``outbound.targets.url_refusal``).
+    The admin checks it when a team's ``contact_slack_webhook`` is set."""
+    refusal = targets.url_refusal(url, policy=address_policy())
+    return refusal.detail if refusal else None
 
 
 def address_policy() -> outbound.AddressPolicy:
@@ -224,8 +217,7 @@ def delivery_send(
     if claim.kind == Endpoint.Kind.WATCHDOG:
         return watchdog_feed.send(claim.body, base_url=claim.url, sender=sender)
     if claim.kind == Endpoint.Kind.SLACK:
-        _, text = notices.render_text(json.loads(claim.body))
-        body = json.dumps({"text": text}).encode()
+        body = slack.payload(notices.render_slack(json.loads(claim.body)))
         return sender.post(claim.url, body, {"Content-Type": "application/json"})
     timestamp = int(now.timestamp())
     headers = {
@@ -242,6 +234,8 @@ def delivery_send(
 def _send_email(claim: Claim) -> outbound.AttemptResult:
     started = time.monotonic()
     subject, text = notices.render_text(json.loads(claim.body))
+    # A subject of one line, cut: user-supplied words never add a header nor fail the send.
+    subject, text = mail.subject(subject), mail.body(text)
     try:
         send_mail(subject, text, None, [claim.url.removeprefix("mailto:")])
     except Exception as exc:  # any backend failure (SMTP, DNS, auth) is worth a retry
@@ -273,7 +267,11 @@ def delivery_record(
         another worker took over); then nothing is written.
     """
     config = _config()
-    verdict = outbound.classify(result.status_code, retry_after=result.retry_after, now=now)
+    # A target refused by the guard (``blocked``, ``invalid_url``) is rejected: a resend
+    # is refused the same way.
+    verdict = outbound.classify(
+        result.status_code, retry_after=result.retry_after, error_kind=result.error_kind, now=now
+    )
     delay = None
     if verdict.decision == outbound.Decision.SUCCEEDED:
         state = Delivery.State.SUCCEEDED
@@ -290,9 +288,6 @@ def delivery_record(
             )
     else:
         state = Delivery.State.REJECTED
-    if result.error_kind in ("blocked", "invalid_url"):
-        # The URL itself is refused by policy: retrying cannot help.
-        state, delay = Delivery.State.REJECTED, None
     error = result.error or (
         f"HTTP {result.status_code}" if state != Delivery.State.SUCCEEDED else ""
     )

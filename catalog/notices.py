@@ -10,10 +10,13 @@ import fnmatch
 import json
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
+
+from outbound import slack
 
 from . import doorbell
 from .models import Dataset, Delivery, Endpoint, Notification, Team
@@ -92,8 +95,20 @@ def queue(notification: Notification, endpoint_ids: set[int], *, now: datetime) 
     return len(endpoint_ids)
 
 
-def render_text(payload: dict[str, Any]) -> tuple[str, str]:
-    """A notification as (subject, text) for people: email and Slack."""
+@dataclass(frozen=True)
+class Link:
+    """A link in a notice's text: its address in plain text, a real link in Slack."""
+
+    url: str
+
+
+# A notice's text: plain text (user-supplied words included, never markup) and links.
+Segment = str | Link
+
+
+def render(payload: dict[str, Any]) -> tuple[str, list[Segment]]:
+    """A notification for people: (subject, text segments); ``render_text`` and
+    ``render_slack`` give it the form of each receiving system."""
     data = payload.get("data", {})
     kind = payload.get("type", "")
     if kind == Notification.Type.ENDPOINT_DISABLED:
@@ -105,7 +120,7 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
             f"are sent once you re-enable it (POST {endpoint}/enable); the failed ones are dead "
             f"letters you can replay (POST {endpoint}/replay)."
         )
-        return subject, text
+        return subject, [text]
     dataset = data.get("dataset") or {}
     if kind.startswith("change_notice."):
         return _change_notice_text(kind, data)
@@ -118,12 +133,29 @@ def render_text(payload: dict[str, Any]) -> tuple[str, str]:
             f"{name} partitions {data.get('first_partition')} to {data.get('last_partition')} "
             f"now serve version {data.get('version')} (code {data.get('code_version') or '-'})."
         )
-        return subject, text
+        return subject, [text]
     subject = f"Tidemark: {kind} {dataset.get('namespace', '')}/{dataset.get('name', '')}"
-    return subject, f"{subject} partition {data.get('partition')}"
+    return subject, [f"{subject} partition {data.get('partition')}"]
 
 
-def _schema_change_text(data: dict[str, Any]) -> tuple[str, str]:
+def render_text(payload: dict[str, Any]) -> tuple[str, str]:
+    """A notification as (subject, text) in plain text, links as their addresses (email;
+    ``outbound.mail`` folds the subject to one line before it becomes a header)."""
+    subject, segments = render(payload)
+    return subject, "".join(s.url if isinstance(s, Link) else s for s in segments)
+
+
+def render_slack(payload: dict[str, Any]) -> str:
+    """A notification as Slack markup: every piece of text escaped (``outbound.slack``),
+    so no user-supplied name or description can mention a channel or carry a link; links
+    shown as their own addresses."""
+    _, segments = render(payload)
+    return "".join(
+        slack.link(s.url) if isinstance(s, Link) else slack.escape_text(s) for s in segments
+    )
+
+
+def _schema_change_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
     """An unannounced breaking schema change, for the owner team's people."""
     dataset = data.get("dataset") or {}
     name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
@@ -144,10 +176,10 @@ def _schema_change_text(data: dict[str, Any]) -> tuple[str, str]:
         f"Announce one (POST /api/v1/datasets/{dataset.get('id')}/change-notices) or restore "
         f"the columns; governance lists it at {data.get('report_path')}."
     )
-    return subject, "\n".join(lines)
+    return subject, ["\n".join(lines)]
 
 
-def _change_notice_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+def _change_notice_text(kind: str, data: dict[str, Any]) -> tuple[str, list[Segment]]:
     """A change notice for people; an emergency one says so first, with its reason."""
     dataset = data.get("dataset") or {}
     name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
@@ -159,18 +191,18 @@ def _change_notice_text(kind: str, data: dict[str, Any]) -> tuple[str, str]:
         subject = f"Tidemark: reminder: {urgent}{what} of {name} on {data.get('effective_at')}"
     else:
         subject = f"Tidemark: {urgent}{what} of {name} on {data.get('effective_at')}"
-    lines = [
+    text: list[Segment] = [
         f"Team {data.get('owner')} announced a {what} of {name}, effective "
-        f"{data.get('effective_at')} (announced {data.get('announced_at')}).",
-        str(data.get("description", "")),
+        f"{data.get('effective_at')} (announced {data.get('announced_at')}).\n"
+        + str(data.get("description", ""))
     ]
     if data.get("emergency"):
-        lines.append(f"Announced with less than the notice period: {data.get('override_reason')}")
+        text.append(f"\nAnnounced with less than the notice period: {data.get('override_reason')}")
     if data.get("link"):
-        lines.append(f"Details: {data['link']}")
+        text += ["\nDetails: ", Link(str(data["link"]))]
     if kind != Notification.Type.CHANGE_NOTICE_EFFECTIVE:
-        lines.append(f"Acknowledge it: POST {data.get('acknowledge_path')}")
-    return subject, "\n".join(lines)
+        text.append(f"\nAcknowledge it: POST {data.get('acknowledge_path')}")
+    return subject, text
 
 
 def fan_out(

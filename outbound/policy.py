@@ -11,6 +11,10 @@ from email.utils import parsedate_to_datetime
 # Retry-After is honoured up to this many seconds; a longer ask is capped, not obeyed.
 MAX_RETRY_AFTER_SECONDS = 3600.0
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# ``AttemptResult.error_kind`` values meaning the target itself is refused by policy (the
+# SSRF guard blocked its address, or the URL is not one outbound may call): a resend to
+# the same target is refused the same way, so it fails at once.
+REFUSED_ERROR_KINDS = frozenset({"blocked", "invalid_url"})
 
 
 class Decision(enum.StrEnum):
@@ -29,7 +33,11 @@ class Classification:
 
 
 def classify(
-    status_code: int | None, *, retry_after: str | None = None, now: datetime
+    status_code: int | None,
+    *,
+    retry_after: str | None = None,
+    error_kind: str = "",
+    now: datetime,
 ) -> Classification:
     """Classify one attempt's outcome.
 
@@ -37,6 +45,8 @@ def classify(
         status_code: the HTTP status, or None when no response arrived (connection error,
             timeout, total deadline): those are retried.
         retry_after: the response's ``Retry-After`` header, honoured for 429 and 503.
+        error_kind: the attempt's ``AttemptResult.error_kind``; one of
+            ``REFUSED_ERROR_KINDS`` (the target refused by policy) is rejected.
         now: aware UTC instant, for HTTP-date ``Retry-After`` values.
 
     Returns:
@@ -44,7 +54,10 @@ def classify(
         and 3xx, since redirects are not followed) rejected. Standard Webhooks and Svix retry
         every non-2xx; Tidemark rejects the 4xx a resend cannot fix, so a wrong credential
         or URL surfaces at once instead of after days of retries, and stays replayable.
+        No response: rejected when the target was refused by policy, else retried.
     """
+    if error_kind in REFUSED_ERROR_KINDS:
+        return Classification(Decision.REJECTED)
     if status_code is None:
         return Classification(Decision.RETRY)
     if 200 <= status_code < 300:

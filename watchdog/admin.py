@@ -2,7 +2,7 @@
 
 A monitor edited here goes through the same rules as the REST API: its fields are checked
 by ``monitors.validate`` (errors shown on the form) and a changed schedule re-plans its next
-deadline and start from now.
+deadline and start from now. A channel's target is checked as the API checks it.
 
 Operators of the on-call pages are made with ``manage.py create_operator`` (which sets the
 password); here their labels can be changed and an account deactivated (its sessions end
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from problems import ValidationProblem
 
-from . import monitors, operators
+from . import channels, monitors, operators
 from .models import Channel, Incident, Monitor, Operator, Page
 
 
@@ -53,8 +53,23 @@ class MonitorAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+class ChannelForm(forms.ModelForm):
+    """The admin's channel form: the target is checked as the REST API checks it
+    (``channels.target_refusal``)."""
+
+    def clean(self):
+        cleaned = super().clean()
+        kind, target = cleaned.get("kind"), cleaned.get("target")
+        if kind and target:
+            refusal = channels.target_refusal(kind=kind, target=target)
+            if refusal is not None:
+                self.add_error("target", channels.refusal_detail(refusal, target=target))
+        return cleaned
+
+
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
     list_display = ("name", "kind", "owner")
     exclude = ("secret_encrypted",)
 

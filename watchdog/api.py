@@ -9,6 +9,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import exceptions, serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,6 +20,7 @@ from problems import NotFound, Problem
 
 from . import monitors, pings
 from .auth import TokenAuthentication
+from .channels import refusal_detail, target_refusal
 from .models import Channel, Incident, Monitor, Ping
 
 
@@ -50,11 +52,24 @@ class PingProblem(Problem):
 # --- serializers ------------------------------------------------------------------------
 
 
+def _target_checked(attrs: dict) -> dict:
+    """Refuse a channel's target by ``channels.target_refusal``, as an error of ``target``
+    carrying the rule."""
+    refusal = target_refusal(kind=attrs["kind"], target=attrs["target"])
+    if refusal is not None:
+        detail = refusal_detail(refusal, target=attrs["target"])
+        raise serializers.ValidationError({"target": ErrorDetail(detail, code=refusal.rule)})
+    return attrs
+
+
 class ChannelSerializer(serializers.ModelSerializer):
     class Meta:
         model = Channel
         fields = ["id", "name", "kind", "target", "owner", "created_at"]
         read_only_fields = ["id", "created_at"]
+
+    def validate(self, attrs):
+        return _target_checked(attrs)
 
 
 # What a monitor's managers set; the rest is the watchdog's own state.
@@ -256,6 +271,9 @@ class ChannelSpecSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(Channel.Kind.choices)
     target = serializers.CharField(max_length=2048)
     name = serializers.CharField(max_length=200, required=False)
+
+    def validate(self, attrs):
+        return _target_checked(attrs)
 
 
 class ExternalMonitorInputSerializer(MonitorInputSerializer):

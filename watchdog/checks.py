@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 
 import environ
+from django.conf import settings
 from django.core import checks
+
+from outbound import targets
+
+from .channels import address_policy, target_refusal
 
 
 @checks.register(checks.Tags.database, deploy=False)
@@ -37,3 +42,36 @@ def separate_database(app_configs=None, **kwargs):
             )
         ]
     return []
+
+
+@checks.register(deploy=False)
+def paging_targets(app_configs=None, **kwargs):
+    """The operators' channels (``WATCHDOG_OPERATORS_CHANNELS``) and the PagerDuty Events
+    API URL (``WATCHDOG_PAGERDUTY_URL``) follow the rules of a channel created over the
+    API (``channels.target_refusal``): a target the outbound guard would refuse at every
+    send is a deployment error, found before anyone needs to be paged."""
+    errors = []
+    for index, spec in enumerate(settings.WATCHDOG_OPERATORS_CHANNELS):
+        target = str(spec.get("target", ""))
+        refusal = target_refusal(kind=str(spec.get("kind", "")), target=target)
+        if refusal is not None:
+            errors.append(
+                checks.Error(
+                    f"WATCHDOG_OPERATORS_CHANNELS[{index}] target {target!r}: {refusal.detail}.",
+                    hint="Give a public https URL, or allow-list its network in "
+                    "TIDEMARK_OUTBOUND_ALLOW_NETWORKS.",
+                    id="watchdog.E002",
+                )
+            )
+    url = settings.WATCHDOG_PAGING["pagerduty_url"]
+    refusal = targets.url_refusal(url, policy=address_policy())
+    if refusal is not None:
+        errors.append(
+            checks.Error(
+                f"WATCHDOG_PAGERDUTY_URL {url!r}: {refusal.detail}.",
+                hint="Leave the default (PagerDuty's own Events API), or allow-list the "
+                "network of your relay in TIDEMARK_OUTBOUND_ALLOW_NETWORKS.",
+                id="watchdog.E003",
+            )
+        )
+    return errors

@@ -13,6 +13,7 @@ from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, schedule
+from .channels import check_target as check_channel_target
 from .models import Channel, Monitor
 
 # Changing one of these re-plans the next deadline.
@@ -229,7 +230,12 @@ def monitor_resume(monitor: Monitor, *, now: datetime) -> Monitor:
 
 def channel_create(*, kind: str, name: str, target: str, owner: str = "") -> tuple[Channel, str]:
     """Create a channel. A webhook channel gets a Standard Webhooks signing secret,
-    returned once (``""`` for other kinds) and kept encrypted."""
+    returned once (``""`` for other kinds) and kept encrypted.
+
+    Raises:
+        ValidationProblem: the target is refused (``channels.target_refusal``).
+    """
+    check_channel_target(kind=kind, target=target)
     secret = outbound.generate_secret() if kind == Channel.Kind.WEBHOOK else ""
     channel = Channel.objects.create(
         kind=kind,

@@ -9,7 +9,11 @@ trigger is never sent after its resolve.
 
 Channels: PagerDuty Events API v2 (``dedup_key`` per incident, so trigger and resolve
 pair and a repeated trigger attaches to the open alert), Slack incoming webhooks, signed
-webhooks (Standard Webhooks v1) and email through Django's mail backend.
+webhooks (Standard Webhooks v1) and email through Django's mail backend. What user-supplied
+words (monitor names, owners, run ids, partitions) may become for each is decided in
+``outbound``: ``pagerduty`` (a one-line summary, details as JSON values), ``slack`` (every
+piece escaped, links built there) and ``mail`` (a one-line subject, a plain-text body).
+A target the SSRF guard refuses at send time fails the page at once, without retries.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
+from django.urls import NoReverseMatch, reverse
 
 import outbound
-from outbound import secretbox
+from outbound import mail, pagerduty, secretbox, slack
 from outbound.secretbox import InvalidToken
 
 from . import db
+from .channels import address_policy
 from .models import Channel, Incident, Monitor, Page, PageGroup
 
 logger = logging.getLogger(__name__)
@@ -40,6 +46,7 @@ class Outcome:
     status_code: int | None
     error: str = ""
     retry_after: str | None = None
+    error_kind: str = ""  # outbound.AttemptResult.error_kind when no response arrived
 
 
 def _config(name: str):
@@ -49,10 +56,7 @@ def _config(name: str):
 def sender_from_settings() -> outbound.Sender:
     """The watchdog's HTTP sender: the same SSRF guard, timeouts and deadline as webhooks."""
     return outbound.Sender(
-        policy=outbound.AddressPolicy.from_strings(
-            settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS,
-            allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP,
-        ),
+        policy=address_policy(),
         total_deadline=_config("deadline_seconds"),
         user_agent="Tidemark-Watchdog/1",
     )
@@ -192,6 +196,8 @@ def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
     try:
         if channel.kind == Channel.Kind.EMAIL:
             subject, text = _words(page)
+            # A subject of one line, cut: a monitor's name never adds a header.
+            subject, text = mail.subject(subject), mail.body(text)
             send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [channel.target])
             return Outcome(200)
         url, body, headers = _request(page, now=now)
@@ -202,6 +208,7 @@ def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
         result.status_code,
         result.error or (result.response_excerpt if (result.status_code or 0) >= 300 else ""),
         result.retry_after,
+        result.error_kind,
     )
 
 
@@ -251,10 +258,41 @@ def _subject(page: Page) -> _Subject:
 
 
 def _words(page: Page) -> tuple[str, str]:
+    """(subject, text) in plain text; the text ends with the on-call page, if known."""
     summary = _subject(page).summary
     if page.action == Page.Action.RESOLVE:
-        return f"[resolved] {summary}", f"Resolved: {summary}"
-    return f"[down] {summary}", summary
+        subject, text = f"[resolved] {summary}", f"Resolved: {summary}"
+    else:
+        subject, text = f"[down] {summary}", summary
+    url = _oncall_url(page)
+    return subject, f"{text}\n\nOn-call page: {url}" if url else text
+
+
+def _oncall_url(page: Page) -> str | None:
+    """Where on-call sees what the page is about, on the watchdog's own server
+    (``WATCHDOG_PUBLIC_URL``): the monitor's page, or the incident list for a group."""
+    base = settings.WATCHDOG_PUBLIC_URL.rstrip("/")
+    try:
+        if page.incident is None:
+            path = reverse("oncall:incident-list")
+        else:
+            path = reverse("oncall:monitor-detail", args=[page.incident.monitor_id])
+    except NoReverseMatch:  # a deployment without the on-call pages
+        return None
+    return f"{base}{path}" if base else None
+
+
+def _slack_text(page: Page) -> str:
+    """The Slack message: the subject escaped, and a link to the on-call page labelled
+    with the monitor's name (escaped as well: ``outbound.slack``)."""
+    icon = ":white_check_mark:" if page.action == Page.Action.RESOLVE else ":rotating_light:"
+    subject, _ = _words(page)
+    text = f"{icon} {slack.escape_text(subject)}"
+    url = _oncall_url(page)
+    if url:
+        label = "open incidents" if page.incident is None else page.incident.monitor.name
+        text += f" ({slack.link(url, label)})"
+    return text
 
 
 def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
@@ -262,31 +300,25 @@ def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
     subject = _subject(page)
     details = subject.details
     if channel.kind == Channel.Kind.PAGERDUTY:
-        # PagerDuty Events API v2: https://developer.pagerduty.com/docs/events-api-v2/trigger-events
-        event = {
-            "routing_key": channel.target,
-            "event_action": page.action,
-            "dedup_key": subject.dedup_key,
-        }
         if page.action == Page.Action.TRIGGER:
-            event["payload"] = {
-                "summary": subject.summary,
-                "source": "tidemark-watchdog",
-                "severity": "critical",
-                "timestamp": subject.opened_at.isoformat(),
-                "component": subject.component,
-                "group": subject.group,
-                "class": subject.kind,
-                "custom_details": details,
-            }
-        body = json.dumps(event).encode()
-        return _config("pagerduty_url"), body, {"Content-Type": "application/json"}
+            event = pagerduty.trigger(
+                routing_key=channel.target,
+                dedup_key=subject.dedup_key,
+                summary=subject.summary,
+                source="tidemark-watchdog",
+                timestamp=subject.opened_at,
+                component=subject.component,
+                group=subject.group,
+                kind=subject.kind,
+                custom_details=details,
+            )
+        else:
+            event = pagerduty.resolve(routing_key=channel.target, dedup_key=subject.dedup_key)
+        return _config("pagerduty_url"), pagerduty.body(event), {"Content-Type": "application/json"}
     if channel.kind == Channel.Kind.SLACK:
-        icon = ":white_check_mark:" if page.action == Page.Action.RESOLVE else ":rotating_light:"
-        subject, _ = _words(page)
         return (
             channel.target,
-            json.dumps({"text": f"{icon} {subject}"}).encode(),
+            slack.payload(_slack_text(page)),
             {"Content-Type": "application/json"},
         )
     # Signed webhook, Standard Webhooks v1: the page id is the stable webhook-id.
@@ -313,7 +345,13 @@ def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
 def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) -> None:
     """Write the attempt's outcome, fenced by the claim token: a sender whose lease ran out
     and was taken over writes nothing."""
-    decision = outbound.classify(outcome.status_code, retry_after=outcome.retry_after, now=now)
+    # A target the guard refused (``blocked``, ``invalid_url``) is rejected: failed at once.
+    decision = outbound.classify(
+        outcome.status_code,
+        retry_after=outcome.retry_after,
+        error_kind=outcome.error_kind,
+        now=now,
+    )
     attempts = page.attempts + 1
     changes: dict = {
         "attempts": attempts,

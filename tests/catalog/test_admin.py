@@ -105,3 +105,27 @@ def test_dataset_admin_cannot_change_lifecycle_sunset_or_owner(client):
     dataset.refresh_from_db()
     assert dataset.description == "after"  # the rest of the form still saves
     assert (dataset.lifecycle, dataset.sunset_at, dataset.owner) == ("active", None, owner)
+
+
+def test_a_team_slack_webhook_follows_the_rules_of_webhooks(admin_client, settings):
+    from catalog.models import Team
+
+    settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []  # production's policy
+    form = {"slug": "orders", "name": "Orders", "membership_set-TOTAL_FORMS": "0"}
+    form["membership_set-INITIAL_FORMS"] = "0"
+    for url, error in [
+        ("https://169.254.169.254/hook", "not a public address"),
+        ("https://10.0.0.5/hook", "not a public address"),
+        ("https://user:pw@hooks.slack.com/services/x", "must not carry credentials"),
+    ]:
+        response = admin_client.post(
+            "/admin/catalog/team/add/", {**form, "contact_slack_webhook": url}
+        )
+        assert response.status_code == 200 and error in response.content.decode(), url
+    assert not Team.objects.exists()
+    accepted = admin_client.post(
+        "/admin/catalog/team/add/",
+        {**form, "contact_slack_webhook": "https://hooks.slack.com/services/T0/B0/x"},
+    )
+    assert accepted.status_code == 302
+    assert Team.objects.get().contact_slack_webhook == "https://hooks.slack.com/services/T0/B0/x"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from rest_framework.test import APIClient
 
+from watchdog import tokens
 from watchdog.models import Channel
 
 
@@ -26,6 +28,15 @@ def pagerduty(httpserver, settings):
         "pagerduty_url": httpserver.url_for("/v2/enqueue"),
     }
     return events
+
+
+@pytest.fixture
+def api(db):
+    """An API client holding a watchdog token (``Authorization: Bearer wd_...``)."""
+    _, value = tokens.create("test")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {value}")
+    return client
 
 
 @pytest.fixture
