@@ -11,7 +11,7 @@ DEV := $(VENV)/.dev-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
 DOCS_VENV := var/docs-venv
 DOCS_TOOLS := $(DOCS_VENV)/.installed-$(shell cat requirements/docs.txt | cksum | cut -d' ' -f1)
 
-.PHONY: run demo test docs docs-serve lint format lock bench bench-poll bench-lineage clean
+.PHONY: run demo test test-oracle docs docs-serve lint format lock bench bench-poll bench-lineage clean
 
 $(RUNTIME): requirements/runtime.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,14 @@ docs: $(DOCS_TOOLS)
 
 docs-serve: $(DOCS_TOOLS)
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8002
+
+# The oracle property tests (watchdog judgement, catalog freshness, the DST policy) at
+# length: TIDEMARK_ORACLE_EXAMPLES examples each (2000 by default; about an hour here).
+test-oracle: $(DEV)
+	bin/ensure-services
+	TIDEMARK_ORACLE_EXAMPLES=$${TIDEMARK_ORACLE_EXAMPLES:-2000} $(PY) -m pytest -p no:timeout \
+		tests/watchdog/test_oracle.py tests/catalog/test_freshness_oracle.py \
+		tests/schedules/test_dst_policy.py
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .

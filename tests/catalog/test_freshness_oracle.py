@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -42,13 +41,7 @@ from catalog.services.publishing import readiness_publish
 from problems import Problem
 from schedules import next_deadline
 from tests.catalog import freshness_oracle as oracle
-
-
-def oracle_examples(default: int) -> int:
-    """How many examples an oracle property test runs: ``default`` in the ordinary run,
-    ``TIDEMARK_ORACLE_EXAMPLES`` for a long one."""
-    return int(os.environ.get("TIDEMARK_ORACLE_EXAMPLES", default))
-
+from tests.schedules.strategies import oracle_examples
 
 EXAMPLES = oracle_examples(40)
 # An example takes about a second; a long run gets the time it needs.
