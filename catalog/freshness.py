@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -44,8 +44,17 @@ def sla_of(dataset: Dataset) -> FreshnessSla | None:
     )
 
 
-def schedule(dataset: Dataset, *, now: datetime) -> None:
-    """Set the first deadline to judge after ``now`` (on registration or an SLA change).
+def schedule(dataset: Dataset, *, now: datetime, owed_from: datetime | None = None) -> None:
+    """Set the first deadline to judge, on registration (the first one after ``now``) or
+    an SLA change.
+
+    Args:
+        now: aware UTC instant of the change.
+        owed_from: on an SLA change, the earliest deadline the replaced SLA had not judged
+            yet (the dataset's ``next_deadline_at`` before the change), or None. The new
+            SLA's deadlines from then on are still judged, by the new rule: a change made
+            while a deadline is in its grace period (or while evaluations were behind)
+            never skips that deadline.
 
     Does not save; the caller saves the dataset.
     """
@@ -53,7 +62,8 @@ def schedule(dataset: Dataset, *, now: datetime) -> None:
     if sla is None:
         dataset.next_deadline_at = dataset.next_check_at = None
         return
-    dataset.next_deadline_at = sla.next_deadline(now)
+    after = now if owed_from is None else min(now, owed_from - timedelta(seconds=1))
+    dataset.next_deadline_at = sla.next_deadline(after)
     dataset.next_check_at = sla.late_after(dataset.next_deadline_at)
 
 

@@ -173,13 +173,14 @@ def dataset_update(
             },
         )
     audited = {}
+    owed_from = dataset.next_deadline_at
     for field_name, new in changes.items():
         old = getattr(dataset, field_name)
         if old != new and field_name in Dataset.AUDITED_FIELDS:
             audited[field_name] = [_jsonable(old), _jsonable(new)]
         setattr(dataset, field_name, new)
     if SLA_FIELDS & set(audited):
-        freshness.schedule(dataset, now=timezone.now())
+        freshness.schedule(dataset, now=timezone.now(), owed_from=owed_from)
     if POLL_FIELDS & set(audited):
         _attach_poll_group(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)

@@ -194,6 +194,40 @@ def test_sla_change_reschedules_and_is_audited(owner):
     assert dataset.next_deadline_at == utc(2026, 11, 29, 9)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"sla_grace_seconds": 1800},  # a shorter grace: 06:00 is late at 06:30
+        {"sla_cron": "5 6 * * *"},  # a deadline moved by five minutes
+        {"sla_timezone": "UTC", "sla_grace_seconds": 2400},  # same zone named again
+    ],
+    ids=["grace", "cron", "zone-and-grace"],
+)
+def test_sla_change_inside_a_grace_period_still_judges_that_deadline(owner, change):
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=3600)
+    with time_machine.travel(utc(2026, 11, 29, 6, 20), tick=False):  # 06:00 in its grace
+        dataset = dataset_update(actor=Actor(team=owner, username="t"), dataset=dataset, **change)
+    assert dataset.next_deadline_at <= utc(2026, 11, 29, 6, 5)
+
+    [late] = freshness.evaluate_due(now=utc(2026, 11, 29, 7, 6))
+    assert late.partition == "2026-11-28"
+    assert Notification.objects.filter(type="dataset.late").count() == 1
+    assert freshness.evaluate_due(now=utc(2026, 11, 30, 7, 6))[0].partition == "2026-11-29"
+
+
+def test_sla_change_after_a_judged_deadline_does_not_judge_it_again(owner):
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=600)
+    [late] = freshness.evaluate_due(now=utc(2026, 11, 29, 6, 11))
+    assert late.partition == "2026-11-28"
+    with time_machine.travel(utc(2026, 11, 29, 6, 30), tick=False):
+        dataset = dataset_update(
+            actor=Actor(team=owner, username="t"), dataset=dataset, sla_grace_seconds=60
+        )
+    assert dataset.next_deadline_at == utc(2026, 11, 30, 6)
+    assert freshness.evaluate_due(now=utc(2026, 11, 29, 23)) == []
+    assert Notification.objects.filter(type="dataset.late").count() == 1
+
+
 def test_freshness_api_and_command(owner, client_for, capsys):
     dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *")
     EndpointFactory(team=owner)
