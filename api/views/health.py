@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import connections
 from django.http import JsonResponse
 
+from httpkit import outage
+
 
 def healthz(request):
     """Process alive: answers 200 without touching any dependency."""
@@ -12,7 +14,8 @@ def healthz(request):
 
 
 def readyz(request):
-    """Ready to serve: 503 only when the catalog database is unreachable.
+    """Ready to serve: 503 (with ``Retry-After``, as every answer during an outage) only
+    when the catalog database is unreachable.
 
     A broker outage is reported as ``degraded`` with 200, since publishing keeps working
     without it (doorbells are best-effort; sweepers catch up).
@@ -32,7 +35,9 @@ def readyz(request):
                 database.close()
                 continue
             checks["database"] = f"unreachable: {type(exc).__name__}"
-            return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+            response = JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+            response["Retry-After"] = str(outage.RETRY_AFTER_SECONDS)
+            return response
     checks["broker"] = _broker_check()
     status = "ok" if checks["broker"] == "ok" else "degraded"
     return JsonResponse({"status": status, "checks": checks})

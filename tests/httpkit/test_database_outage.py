@@ -200,3 +200,17 @@ def test_other_database_errors_are_not_an_outage(exc):
     assert not outage.is_database_unavailable(getattr(db, exc)("x"))
     assert outage.is_database_unavailable(db.OperationalError("x"))
     assert outage.is_database_unavailable(db.InterfaceError("x"))
+
+
+@both_databases
+@both_servers
+def test_readyz_says_unavailable_with_retry_after_while_the_database_is_down(world):
+    with relayed("default") as relays:
+        assert Client().get("/readyz").status_code == 200
+        relays["default"].cut()
+        response = Client().get("/readyz")
+        assert response.status_code == 503
+        assert response["Retry-After"] == str(outage.RETRY_AFTER_SECONDS)
+        assert response.json()["checks"]["database"].startswith("unreachable: ")
+        relays["default"].restore()
+        assert Client().get("/readyz").status_code == 200
