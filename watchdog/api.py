@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from httpkit.client_address import client_address
 from httpkit.exceptions import problem_exception_handler
 from problems import NotFound, Problem
 
@@ -366,7 +367,7 @@ class ExternalPingApi(WatchdogApiView):
                     kind=Ping.Kind.SUCCESS,
                     method="POST",
                     partition=request.query_params.get("partition", ""),
-                    remote_addr=request.META.get("REMOTE_ADDR", ""),
+                    remote_addr=client_address(request),
                     user_agent=request.META.get("HTTP_USER_AGENT", ""),
                 ),
                 now=timezone.now(),

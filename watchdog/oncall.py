@@ -31,6 +31,7 @@ from django.utils.decorators import decorator_from_middleware
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from httpkit.client_address import client_address
 from httpkit.storable import has_unstorable
 
 from . import monitors, operators, schedule, selectors
@@ -154,7 +155,7 @@ def login(request: HttpRequest) -> HttpResponse:
         signed_in = operators.sign_in(
             username=username,
             password=request.POST.get("password", "")[:1024],
-            remote_addr=request.META.get("REMOTE_ADDR", ""),
+            remote_addr=client_address(request),
             now=timezone.now(),
         )
     except operators.SignInRefused as refused:

@@ -14,6 +14,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from httpkit.client_address import client_address
+
 from . import pings
 from .models import Ping
 
@@ -32,7 +34,7 @@ def _ping(request: HttpRequest, key: uuid.UUID, kind: str, exit_status: int | No
         partition=request.GET.get("partition", ""),
         run_id=request.GET.get("rid", ""),
         body=request.read(pings.MAX_PING_BODY) if request.method == "POST" else b"",
-        remote_addr=request.META.get("REMOTE_ADDR", ""),
+        remote_addr=client_address(request),
         user_agent=request.META.get("HTTP_USER_AGENT", ""),
     )
     try:

@@ -154,9 +154,14 @@ DATABASES = {
 DATABASE_ROUTERS = ["config.routers.WatchdogRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# How many reverse proxies stand in front of the web processes, each appending to
+# X-Forwarded-For: the client address (sign-in throttles, pings) is the entry that many
+# places from the right (httpkit.client_address). 0: REMOTE_ADDR, no header believed.
+TIDEMARK_TRUSTED_PROXY_COUNT = env.int("TIDEMARK_TRUSTED_PROXY_COUNT", default=0)
+
 # The catalog's web sign-in (and the admin's) is throttled by django-axes, in the catalog's
 # database: TIDEMARK_LOGIN_FAILURES failed sign-ins for one username, or from one client
-# address (REMOTE_ADDR), refuse further sign-ins with 429 until TIDEMARK_LOGIN_WINDOW
+# address (httpkit.client_address), refuse further sign-ins with 429 until TIDEMARK_LOGIN_WINDOW
 # seconds have passed since the last counted failure (a refused one is not counted).
 # Failures are kept only that long; successful sign-ins are not recorded.
 AUTHENTICATION_BACKENDS = [
@@ -170,6 +175,7 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False  # no banner at every start; failures are still logged
 AXES_LOCKOUT_CALLABLE = "catalog.web.signin.sign_in_locked_out"
+AXES_CLIENT_IP_CALLABLE = "httpkit.client_address.client_address"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

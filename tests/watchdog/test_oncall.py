@@ -81,6 +81,24 @@ def test_anonymous_visitors_are_sent_to_sign_in_and_cannot_pause(oncall_world):
     assert stale.status_code == 302 and stale.cookies[COOKIE].value == ""
 
 
+def test_behind_a_trusted_proxy_the_sign_in_throttle_counts_per_client(orders_oncall, settings):
+    settings.TIDEMARK_TRUSTED_PROXY_COUNT = 1
+    settings.WATCHDOG_ONCALL = {**settings.WATCHDOG_ONCALL, "login_failures_per_addr": 3}
+
+    def via_proxy(username, password, client_addr):
+        return Client().post(
+            "/oncall/login",
+            {"username": username, "password": password},
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR=f"192.0.2.1, {client_addr}",
+        )
+
+    for number in range(3):
+        assert via_proxy(f"guess{number}", "x", "198.51.100.7").status_code == 200
+    assert via_proxy("olga", OPERATOR_PASSWORD, "198.51.100.7").status_code == 429
+    assert via_proxy("olga", OPERATOR_PASSWORD, "198.51.100.8").status_code == 302
+
+
 def test_sign_in_with_the_form_sets_a_scoped_http_only_cookie_and_returns(orders_oncall):
     client = Client(enforce_csrf_checks=True)
     token = _csrf_token(client, "/oncall/login?next=/oncall/incidents")

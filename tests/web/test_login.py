@@ -145,3 +145,24 @@ def test_the_admin_sign_in_shares_the_throttle(client, make_person, settings):
         "/admin/login/", {"username": "root", "password": PASSWORD}, REMOTE_ADDR="10.0.0.9"
     )
     assert refused.status_code == 429
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_throttle(client, make_person, settings):
+    """All sign-ins reach gunicorn from the proxy's address; the client is named by the
+    proxy in X-Forwarded-For, and a value the client wrote itself is not believed."""
+    settings.TIDEMARK_TRUSTED_PROXY_COUNT = 1
+    make_person("ada")
+
+    def via_proxy(username, password, client_addr, forged=""):
+        return client.post(
+            "/accounts/login/",
+            {"username": username, "password": password},
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR=f"{forged}{client_addr}",
+        )
+
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        forged = f"192.0.2.{100 + attempt}, "  # a new forged entry each time: no escape
+        via_proxy(f"guess{attempt}", "wrong", "198.51.100.7", forged=forged)
+    assert via_proxy("ada", PASSWORD, "198.51.100.7").status_code == 429
+    assert _signed_in(via_proxy("ada", PASSWORD, "198.51.100.8"))
