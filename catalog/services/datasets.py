@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import objectstore
-from problems import FieldError, Problem, ValidationProblem
+from problems import REQUIRED_DETAIL, FieldError, Problem, ValidationProblem, invalid_choice
 from schedules import CronError, validate_cron
 from schedules.periods import validate_timezone
 
@@ -67,14 +67,17 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
             )
     source = values.get("storage_source")
     if source and source not in _storage_sources():
-        configured = ", ".join(sorted(_storage_sources())) or "none configured"
-        problems.append(
-            FieldError(
-                "storage_source",
-                f"unknown storage source {source!r} (configured: {configured})",
-                "configured_source",
+        if _storage_sources():
+            problems.append(invalid_choice("storage_source", source, sorted(_storage_sources())))
+        else:
+            problems.append(
+                FieldError(
+                    "storage_source",
+                    f"unknown storage source {source!r}: no storage source is configured "
+                    "(TIDEMARK_STORAGE_SOURCES)",
+                    "configured_source",
+                )
             )
-        )
     if problems:
         raise ValidationProblem("Some dataset fields are not valid.", errors=problems)
 
@@ -286,8 +289,9 @@ def _attach_poll_group(dataset: Dataset, *, now: datetime) -> None:
             problems.append(
                 FieldError(
                     name,
-                    f"required when completion_signal is {dataset.completion_signal}",
-                    "required_for_signal",
+                    f"{REQUIRED_DETAIL.rstrip('.')} when completion_signal is "
+                    f"{dataset.completion_signal}.",
+                    "required",
                 )
             )
     if problems:
