@@ -218,7 +218,8 @@ def validate(data: Any) -> Document:
         declarations.append(declaration)
     if problems:
         raise InvalidDeclaration(
-            f"The declaration has {len(problems)} error(s); the first at {problems[0].field}.",
+            f"The declaration has {len(problems)} error(s); the first at {problems[0].field}: "
+            f"{problems[0].detail}"[:1000],
             errors=problems,
         )
     return Document(team=team, datasets=tuple(declarations))

@@ -110,9 +110,8 @@ def unsupported_media_type_document(request: Any, instance: str | None = None) -
         (``accepted_media_types``), JSON first.
     """
     sent = (getattr(request, "content_type", "") or "").split(";")[0].strip().lower()
-    accepted = list(
-        dict.fromkeys(p.media_type for p in getattr(request, "parsers", None) or ())
-    ) or ["application/json"]
+    parsed = dict.fromkeys(p.media_type for p in getattr(request, "parsers", None) or ())
+    accepted = sorted(parsed, key=lambda m: m != "application/json") or ["application/json"]
     others = [m for m in accepted if m != "application/json"]
     also = "".join(f" (or '{m}')" for m in others)
     detail = (

@@ -129,6 +129,13 @@ class ValidationProblem(Problem):
     title = "The request is not valid"
     status = 400
 
+    @classmethod
+    def of(cls, summary: str, errors: list[FieldError]) -> ValidationProblem:
+        """A problem whose detail is ``summary`` followed by each error's field and detail
+        (so the detail alone says what to fix), at most 1,000 characters."""
+        listed = "; ".join(f"{e.field}: {e.detail}" for e in errors)
+        return cls(f"{summary.rstrip('.')}: {listed}"[:1000], errors=errors)
+
 
 class NotFound(Problem):
     code = "not_found"

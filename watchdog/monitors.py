@@ -86,7 +86,7 @@ def validate(monitor: Monitor) -> None:
     problems += _start_problems(monitor)
     problems += datacheck.definition_problems(monitor)
     if problems:
-        raise ValidationProblem("Some monitor fields are not valid.", errors=problems)
+        raise ValidationProblem.of("Some monitor fields are not valid.", problems)
 
 
 def _start_problems(monitor: Monitor) -> list[FieldError]:

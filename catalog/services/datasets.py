@@ -79,7 +79,7 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
                 )
             )
     if problems:
-        raise ValidationProblem("Some dataset fields are not valid.", errors=problems)
+        raise ValidationProblem.of("Some dataset fields are not valid.", problems)
 
 
 def normalised_identity(namespace: str, name: str):
@@ -295,7 +295,7 @@ def _attach_poll_group(dataset: Dataset, *, now: datetime) -> None:
                 )
             )
     if problems:
-        raise ValidationProblem("The dataset's storage location is not valid.", errors=problems)
+        raise ValidationProblem.of("The dataset's storage location is not valid.", problems)
     if not polled or location is None or not dataset.storage_source:
         dataset.poll_group = None
         return
