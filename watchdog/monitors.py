@@ -62,7 +62,7 @@ def validate(monitor: Monitor) -> None:
             )
     else:
         if not monitor.cron:
-            problems.append(FieldError("cron", f"{_REQUIRED} for a deadline monitor.", "required"))
+            problems.append(FieldError("cron", "required for a deadline monitor", "required"))
         else:
             try:
                 validate_cron(monitor.cron)
