@@ -125,6 +125,10 @@ def problem_document(
 
 
 class ValidationProblem(Problem):
+    """errors[] names each offending field, the rule it broke and why: a missing field is
+    ``required`` ("This field is required."), a value outside a field's choices is
+    ``invalid_choice`` and its detail lists every choice."""
+
     code = "validation_error"
     title = "The request is not valid"
     status = 400
