@@ -118,7 +118,7 @@ def change_notice_announce(
     if effective_at < now:
         problems.append(FieldError("effective_at", "must not be in the past", "not_in_past"))
     if problems:
-        raise ValidationProblem("The change notice is not valid.", errors=problems)
+        raise ValidationProblem.of("The change notice is not valid.", problems)
     days = dataset.change_notice_days
     earliest = notice_periods.earliest_effective_at(now, days)
     if effective_at < earliest and not emergency:

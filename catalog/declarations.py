@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from httpkit.storable import check_storable
-from problems import FieldError, ValidationProblem
+from problems import REQUIRED_DETAIL, FieldError, ValidationProblem, invalid_choice, required
 
 from . import bounded_yaml
 from .identity import IdentityError, normalise_dataset_identity
@@ -187,10 +187,14 @@ def validate(data: Any) -> Document:
         problems.append(FieldError(str(key), "unknown field", "unknown"))
     team = data.get("team")
     if not isinstance(team, str) or not team:
-        problems.append(FieldError("team", "required: the owner team's slug", "required"))
+        problems.append(
+            FieldError("team", f"{REQUIRED_DETAIL} (the owner team's slug)", "required")
+        )
     entries = data.get("datasets")
     if not isinstance(entries, list):
-        problems.append(FieldError("datasets", "required: a list of datasets", "required"))
+        problems.append(
+            FieldError("datasets", f"{REQUIRED_DETAIL} (a list of datasets)", "required")
+        )
         entries = []
     elif len(entries) > MAX_DATASETS:
         problems.append(FieldError("datasets", f"at most {MAX_DATASETS}", "max_items"))
@@ -214,7 +218,8 @@ def validate(data: Any) -> Document:
         declarations.append(declaration)
     if problems:
         raise InvalidDeclaration(
-            f"The declaration has {len(problems)} error(s); the first at {problems[0].field}.",
+            f"The declaration has {len(problems)} error(s); the first at {problems[0].field}: "
+            f"{problems[0].detail}"[:1000],
             errors=problems,
         )
     return Document(team=team, datasets=tuple(declarations))
@@ -300,7 +305,7 @@ def _declaration(index: int, entry: Any, problems: list[FieldError]) -> Declarat
     namespace, name = entry.get("namespace"), entry.get("name")
     for key, value in (("namespace", namespace), ("name", name)):
         if not isinstance(value, str) or not value:
-            problems.append(FieldError(f"{path}.{key}", "required: a string", "required"))
+            problems.append(required(f"{path}.{key}"))
     if isinstance(namespace, str) and namespace and isinstance(name, str) and name:
         try:
             identity = normalise_dataset_identity(namespace, name)
@@ -352,8 +357,7 @@ def _field(path: str, value: Any, spec: dict[str, Any], problems: list[FieldErro
         problems.append(FieldError(path, "must be a string", "string"))
         return value
     if "choices" in spec and value not in spec["choices"]:
-        allowed = ", ".join(spec["choices"])
-        problems.append(FieldError(path, f"must be one of {allowed}", "invalid_choice"))
+        problems.append(invalid_choice(path, value, spec["choices"]))
     elif len(value) > spec.get("max_length", len(value)):
         problems.append(FieldError(path, f"at most {spec['max_length']} characters", "max_length"))
     elif not value and not spec.get("blank", True):

@@ -4,6 +4,11 @@ from problems import Conflict, NotFound, PermissionDenied, Problem
 
 
 class DatasetNotFound(NotFound):
+    """No registered dataset has this identity (or id). Named by namespace and name,
+    ``errors[]`` says which is wrong: ``namespace`` (rule ``namespace_unknown``: no dataset
+    has it) or ``name`` (``name_unknown``); ``suggestion`` (``{namespace, name}``), when
+    present, is the closest registered identity the caller may use."""
+
     code = "dataset_not_found"
     title = "Dataset not found"
 
@@ -232,7 +237,8 @@ class JobNamespaceOfAnotherTeam(PermissionDenied):
 
 
 class LineageNodeNotFound(NotFound):
-    """The lineage graph's root: a dataset neither registered nor seen, or an unseen job."""
+    """The lineage graph's root: a dataset neither registered nor seen, or an unseen job.
+    For a dataset, ``errors[]`` and ``suggestion`` are as for ``dataset-not-found``."""
 
     code = "lineage_node_not_found"
     title = "No such dataset or job in lineage"

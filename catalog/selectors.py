@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from problems import FieldError
 
-from . import declarations, errors, future_partitions
+from . import declarations, errors, future_partitions, unknown_datasets
 from . import lineage_graph as graph
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
@@ -129,7 +129,7 @@ def dataset_get(*, namespace: str, name: str) -> Dataset:
         else None
     )
     if dataset is None:
-        raise errors.DatasetNotFound(f"no dataset {namespace}/{name} is registered")
+        raise unknown_datasets.dataset_not_found(namespace, name)
     return dataset
 
 
@@ -787,7 +787,9 @@ def _graph_root(
     try:
         identity = normalise_dataset_identity(*dataset)
     except ValueError as exc:
-        raise errors.LineageNodeNotFound(f"no dataset {dataset[0]}/{dataset[1]}") from exc
+        raise unknown_datasets.dataset_not_found(
+            *dataset, problem=errors.LineageNodeNotFound
+        ) from exc
     pair = (identity.namespace, identity.name)
     dataset_id = (
         Dataset.objects.filter(namespace=pair[0], name=pair[1]).values_list("pk", flat=True).first()
@@ -798,7 +800,7 @@ def _graph_root(
             dataset_namespace=pair[0], dataset_name=pair[1]
         ).exists()
     ):
-        raise errors.LineageNodeNotFound(f"no dataset {pair[0]}/{pair[1]} is registered or seen")
+        raise unknown_datasets.dataset_not_found(*pair, problem=errors.LineageNodeNotFound)
     result = graph.Graph(root=graph.dataset_node_id(*pair))
     result.add_dataset(*pair, dataset_id)
     return result, {pair}, set()

@@ -65,6 +65,8 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response:
             detail=str(exc),
             instance=instance,
         )
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        doc = unsupported_media_type_document(context.get("request"), instance)
     elif isinstance(exc, Http404):
         doc = problem_document(
             code="not_found", title="Not found", status=404, detail="Not found", instance=instance
@@ -93,6 +95,38 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response:
         logger.exception("unhandled error on %s", instance)
         doc = server_error_document(instance)
     return Response(doc, status=doc["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def unsupported_media_type_document(request: Any, instance: str | None = None) -> dict[str, Any]:
+    """The 415 for a body in a media type the endpoint does not parse: the same words on
+    every endpoint, DRF's and the plain publish view alike, saying what to send instead.
+
+    Args:
+        request: the DRF ``Request`` (its parsers say what the endpoint takes) or a plain
+            ``HttpRequest`` (JSON only).
+
+    Returns:
+        A problem document naming the ``Content-Type`` sent and the accepted media types
+        (``accepted_media_types``), JSON first.
+    """
+    sent = (getattr(request, "content_type", "") or "").split(";")[0].strip().lower()
+    parsed = dict.fromkeys(p.media_type for p in getattr(request, "parsers", None) or ())
+    accepted = sorted(parsed, key=lambda m: m != "application/json") or ["application/json"]
+    others = [m for m in accepted if m != "application/json"]
+    also = "".join(f" (or '{m}')" for m in others)
+    detail = (
+        f"Content-Type {sent[:100] or '(none)'!r} is not accepted: send the body as JSON with "
+        f"'Content-Type: application/json'{also}"
+    )
+    return problem_document(
+        code="unsupported_media_type",
+        title="Unsupported media type",
+        status=415,
+        detail=detail,
+        instance=instance,
+        errors=[{"field": "Content-Type", "rule": "media_type", "detail": detail}],
+        extra={"accepted_media_types": accepted},
+    )
 
 
 def server_error_document(instance: str | None = None) -> dict[str, Any]:

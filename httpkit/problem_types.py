@@ -66,9 +66,8 @@ GLUE_TYPES = (
     ProblemType("payload_too_large", "The request body is too large", 413,
                 "The detail names the limit; send less, or split the request."),
     ProblemType("unsupported_media_type", "Unsupported media type", 415,
-                "Send the body as JSON with 'Content-Type: application/json'."),
-    ProblemType("validation_error", "The request is not valid", 400,
-                "errors[] names each offending field, the rule it broke and why."),
+                "Send the body as JSON with 'Content-Type: application/json'; "
+                "accepted_media_types lists what the endpoint takes."),
     ProblemType("malformed_request", "The request body could not be parsed", 400,
                 "The body is not valid JSON (or YAML where accepted)."),
     ProblemType("bad_request", "Bad request", 400,

@@ -44,7 +44,8 @@ from typing import Any
 
 from catalog import schemas
 from catalog.identity import IdentityError, normalise_dataset_identity
-from problems import FieldError
+from problems import FieldError, invalid_choice
+from problems import required as missing
 
 from . import sql
 from .errors import EventInvalid, EventTimeInvalid
@@ -138,13 +139,13 @@ def parse_event(data: Any) -> OpenLineageEvent:
 
     raw_time = data.get("eventTime")
     if raw_time is None or raw_time == "":
-        errors.append(FieldError("eventTime", "eventTime is required", "required"))
+        errors.append(missing("eventTime"))
 
     event_type = data.get("eventType")
     if kind != RUN or event_type is None:
         event_type = None
     elif event_type not in EVENT_TYPES:
-        errors.append(FieldError("eventType", f"must be one of {', '.join(EVENT_TYPES)}", "enum"))
+        errors.append(invalid_choice("eventType", event_type, EVENT_TYPES))
 
     run_id = None
     if kind == RUN:
@@ -294,7 +295,7 @@ def _object(
     value = data.get(key)
     if value is None:
         for field in (missing_field, *also_missing):
-            errors.append(FieldError(field, f"{field} is required", "required"))
+            errors.append(missing(field))
         return None
     if not isinstance(value, dict):
         errors.append(FieldError(key, f"{key} must be an object", "object"))
@@ -306,7 +307,7 @@ def _text(data: dict, key: str, path: str, max_length: int, errors: list[FieldEr
     field = f"{path}.{key}"
     value = data.get(key)
     if value is None or value == "":
-        errors.append(FieldError(field, f"{field} is required", "required"))
+        errors.append(missing(field))
     elif not isinstance(value, str):
         errors.append(FieldError(field, f"{field} must be a string", "string"))
     elif len(value) > max_length:
@@ -320,7 +321,7 @@ def _text(data: dict, key: str, path: str, max_length: int, errors: list[FieldEr
 
 def _run_id(value: Any, field: str, errors: list[FieldError]) -> uuid.UUID | None:
     if value is None or value == "":
-        errors.append(FieldError(field, f"{field} is required", "required"))
+        errors.append(missing(field))
         return None
     parsed = _uuid(value)
     if parsed is None:

@@ -5,22 +5,30 @@ Pure: no Django, so the API and the watchdog render errors the same way.
 
 from .core import (
     PROBLEM_CONTENT_TYPE,
+    REQUIRED_DETAIL,
     Conflict,
     FieldError,
     NotFound,
     PermissionDenied,
     Problem,
     ValidationProblem,
+    choice_detail,
+    invalid_choice,
     problem_document,
+    required,
 )
 
 __all__ = [
     "PROBLEM_CONTENT_TYPE",
+    "REQUIRED_DETAIL",
     "Conflict",
     "FieldError",
     "NotFound",
     "PermissionDenied",
     "Problem",
     "ValidationProblem",
+    "choice_detail",
+    "invalid_choice",
     "problem_document",
+    "required",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,6 +21,38 @@ class FieldError:
 
     def as_dict(self) -> dict[str, str]:
         return {"field": self.field, "rule": self.rule, "detail": self.detail}
+
+
+REQUIRED_DETAIL = "This field is required."
+# Beyond this many choices an error names the first ones and how many more there are.
+_MAX_CHOICES_SHOWN = 20
+_MAX_VALUE_SHOWN = 100
+
+
+def required(field: str) -> FieldError:
+    """The error of a missing field: rule ``required``, detail "This field is required."
+    (the words DRF uses, so a missing field reads the same whoever notices it)."""
+    return FieldError(field, REQUIRED_DETAIL, "required")
+
+
+def choice_detail(field: str, value: Any, choices: Iterable[Any]) -> str:
+    """The sentence for a value outside a field's choices, naming the field, the value and
+    every choice: ``"weekly" is not a valid choice for partitioning; choose one of: none,
+    hourly, daily, monthly``. An empty choice shows as ``""``; past 20 choices, the rest
+    are counted; a value is cut at 100 characters."""
+    shown = ['""' if str(c) == "" else str(c) for c in choices]
+    rest = len(shown) - _MAX_CHOICES_SHOWN
+    listed = ", ".join(shown[:_MAX_CHOICES_SHOWN]) + (f" and {rest} more" if rest > 0 else "")
+    text = str(value)
+    if len(text) > _MAX_VALUE_SHOWN:
+        text = text[:_MAX_VALUE_SHOWN] + "..."
+    return f'"{text}" is not a valid choice for {field}; choose one of: {listed}'
+
+
+def invalid_choice(field: str, value: Any, choices: Iterable[Any]) -> FieldError:
+    """The error of a value outside a field's choices (rule ``invalid_choice``, the code
+    DRF and Django give it); the detail is ``choice_detail``'s sentence."""
+    return FieldError(field, choice_detail(field, value, choices), "invalid_choice")
 
 
 class Problem(Exception):
@@ -92,9 +125,20 @@ def problem_document(
 
 
 class ValidationProblem(Problem):
+    """errors[] names each offending field, the rule it broke and why: a missing field is
+    ``required`` ("This field is required."), a value outside a field's choices is
+    ``invalid_choice`` and its detail lists every choice."""
+
     code = "validation_error"
     title = "The request is not valid"
     status = 400
+
+    @classmethod
+    def of(cls, summary: str, errors: list[FieldError]) -> ValidationProblem:
+        """A problem whose detail is ``summary`` followed by each error's field and detail
+        (so the detail alone says what to fix), at most 1,000 characters."""
+        listed = "; ".join(f"{e.field}: {e.detail}" for e in errors)
+        return cls(f"{summary.rstrip('.')}: {listed}"[:1000], errors=errors)
 
 
 class NotFound(Problem):

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from httpkit.client_address import client_address
 from httpkit.exceptions import problem_exception_handler
+from httpkit.fields import ChoiceField
 from problems import NotFound, Problem
 
 from . import monitors, pings
@@ -53,6 +54,12 @@ class PingProblem(Problem):
 # --- serializers ------------------------------------------------------------------------
 
 
+class ModelSerializer(serializers.ModelSerializer):
+    """A model's choices are ``httpkit.fields.ChoiceField``: an invalid one lists them."""
+
+    serializer_choice_field = ChoiceField
+
+
 def _target_checked(attrs: dict) -> dict:
     """Refuse a channel's target by ``channels.target_refusal``, as an error of ``target``
     carrying the rule."""
@@ -63,7 +70,7 @@ def _target_checked(attrs: dict) -> dict:
     return attrs
 
 
-class ChannelSerializer(serializers.ModelSerializer):
+class ChannelSerializer(ModelSerializer):
     class Meta:
         model = Channel
         fields = ["id", "name", "kind", "target", "owner", "created_at"]
@@ -96,7 +103,7 @@ DEFINITION_FIELDS = [
 ]
 
 
-class MonitorInputSerializer(serializers.ModelSerializer):
+class MonitorInputSerializer(ModelSerializer):
     channel_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, max_length=50
     )
@@ -120,7 +127,7 @@ class MonitorInputSerializer(serializers.ModelSerializer):
         return [found[i] for i in ids]
 
 
-class MonitorOutputSerializer(serializers.ModelSerializer):
+class MonitorOutputSerializer(ModelSerializer):
     ping_url = serializers.SerializerMethodField()
     state = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
@@ -155,7 +162,7 @@ class MonitorOutputSerializer(serializers.ModelSerializer):
         return obj.incidents.filter(resolved_at__isnull=True).count()
 
 
-class IncidentSerializer(serializers.ModelSerializer):
+class IncidentSerializer(ModelSerializer):
     monitor = serializers.CharField(source="monitor.name")
     monitor_id = serializers.IntegerField()
     dedup_key = serializers.CharField()
@@ -269,7 +276,7 @@ class IncidentListApi(WatchdogApiView):
 
 
 class ChannelSpecSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(Channel.Kind.choices)
+    kind = ChoiceField(Channel.Kind.choices)
     target = serializers.CharField(max_length=2048)
     name = serializers.CharField(max_length=200, required=False)
 

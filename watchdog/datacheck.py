@@ -19,11 +19,13 @@ from datetime import datetime
 from django.conf import settings
 
 import objectstore
-from problems import FieldError
+from problems import REQUIRED_DETAIL, FieldError, invalid_choice
 
 from .models import Monitor, Ping
 
 logger = logging.getLogger(__name__)
+
+_REQUIRED = REQUIRED_DETAIL.rstrip(".")  # "This field is required", then when
 
 # Shorter than the poll's (objectstore.S3_CLIENT_CONFIG): at most 2 x (3 + 5) s per check.
 # A source's ``options["config_kwargs"]`` overrides any of these keys.
@@ -158,25 +160,34 @@ def definition_problems(monitor: Monitor) -> list[FieldError]:
     if not (source or template):
         return problems
     if not source:
-        problems.append(FieldError("storage_source", "required with storage_template", "required"))
-    elif source not in settings.WATCHDOG_STORAGE_SOURCES:
-        configured = ", ".join(sorted(settings.WATCHDOG_STORAGE_SOURCES)) or "none configured"
         problems.append(
-            FieldError(
+            FieldError("storage_source", f"{_REQUIRED} with storage_template.", "required")
+        )
+    elif source not in settings.WATCHDOG_STORAGE_SOURCES:
+        configured = sorted(settings.WATCHDOG_STORAGE_SOURCES)
+        problems.append(
+            invalid_choice("storage_source", source, configured)
+            if configured
+            else FieldError(
                 "storage_source",
-                f"unknown storage source {source!r} (configured: {configured})",
+                f"unknown storage source {source!r}: no storage source is configured "
+                "(WATCHDOG_STORAGE_SOURCES)",
                 "configured_source",
             )
         )
     if not template:
-        problems.append(FieldError("storage_template", "required with storage_source", "required"))
+        problems.append(
+            FieldError("storage_template", f"{_REQUIRED} with storage_source.", "required")
+        )
     else:
         try:
             objectstore.parse_template(template, partitioned=True)
         except objectstore.TemplateError as exc:
             problems.append(FieldError("storage_template", str(exc), "location_template"))
     if not marker:
-        problems.append(FieldError("storage_marker", "required with a storage check", "required"))
+        problems.append(
+            FieldError("storage_marker", f"{_REQUIRED} with a storage check.", "required")
+        )
     if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
         problems.append(
             FieldError(

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 
 import outbound
-from problems import FieldError, ValidationProblem
+from problems import REQUIRED_DETAIL, FieldError, ValidationProblem, invalid_choice
 from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
 from schedules.periods import validate_timezone
 
@@ -45,6 +45,9 @@ STATE_FIELDS = [
 ]
 
 
+_REQUIRED = REQUIRED_DETAIL.rstrip(".")  # "This field is required", then when
+
+
 def validate(monitor: Monitor) -> None:
     """Check the rules a field's type cannot say (schedule, start lateness, storage check).
 
@@ -55,7 +58,7 @@ def validate(monitor: Monitor) -> None:
     if monitor.kind == Monitor.Kind.PERIOD:
         if not monitor.period_seconds:
             problems.append(
-                FieldError("period_seconds", "required for a period monitor", "required")
+                FieldError("period_seconds", f"{_REQUIRED} for a period monitor.", "required")
             )
     else:
         if not monitor.cron:
@@ -74,7 +77,7 @@ def validate(monitor: Monitor) -> None:
             problems.append(FieldError(field, str(exc), "iana_time_zone"))
     if monitor.partitioning and monitor.partitioning not in (HOURLY, DAILY, MONTHLY):
         problems.append(
-            FieldError("partitioning", "one of hourly, daily, monthly or empty", "choice")
+            invalid_choice("partitioning", monitor.partitioning, ("", HOURLY, DAILY, MONTHLY))
         )
     if monitor.partitioning and monitor.kind != Monitor.Kind.DEADLINE:
         problems.append(
@@ -83,7 +86,7 @@ def validate(monitor: Monitor) -> None:
     problems += _start_problems(monitor)
     problems += datacheck.definition_problems(monitor)
     if problems:
-        raise ValidationProblem("Some monitor fields are not valid.", errors=problems)
+        raise ValidationProblem.of("Some monitor fields are not valid.", problems)
 
 
 def _start_problems(monitor: Monitor) -> list[FieldError]:
@@ -108,10 +111,12 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
             )
         if monitor.start_grace_seconds is None:
             problems.append(
-                FieldError("start_grace_seconds", "required with start_cron", "required")
+                FieldError("start_grace_seconds", f"{_REQUIRED} with start_cron.", "required")
             )
     elif monitor.start_grace_seconds is not None and monitor.kind == Monitor.Kind.DEADLINE:
-        problems.append(FieldError("start_cron", "required with start_grace_seconds", "required"))
+        problems.append(
+            FieldError("start_cron", f"{_REQUIRED} with start_grace_seconds.", "required")
+        )
     return problems
 
 

@@ -55,7 +55,7 @@ def operator_create(
     username = normalise_username(username)
     problems = _account_problems(username, password, labels, all_labels)
     if problems:
-        raise ValidationProblem("The operator account is not valid.", errors=problems)
+        raise ValidationProblem.of("The operator account is not valid.", problems)
     try:
         with transaction.atomic(using=db.alias()):
             return Operator.objects.create(
@@ -89,7 +89,7 @@ def operator_update(
     new_all = operator.all_labels if all_labels is None else all_labels
     problems = _account_problems(operator.username, password, new_labels, new_all)
     if problems:
-        raise ValidationProblem("The operator account is not valid.", errors=problems)
+        raise ValidationProblem.of("The operator account is not valid.", problems)
     operator.labels = sorted(set(new_labels))
     operator.all_labels = new_all
     if password is not None:
@@ -111,7 +111,7 @@ def validate_labels(labels: list[str], *, all_labels: bool) -> None:
     """
     problems = [p for p in _account_problems("x", None, labels, all_labels) if p.field == "labels"]
     if problems:
-        raise ValidationProblem("The operator account is not valid.", errors=problems)
+        raise ValidationProblem.of("The operator account is not valid.", problems)
 
 
 def _account_problems(

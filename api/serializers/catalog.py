@@ -18,6 +18,8 @@ from catalog.models import (
     PartitionRevision,
     Restatement,
 )
+from httpkit.fields import ChoiceField
+from problems import REQUIRED_DETAIL
 
 
 class StrictSerializer(serializers.Serializer):
@@ -34,6 +36,11 @@ class StrictSerializer(serializers.Serializer):
                     }
                 )
         return super().to_internal_value(data)
+
+
+def _required() -> serializers.ErrorDetail:
+    """A missing field's error, as DRF words it (a rule across fields noticed it)."""
+    return serializers.ErrorDetail(REQUIRED_DETAIL, code="required")
 
 
 _field_sets = threading.local()  # per thread: serializer class -> its bound fields
@@ -74,10 +81,10 @@ _ACCEPTS_FUTURE_PARTITIONS = (
 
 class _DatasetFields(StrictSerializer):
     description = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
-    criticality = serializers.ChoiceField(Dataset.Criticality.choices, required=False)
-    partitioning = serializers.ChoiceField(Dataset.Partitioning.choices, required=False)
+    criticality = ChoiceField(Dataset.Criticality.choices, required=False)
+    partitioning = ChoiceField(Dataset.Partitioning.choices, required=False)
     partition_timezone = serializers.CharField(max_length=64, required=False)
-    completion_signal = serializers.ChoiceField(Dataset.CompletionSignal.choices, required=False)
+    completion_signal = ChoiceField(Dataset.CompletionSignal.choices, required=False)
     success_marker = serializers.CharField(max_length=255, required=False)
     manifest_name = serializers.CharField(max_length=255, required=False)
     storage_source = serializers.CharField(max_length=64, allow_blank=True, required=False)
@@ -102,7 +109,7 @@ class DatasetCreateInputSerializer(_DatasetFields):
 
 
 class DatasetUpdateInputSerializer(_DatasetFields):
-    lifecycle = serializers.ChoiceField(
+    lifecycle = ChoiceField(
         Dataset.Lifecycle.choices,
         required=False,
         help_text="deprecated needs sunset_at at least change_notice_days away; becoming "
@@ -169,7 +176,7 @@ class FieldChangeOutputSerializer(serializers.Serializer):
 class DeclaredDatasetOutputSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     name = serializers.CharField()
-    action = serializers.ChoiceField(["create", "update", "unchanged"])
+    action = ChoiceField(["create", "update", "unchanged"])
     changes = serializers.DictField(child=FieldChangeOutputSerializer())
 
 
@@ -188,8 +195,8 @@ class DatasetListFilterSerializer(StrictSerializer):
     owner = serializers.SlugField(required=False)
     namespace = serializers.CharField(max_length=255, required=False)
     name = serializers.CharField(max_length=1024, required=False)
-    criticality = serializers.ChoiceField(Dataset.Criticality.choices, required=False)
-    lifecycle = serializers.ChoiceField(Dataset.Lifecycle.choices, required=False)
+    criticality = ChoiceField(Dataset.Criticality.choices, required=False)
+    lifecycle = ChoiceField(Dataset.Lifecycle.choices, required=False)
     q = serializers.CharField(max_length=200, required=False)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
@@ -227,7 +234,7 @@ class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
         "unless the dataset accepts_future_partitions.",
     )
     version = serializers.CharField(max_length=128, required=False)
-    state = serializers.ChoiceField(
+    state = ChoiceField(
         [PartitionRevision.State.READY, PartitionRevision.State.FAILED],
         default=PartitionRevision.State.READY,
     )
@@ -292,7 +299,7 @@ class PartitionOutputSerializer(serializers.Serializer):
 
 
 class PartitionListFilterSerializer(StrictSerializer):
-    state = serializers.ChoiceField([*PartitionRevision.State.values, "missing"], required=False)
+    state = ChoiceField([*PartitionRevision.State.values, "missing"], required=False)
     logical_from = serializers.DateTimeField(required=False)
     logical_to = serializers.DateTimeField(required=False)
     cursor = serializers.CharField(required=False)
@@ -316,7 +323,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     job_name = serializers.CharField(max_length=1024, allow_blank=True, default="")
     endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, required=False)
     event_types = serializers.ListField(
-        child=serializers.ChoiceField(Notification.Type.choices), max_length=20, default=list
+        child=ChoiceField(Notification.Type.choices), max_length=20, default=list
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
     since = serializers.DateTimeField(
@@ -326,20 +333,35 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
 
     def validate(self, attrs):
         by_identity = "namespace" in attrs or "name" in attrs
-        if ("dataset_id" in attrs) == by_identity or (
-            by_identity and not ("namespace" in attrs and "name" in attrs)
-        ):
+        if "dataset_id" in attrs and by_identity:
             raise serializers.ValidationError(
-                {"dataset_id": "give either dataset_id, or namespace and name"}
+                {"dataset_id": "give either dataset_id, or namespace and name, not both"}
             )
+        if not by_identity and "dataset_id" not in attrs:
+            raise serializers.ValidationError(
+                {
+                    "dataset_id": serializers.ErrorDetail(
+                        f"{REQUIRED_DETAIL} (or give namespace and name)", code="required"
+                    )
+                }
+            )
+        missing = [f for f in ("namespace", "name") if by_identity and f not in attrs]
+        if missing:
+            raise serializers.ValidationError({f: _required() for f in missing})
         url = attrs.get("endpoint_url")
         if url and not delivery.webhook_url_acceptable(url):
             raise serializers.ValidationError(
                 {"endpoint_url": "must be an https URL without credentials"}
             )
         if bool(attrs["job_namespace"]) != bool(attrs["job_name"]):
+            missing = "job_name" if attrs["job_namespace"] else "job_namespace"
             raise serializers.ValidationError(
-                {"job_name": "job_namespace and job_name go together"}
+                {
+                    missing: serializers.ErrorDetail(
+                        f"{REQUIRED_DETAIL} (job_namespace and job_name go together)",
+                        code="required",
+                    )
+                }
             )
         return attrs
 
@@ -383,7 +405,7 @@ class SubscriptionOutputSerializer(serializers.Serializer):
 class ApiKeyOutputSerializer(serializers.Serializer):
     public_id = serializers.CharField()
     name = serializers.CharField()
-    scopes = serializers.ListField(child=serializers.ChoiceField(ApiKey.Scope.choices))
+    scopes = serializers.ListField(child=ChoiceField(ApiKey.Scope.choices))
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
     revoked_at = serializers.DateTimeField()
@@ -393,7 +415,7 @@ class ApiKeyOutputSerializer(serializers.Serializer):
 class ApiKeyCreateInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     scopes = serializers.ListField(
-        child=serializers.ChoiceField(ApiKey.Scope.choices), min_length=1, max_length=5
+        child=ChoiceField(ApiKey.Scope.choices), min_length=1, max_length=5
     )
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
@@ -473,7 +495,7 @@ class DeliveryDetailOutputSerializer(DeliveryOutputSerializer):
 
 
 class DeliveryListFilterSerializer(StrictSerializer):
-    state = serializers.ChoiceField(
+    state = ChoiceField(
         [*Delivery.State.values, "dead_letter"],
         required=False,
         help_text="dead_letter: rejected or dead.",
@@ -504,7 +526,7 @@ class PollOutputSerializer(serializers.Serializer):
     storage_source = serializers.CharField()
     location_template = serializers.CharField()
     group_prefix = serializers.CharField(allow_null=True, help_text="Parent prefix listed.")
-    mode = serializers.ChoiceField(["adaptive", "safety_net"], allow_null=True)
+    mode = ChoiceField(["adaptive", "safety_net"], allow_null=True)
     interval_seconds = serializers.IntegerField(allow_null=True)
     next_sweep_at = serializers.DateTimeField(allow_null=True)
     last_swept_at = serializers.DateTimeField(allow_null=True)
@@ -513,7 +535,7 @@ class PollOutputSerializer(serializers.Serializer):
 
 
 class FreshnessOutputSerializer(serializers.Serializer):
-    state = serializers.ChoiceField(["fresh", "awaiting", "due", "late", "no_sla"])
+    state = ChoiceField(["fresh", "awaiting", "due", "late", "no_sla"])
     sla = serializers.CharField(allow_null=True, help_text="The SLA in words.")
     latest_ready = serializers.CharField(allow_null=True, help_text="Newest ready partition.")
     partition_due = serializers.CharField(
@@ -528,7 +550,7 @@ class FreshnessOutputSerializer(serializers.Serializer):
 
 
 class ChangeNoticeCreateInputSerializer(StrictSerializer):
-    kind = serializers.ChoiceField(ChangeNotice.Kind.choices)
+    kind = ChoiceField(ChangeNotice.Kind.choices)
     description = serializers.CharField(max_length=10_000)
     schema_diff = serializers.JSONField(
         required=False, allow_null=True, help_text="Any JSON describing the schema change."
@@ -559,7 +581,7 @@ class ChangeNoticeOutputSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     dataset_id = serializers.IntegerField()
-    kind = serializers.ChoiceField(ChangeNotice.Kind.choices)
+    kind = ChoiceField(ChangeNotice.Kind.choices)
     description = serializers.CharField()
     schema_diff = serializers.JSONField(allow_null=True)
     link = serializers.CharField()
@@ -571,7 +593,7 @@ class ChangeNoticeOutputSerializer(serializers.Serializer):
     )
     override_reason = serializers.CharField()
     require_acknowledgements = serializers.BooleanField()
-    state = serializers.ChoiceField(ChangeNotice.State.choices)
+    state = ChoiceField(ChangeNotice.State.choices)
     took_effect_at = serializers.DateTimeField(allow_null=True)
     applied_early = serializers.BooleanField()
     acknowledgements = ChangeNoticeAcknowledgementOutputSerializer(
@@ -618,7 +640,7 @@ class RestatementOutputSerializer(serializers.Serializer):
     first_partition = serializers.CharField()
     last_partition = serializers.CharField()
     reason = serializers.CharField()
-    state = serializers.ChoiceField(Restatement.State.choices)
+    state = ChoiceField(Restatement.State.choices)
     opened_by = serializers.CharField()
     opened_at = serializers.DateTimeField()
     closed_by = serializers.CharField(help_text="Who promoted or abandoned it.")

@@ -6,13 +6,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog.models import Claim, DatasetTransfer, RunConflict, SchemaObservation
+from httpkit.fields import ChoiceField
 
 from .catalog import StrictSerializer
 from .lineage import JobRefSerializer
 
 
 class ClaimCreateInputSerializer(StrictSerializer):
-    kind = serializers.ChoiceField(Claim.Kind.choices, default=Claim.Kind.JOB_NAMESPACE)
+    kind = ChoiceField(Claim.Kind.choices, default=Claim.Kind.JOB_NAMESPACE)
     pattern = serializers.CharField(
         max_length=255,
         trim_whitespace=False,
@@ -40,7 +41,7 @@ class DatasetTransferOutputSerializer(serializers.Serializer):
     dataset = serializers.IntegerField(source="dataset_id")
     from_team = serializers.CharField(source="from_team.slug")
     to_team = serializers.CharField(source="to_team.slug")
-    state = serializers.ChoiceField(DatasetTransfer.State.choices)
+    state = ChoiceField(DatasetTransfer.State.choices)
     proposed_by = serializers.CharField()
     decided_by = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -48,7 +49,7 @@ class DatasetTransferOutputSerializer(serializers.Serializer):
 
 
 class DatasetTransferListFilterSerializer(StrictSerializer):
-    state = serializers.ChoiceField(
+    state = ChoiceField(
         DatasetTransfer.State.choices, required=False, help_text="Only transfers in this state."
     )
     cursor = serializers.CharField(required=False)
@@ -61,7 +62,7 @@ class DatasetTransferListOutputSerializer(DatasetTransferOutputSerializer):
 
 
 class UndeclaredReadsFilterSerializer(StrictSerializer):
-    verified = serializers.ChoiceField(
+    verified = ChoiceField(
         ["true", "false", "all"],
         default="true",
         help_text="true (default): verified reads only; false: only the unverified ones, "
@@ -189,7 +190,7 @@ class UnannouncedChangeOutputSerializer(serializers.Serializer):
     added = serializers.ListField(
         child=serializers.CharField(), help_text="Columns new (not breaking; for context)."
     )
-    source = serializers.ChoiceField(
+    source = ChoiceField(
         SchemaObservation.Source.choices,
         source="observation.source",
         help_text="What showed the new schema: a lineage event or a readiness publish.",
@@ -234,7 +235,7 @@ class RunConflictOutputSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     run = _RunSide(source="*", help_text="Whose the run is.")
     event = _ConflictingEventSide(source="*", help_text="The event kept out of it.")
-    reason = serializers.ChoiceField(
+    reason = ChoiceField(
         RunConflict.Reason.choices,
         help_text="other_job: it names another job than the run's; unverified: it is "
         "unverified and the run's events are verified; other_team: another team's "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from catalog import lineage_graph as graph
+from httpkit.fields import ChoiceField
 from lineage.models import LineageRun
 from lineage.openlineage import EVENT_TYPES
 
@@ -41,7 +42,7 @@ class OpenLineageEventSerializer(serializers.Serializer):
     ``run``) or a DatasetEvent (``dataset`` only). Unknown members and facets are kept."""
 
     eventTime = serializers.CharField(help_text="RFC 3339; without an offset it is read as UTC.")
-    eventType = serializers.ChoiceField(EVENT_TYPES, required=False)
+    eventType = ChoiceField(EVENT_TYPES, required=False)
     run = OpenLineageRunSerializer(required=False)
     job = OpenLineageJobSerializer(required=False)
     inputs = OpenLineageDatasetSerializer(many=True, required=False)
@@ -59,7 +60,7 @@ class FieldProblemSerializer(serializers.Serializer):
 
 class LineageEventReceivedOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The stored event's id.")
-    kind = serializers.ChoiceField(["run", "job", "dataset"])
+    kind = ChoiceField(["run", "job", "dataset"])
     event_type = serializers.CharField(allow_null=True)
     event_time = serializers.DateTimeField()
     event_time_assumed_utc = serializers.BooleanField(
@@ -83,7 +84,7 @@ class LineageEventReceivedOutputSerializer(serializers.Serializer):
 class RunListFilterSerializer(StrictSerializer):
     job_namespace = serializers.CharField(max_length=255, trim_whitespace=False)
     job_name = serializers.CharField(max_length=1024, trim_whitespace=False)
-    state = serializers.ChoiceField(LineageRun.State.values, required=False)
+    state = ChoiceField(LineageRun.State.values, required=False)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
@@ -96,7 +97,7 @@ class JobRefSerializer(serializers.Serializer):
 class RunOutputSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     job = JobRefSerializer()
-    state = serializers.ChoiceField(LineageRun.State.values)
+    state = ChoiceField(LineageRun.State.values)
     started_at = serializers.DateTimeField(allow_null=True, help_text="The START's eventTime.")
     ended_at = serializers.DateTimeField(
         allow_null=True, help_text="The COMPLETE, FAIL or ABORT's eventTime."
@@ -159,7 +160,7 @@ class LineageGraphFilterSerializer(StrictSerializer):
         default=graph.DEFAULT_DEPTH,
         help_text="Job hops to walk from the root (1 to 5).",
     )
-    direction = serializers.ChoiceField(graph.DIRECTIONS, default=graph.BOTH)
+    direction = ChoiceField(graph.DIRECTIONS, default=graph.BOTH)
     include_unverified = serializers.BooleanField(
         default=False, help_text="Add the unverified edges (each marked verified: false)."
     )
@@ -180,7 +181,7 @@ class LineageGraphFilterSerializer(StrictSerializer):
 
 class LineageGraphNodeSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="dataset:<namespace>:<name> or job:<namespace>:<name>")
-    type = serializers.ChoiceField([graph.DATASET, graph.JOB])
+    type = ChoiceField([graph.DATASET, graph.JOB])
     namespace = serializers.CharField()
     name = serializers.CharField()
     catalogued = serializers.BooleanField(
@@ -202,7 +203,7 @@ class LineageGraphNodeSerializer(serializers.Serializer):
 class LineageGraphEdgeSerializer(serializers.Serializer):
     source = serializers.CharField(help_text="A dataset's id for reads, the job's for writes.")
     target = serializers.CharField()
-    direction = serializers.ChoiceField([graph.READ, graph.WRITE])
+    direction = ChoiceField([graph.READ, graph.WRITE])
     run_count = serializers.IntegerField(help_text="Runs that used it, over reporting teams.")
     last_seen = serializers.DateTimeField()
     verified = serializers.BooleanField()

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog.models import SchemaObservation
+from httpkit.fields import ChoiceField
 
 from .catalog import StrictSerializer
 from .lineage import JobRefSerializer
@@ -26,7 +27,7 @@ class SchemaObservationOutputSerializer(serializers.Serializer):
     last_seen_at = serializers.DateTimeField(
         help_text="When it was last seen (moved by steps of an hour at least)."
     )
-    source = serializers.ChoiceField(SchemaObservation.Source.choices)
+    source = ChoiceField(SchemaObservation.Source.choices)
     team = serializers.SerializerMethodField(help_text="The team whose event showed it.")
     job = serializers.SerializerMethodField(help_text="The lineage job; null: a publish.")
     run_id = serializers.UUIDField(allow_null=True)

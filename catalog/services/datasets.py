@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import objectstore
-from problems import FieldError, Problem, ValidationProblem
+from problems import REQUIRED_DETAIL, FieldError, Problem, ValidationProblem, invalid_choice
 from schedules import CronError, validate_cron
 from schedules.periods import validate_timezone
 
@@ -67,16 +67,19 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
             )
     source = values.get("storage_source")
     if source and source not in _storage_sources():
-        configured = ", ".join(sorted(_storage_sources())) or "none configured"
-        problems.append(
-            FieldError(
-                "storage_source",
-                f"unknown storage source {source!r} (configured: {configured})",
-                "configured_source",
+        if _storage_sources():
+            problems.append(invalid_choice("storage_source", source, sorted(_storage_sources())))
+        else:
+            problems.append(
+                FieldError(
+                    "storage_source",
+                    f"unknown storage source {source!r}: no storage source is configured "
+                    "(TIDEMARK_STORAGE_SOURCES)",
+                    "configured_source",
+                )
             )
-        )
     if problems:
-        raise ValidationProblem("Some dataset fields are not valid.", errors=problems)
+        raise ValidationProblem.of("Some dataset fields are not valid.", problems)
 
 
 def normalised_identity(namespace: str, name: str):
@@ -287,12 +290,13 @@ def _attach_poll_group(dataset: Dataset, *, now: datetime) -> None:
             problems.append(
                 FieldError(
                     name,
-                    f"required when completion_signal is {dataset.completion_signal}",
-                    "required_for_signal",
+                    f"{REQUIRED_DETAIL.rstrip('.')} when completion_signal is "
+                    f"{dataset.completion_signal}.",
+                    "required",
                 )
             )
     if problems:
-        raise ValidationProblem("The dataset's storage location is not valid.", errors=problems)
+        raise ValidationProblem.of("The dataset's storage location is not valid.", problems)
     if not polled or location is None or not dataset.storage_source:
         dataset.poll_group = None
         return

@@ -10,7 +10,7 @@ import unicodedata
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from problems import FieldError, ValidationProblem
+from problems import FieldError, ValidationProblem, invalid_choice
 
 from .. import errors, watchdog_feed
 from ..actors import Actor
@@ -194,7 +194,7 @@ def claim_create(*, actor: Actor, kind: str, pattern: str) -> tuple[Claim, bool]
     if kind not in Claim.Kind.values:
         raise ValidationProblem(
             f"unknown claim kind {kind!r}",
-            errors=[FieldError("kind", f"one of {', '.join(Claim.Kind.values)}", "choice")],
+            errors=[invalid_choice("kind", kind, Claim.Kind.values)],
         )
     if not pattern or len(pattern) > MAX_CLAIM_PATTERN_LENGTH:
         raise ValidationProblem(

@@ -11,12 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from problems import FieldError
-from schedules.periods import LogicalInterval, PartitionKeyError, parse_partition_key
+from problems import FieldError, ValidationProblem, required
+from schedules.periods import KEY_FORMATS, LogicalInterval, PartitionKeyError, parse_partition_key
 
-from .. import errors, freshness, future_partitions, watchdog_feed
+from .. import errors, freshness, future_partitions, unknown_datasets, watchdog_feed
 from ..actors import Actor
 from ..models import Dataset, Notification, Partition, PartitionRevision, ReadinessEvent
 from ..notices import iso
@@ -58,9 +59,8 @@ def check_publishable(
         InvalidPartitionKey (400), PartitionInFuture (422).
     """
     if dataset is None:
-        raise errors.DatasetNotFound(
-            f"no dataset {namespace}/{name} is registered",
-            errors=[FieldError("name", "no such dataset in this namespace", "exists")],
+        raise unknown_datasets.dataset_not_found(
+            namespace, name, among=None if actor is None else publishable_by(actor)
         )
     if actor is not None:
         _check_may_publish(actor, dataset)
@@ -68,6 +68,14 @@ def check_publishable(
         raise errors.DatasetRetired(
             f"{dataset} is retired; readiness can no longer be published",
             errors=[FieldError("name", "the dataset is retired", "lifecycle_retired")],
+        )
+    if not key and dataset.partitioning != Dataset.Partitioning.NONE:
+        expected = KEY_FORMATS[dataset.partitioning]
+        raise ValidationProblem(
+            f"partition is required: {dataset} is partitioned {dataset.partitioning} "
+            f"(key format {expected})",
+            errors=[required("partition")],
+            extra={"expected_format": expected},
         )
     try:
         interval = parse_partition_key(dataset.partitioning, key, dataset.partition_timezone)
@@ -121,6 +129,14 @@ def revision_content(
         },
     }
     return content, event_fields
+
+
+def publishable_by(actor: Actor) -> QuerySet[Dataset]:
+    """The datasets ``actor`` may publish: its team's, and those its key is delegated."""
+    allowed = Q(owner=actor.team)
+    if actor.api_key is not None:
+        allowed |= Q(pk__in=actor.api_key.delegated_datasets.values("pk"))
+    return Dataset.objects.filter(allowed)
 
 
 def _check_may_publish(actor: Actor, dataset: Dataset) -> None:

@@ -6,14 +6,33 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from problems import Problem
+from problems import Problem, choice_detail
 
 from .. import delivery
 from ..browse import FRESHNESS_FILTERS
 from ..models import ApiKey, Dataset
 
 
-class DatasetFilterForm(forms.Form):
+class Form(forms.Form):
+    """A form whose invalid choice names the field, the value and every choice, in the
+    words the API uses (``problems.choice_detail``), instead of Django's "Select a valid
+    choice"."""
+
+    def full_clean(self):
+        for name, field in self.fields.items():
+            if isinstance(field, forms.ChoiceField):  # MultipleChoiceField too
+                field.error_messages["invalid_choice"] = _choice_message(name, field.choices)
+        super().full_clean()
+
+
+def _choice_message(name: str, choices) -> str:
+    """``choice_detail``'s sentence as a Django message (``%(value)s`` for the value)."""
+    values = [str(value) for value, _ in choices]
+    sentence = choice_detail(name, "\0", values).replace("%", "%%")
+    return sentence.replace("\0", "%(value)s")
+
+
+class DatasetFilterForm(Form):
     """The catalog page's filters (every one optional)."""
 
     q = forms.CharField(required=False, max_length=200, label="Search")
@@ -46,7 +65,7 @@ def add_problem(form: forms.Form, problem: Problem) -> None:
         form.add_error(None, problem.detail or problem.title)
 
 
-class DatasetEditForm(forms.Form):
+class DatasetEditForm(Form):
     """What an owner changes on the dataset page; ``dataset_update`` judges it."""
 
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -97,7 +116,7 @@ class DatasetEditForm(forms.Form):
         return {f: self.cleaned_data[f] for f in self.FIELDS if f in self.changed_data}
 
 
-class SubscribeForm(forms.Form):
+class SubscribeForm(Form):
     """Declare that one of the person's teams (optionally one of its jobs) reads the
     dataset; ``subscription_create`` judges it."""
 
@@ -129,7 +148,7 @@ class SubscribeForm(forms.Form):
         return data
 
 
-class TeamChoiceForm(forms.Form):
+class TeamChoiceForm(Form):
     """Which of the person's teams acts (acknowledging a change notice)."""
 
     team = forms.ChoiceField()
@@ -148,7 +167,7 @@ def add_validation_error(form: forms.Form, error: ValidationError) -> None:
         form.add_error(None, error.messages)
 
 
-class ApiKeyCreateForm(forms.Form):
+class ApiKeyCreateForm(Form):
     """A new API key for the team; ``api_key_create`` judges it. The ``governance`` scope
     is offered to governance staff only."""
 

@@ -61,12 +61,12 @@ def test_register_same_identity_twice_is_409(client_for, team):
         (
             {"namespace": "s3://lake", "name": "x", "storage_source": "nope"},
             "storage_source",
-            "configured_source",
+            "invalid_choice",
         ),
         (
             {"namespace": "s3://lake", "name": "x", "completion_signal": "success_marker"},
             "location_template",
-            "required_for_signal",
+            "required",
         ),
         (
             {

@@ -74,7 +74,7 @@ def test_delete_own_subscription_but_not_anothers(client_for, team, dataset):
         ({}, "dataset_id"),
         ({"dataset_id": 1, "endpoint_url": "not a url"}, "endpoint_url"),
         ({"dataset_id": 1, "event_types": ["partition.exploded"]}, "event_types.0"),
-        ({"dataset_id": 1, "job_name": "only-name"}, "job_name"),
+        ({"dataset_id": 1, "job_name": "only-name"}, "job_namespace"),
     ],
 )
 def test_subscribe_rejects_bad_input(client_for, team, dataset, payload, field):

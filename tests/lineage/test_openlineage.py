@@ -109,7 +109,7 @@ def _with(path: str, value) -> dict:
         (_without("job"), [("job.namespace", "required"), ("job.name", "required")]),
         (_without("eventTime"), [("eventTime", "required")]),
         (_with("eventTime", ""), [("eventTime", "required")]),
-        (_with("eventType", "FINISHED"), [("eventType", "enum")]),
+        (_with("eventType", "FINISHED"), [("eventType", "invalid_choice")]),
         (_without("inputs.0.namespace"), [("inputs.0.namespace", "required")]),
         (_with("inputs.0.name", ""), [("inputs.0.name", "required")]),
         (_with("inputs", {"a": 1}), [("inputs", "array")]),

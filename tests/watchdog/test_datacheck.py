@@ -317,7 +317,7 @@ def test_the_api_takes_and_returns_a_storage_check(api, clock, file_lake):
 @pytest.mark.parametrize(
     ("payload", "field", "rule"),
     [
-        ({**DAILY, **CHECK, "storage_source": "warehouse"}, "storage_source", "configured_source"),
+        ({**DAILY, **CHECK, "storage_source": "warehouse"}, "storage_source", "invalid_choice"),
         ({**DAILY, "storage_template": TEMPLATE}, "storage_source", "required"),
         ({**DAILY, "storage_source": "lake"}, "storage_template", "required"),
         ({**DAILY, **CHECK, "storage_template": "sales/orders/"}, "storage_template", None),
