@@ -22,6 +22,20 @@ class FieldError:
         return {"field": self.field, "rule": self.rule, "detail": self.detail}
 
 
+@dataclass(frozen=True)
+class FieldWarning:
+    """Input that was accepted but probably means something else: ``code`` is stable
+    snake_case, ``field`` the input field, ``message`` what it does and what to write
+    instead. Sent in a successful response's ``warnings``, never as a problem."""
+
+    code: str
+    field: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "field": self.field, "message": self.message}
+
+
 class Problem(Exception):
     """An error a client can act on, rendered as an RFC 9457 problem document.
 

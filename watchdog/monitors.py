@@ -8,8 +8,8 @@ from typing import Any
 from django.db import transaction
 
 import outbound
-from problems import FieldError, ValidationProblem
-from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
+from problems import FieldError, FieldWarning, ValidationProblem
+from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, schedule
@@ -60,13 +60,8 @@ def validate(monitor: Monitor) -> None:
     else:
         if not monitor.cron:
             problems.append(FieldError("cron", "required for a deadline monitor", "required"))
-        else:
-            try:
-                validate_cron(monitor.cron)
-            except CronError as exc:
-                problems.append(
-                    FieldError("cron", f"not a valid cron expression: {exc}", "cron_expression")
-                )
+        elif (refused := _cron_problem("cron", monitor.cron)) is not None:
+            problems.append(refused)
     for field in ("timezone", "partition_timezone"):
         try:
             validate_timezone(getattr(monitor, field))
@@ -83,7 +78,41 @@ def validate(monitor: Monitor) -> None:
     problems += _start_problems(monitor)
     problems += datacheck.definition_problems(monitor)
     if problems:
-        raise ValidationProblem("Some monitor fields are not valid.", errors=problems)
+        detail = (
+            problems[0].detail
+            if len(problems) == 1 and problems[0].detail.startswith(f"{problems[0].field}: ")
+            else "Some monitor fields are not valid."
+        )
+        raise ValidationProblem(detail, errors=problems)
+
+
+def _cron_problem(field: str, expression: str) -> FieldError | None:
+    """A cron field's error naming the field, the cron field, the value and the allowed
+    range ("cron: minute field '75' is out of range 0-59"), or None when accepted; rule
+    ``cron_expression``, or ``cron_never_fires`` for an expression that never fires."""
+    try:
+        check_cron(expression)
+    except CronError as exc:
+        return FieldError(field, f"{field}: {exc}", getattr(exc, "rule", "cron_expression"))
+    return None
+
+
+def warnings(monitor: Monitor) -> list[FieldWarning]:
+    """Warnings about the monitor's ``cron`` and ``start_cron`` (accepted, but probably
+    meaning something else: ``schedules.check_cron``); none for a period monitor's."""
+    found = []
+    if monitor.kind != Monitor.Kind.DEADLINE:
+        return found
+    for field in ("cron", "start_cron"):
+        expression = getattr(monitor, field)
+        if not expression:
+            continue
+        try:
+            checked = check_cron(expression)
+        except CronError:
+            continue
+        found += [FieldWarning(w.code, field, w.message) for w in checked.warnings]
+    return found
 
 
 def _start_problems(monitor: Monitor) -> list[FieldError]:
@@ -100,12 +129,8 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
                     "deadline_only",
                 )
             )
-        try:
-            validate_cron(monitor.start_cron)
-        except CronError as exc:
-            problems.append(
-                FieldError("start_cron", f"not a valid cron expression: {exc}", "cron_expression")
-            )
+        if (refused := _cron_problem("start_cron", monitor.start_cron)) is not None:
+            problems.append(refused)
         if monitor.start_grace_seconds is None:
             problems.append(
                 FieldError("start_grace_seconds", "required with start_cron", "required")

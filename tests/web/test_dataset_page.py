@@ -285,7 +285,9 @@ def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"sla_cron": "every day"}, "sla_cron", "not a valid cron expression"),
+        ({"sla_cron": "every day"}, "sla_cron", "expected 5 fields"),
+        ({"sla_cron": "75 6 * * *"}, "sla_cron", "minute field '75' is out of range 0-59"),
+        ({"sla_cron": "0 6 30 2 *"}, "sla_cron", "never fires"),
         ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
         ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
         ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
