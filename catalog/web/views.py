@@ -203,7 +203,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = DatasetEditForm.for_dataset(dataset, request.POST)
     if form.is_valid():
         try:
-            datasets.dataset_update(
+            dataset = datasets.dataset_update(
                 actor=_actor(request, membership.team),
                 dataset=dataset,
                 override_reason=form.cleaned_data["override_reason"],
