@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from problems import FieldError, FieldWarning
-from schedules import CronError, check_cron, local_and_utc
+from schedules import CronError, check_cron, cron_checks, local_and_utc
 
 from . import freshness
 from .models import Dataset
@@ -34,11 +34,7 @@ def cron_warnings(field: str, expression: str) -> list[FieldWarning]:
     """The warnings of a cron field's accepted value (none for a blank or refused one)."""
     if not expression:
         return []
-    try:
-        checked = check_cron(expression)
-    except CronError:
-        return []
-    return [FieldWarning(w.code, field, w.message) for w in checked.warnings]
+    return [FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)]
 
 
 def sla_warnings(dataset: Dataset) -> list[FieldWarning]:

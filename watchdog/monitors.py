@@ -9,7 +9,7 @@ from django.db import transaction
 
 import outbound
 from problems import FieldError, FieldWarning, ValidationProblem
-from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron
+from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron, cron_checks
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, schedule
@@ -105,13 +105,10 @@ def warnings(monitor: Monitor) -> list[FieldWarning]:
         return found
     for field in ("cron", "start_cron"):
         expression = getattr(monitor, field)
-        if not expression:
-            continue
-        try:
-            checked = check_cron(expression)
-        except CronError:
-            continue
-        found += [FieldWarning(w.code, field, w.message) for w in checked.warnings]
+        if expression:
+            found += [
+                FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)
+            ]
     return found
 
 
