@@ -26,11 +26,19 @@ from typing import Any
 import yaml
 
 from httpkit.storable import check_storable
-from problems import REQUIRED_DETAIL, FieldError, ValidationProblem, invalid_choice, required
+from problems import (
+    REQUIRED_DETAIL,
+    FieldError,
+    FieldWarning,
+    ValidationProblem,
+    invalid_choice,
+    required,
+)
 
 from . import bounded_yaml
 from .identity import IdentityError, normalise_dataset_identity
 from .models import Dataset
+from .sla_schedule import cron_problem, cron_warnings
 
 MAX_BYTES = 256 * 1024
 MAX_DATASETS = 500
@@ -107,11 +115,14 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class PlanItem:
-    """``action`` is ``create``, ``update`` or ``unchanged``; ``changes`` in field order."""
+    """``action`` is ``create``, ``update`` or ``unchanged``; ``changes`` in field order;
+    ``warnings`` about the declared fields (e.g. an SLA cron that probably means something
+    else), whatever the action."""
 
     declaration: Declaration
     action: str
     changes: tuple[FieldChange, ...]
+    warnings: tuple[FieldWarning, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,16 +252,18 @@ def plan(
     items = []
     for declaration in document.datasets:
         existing = current.get((declaration.namespace, declaration.name))
+        warnings = tuple(cron_warnings("sla_cron", declaration.fields.get("sla_cron") or ""))
         if existing is None:
             changes = tuple(FieldChange(f, None, v) for f, v in declaration.fields.items())
-            items.append(PlanItem(declaration, "create", changes))
+            items.append(PlanItem(declaration, "create", changes, warnings))
             continue
         changes = tuple(
             FieldChange(f, existing[f], v)
             for f, v in declaration.fields.items()
             if existing[f] != v
         )
-        items.append(PlanItem(declaration, "update" if changes else "unchanged", changes))
+        action = "update" if changes else "unchanged"
+        items.append(PlanItem(declaration, action, changes, warnings))
     declared = {d.label for d in document.datasets}
     return Plan(
         team=document.team,
@@ -260,7 +273,8 @@ def plan(
 
 
 def plan_as_dict(result: Plan) -> dict[str, Any]:
-    """The plan as JSON-ready data: ``{team, changed, datasets: [...], not_declared}``."""
+    """The plan as JSON-ready data: ``{team, changed, datasets: [...], not_declared}``;
+    each dataset ``{namespace, name, action, changes, warnings: [{code, field, message}]}``."""
     return {
         "team": result.team,
         "changed": result.changed,
@@ -273,6 +287,7 @@ def plan_as_dict(result: Plan) -> dict[str, Any]:
                     c.field: {"old": _jsonable(c.old), "new": _jsonable(c.new)}
                     for c in item.changes
                 },
+                "warnings": [w.as_dict() for w in item.warnings],
             }
             for item in result.items
         ],
@@ -281,7 +296,8 @@ def plan_as_dict(result: Plan) -> dict[str, Any]:
 
 
 def plan_as_text(result: Plan) -> list[str]:
-    """The plan as lines for a terminal: ``+`` create, ``~`` update, ``=`` unchanged."""
+    """The plan as lines for a terminal: ``+`` create, ``~`` update, ``=`` unchanged; a
+    dataset's warnings follow its changes as ``! field: message (code)``."""
     marks = {"create": "+", "update": "~", "unchanged": "="}
     lines = []
     for item in result.items:
@@ -289,6 +305,7 @@ def plan_as_text(result: Plan) -> list[str]:
         for c in item.changes:
             old = "" if item.action == "create" else f"{_jsonable(c.old)!r} -> "
             lines.append(f"    {c.field}: {old}{_jsonable(c.new)!r}")
+        lines.extend(f"    ! {w.field}: {w.message} ({w.code})" for w in item.warnings)
     lines.extend(f"? {label} (not declared; left alone)" for label in result.not_declared)
     return lines
 
@@ -316,6 +333,12 @@ def _declaration(index: int, entry: Any, problems: list[FieldError]) -> Declarat
         if key in entry:
             value = _field(f"{path}.{key}", entry[key], spec, problems)
             fields[key] = value
+    cron = fields.get("sla_cron")
+    if isinstance(cron, str) and cron and len(problems) == before:
+        # Refused in the dry run as in the API, naming the path ("datasets[0].sla_cron").
+        refused = cron_problem("sla_cron", cron)
+        if refused is not None:
+            problems.append(FieldError(f"{path}.sla_cron", refused.detail, refused.rule))
     if identity is None or len(problems) > before:
         return None
     return Declaration(index, identity.namespace, identity.name, fields)

@@ -55,6 +55,20 @@ def invalid_choice(field: str, value: Any, choices: Iterable[Any]) -> FieldError
     return FieldError(field, choice_detail(field, value, choices), "invalid_choice")
 
 
+@dataclass(frozen=True)
+class FieldWarning:
+    """Input that was accepted but probably means something else: ``code`` is stable
+    snake_case, ``field`` the input field, ``message`` what it does and what to write
+    instead. Sent in a successful response's ``warnings``, never as a problem."""
+
+    code: str
+    field: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "field": self.field, "message": self.message}
+
+
 class Problem(Exception):
     """An error a client can act on, rendered as an RFC 9457 problem document.
 
@@ -137,7 +151,10 @@ class ValidationProblem(Problem):
     def of(cls, summary: str, errors: list[FieldError]) -> ValidationProblem:
         """A problem whose detail is ``summary`` followed by each error's field and detail
         (so the detail alone says what to fix), at most 1,000 characters."""
-        listed = "; ".join(f"{e.field}: {e.detail}" for e in errors)
+        listed = "; ".join(
+            e.detail if e.detail.startswith(f"{e.field}: ") else f"{e.field}: {e.detail}"
+            for e in errors
+        )
         return cls(f"{summary.rstrip('.')}: {listed}"[:1000], errors=errors)
 
 

@@ -4,7 +4,15 @@ No Django and no app imports: the catalog's freshness evaluation and the indepen
 watchdog both use it.
 """
 
-from .deadlines import CronError, describe, next_deadline, previous_deadline, validate_cron
+from .cron_checks import CheckedCron, CronRefused, CronWarning, check_cron, validate_cron
+from .deadlines import (
+    CronError,
+    describe,
+    local_and_utc,
+    next_deadline,
+    next_deadlines,
+    previous_deadline,
+)
 from .periods import (
     DAILY,
     HOURLY,
@@ -24,13 +32,19 @@ __all__ = [
     "HOURLY",
     "MONTHLY",
     "NONE",
+    "CheckedCron",
     "CronError",
+    "CronRefused",
+    "CronWarning",
     "FreshnessSla",
     "LogicalInterval",
     "PartitionKeyError",
     "Period",
+    "check_cron",
     "describe",
+    "local_and_utc",
     "next_deadline",
+    "next_deadlines",
     "parse_partition_key",
     "period_containing",
     "periods_ending_in",

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from cronsim import CronSim, CronSimError
+from cronsim import CronSim
 
 from .periods import wall_time_to_utc
 
@@ -35,23 +35,6 @@ class CronError(ValueError):
 
 CRON_FIELDS = 5
 _SECOND = timedelta(seconds=1)
-
-
-def validate_cron(expression: str) -> None:
-    """Raise CronError unless ``expression`` is a valid five-field cron expression.
-
-    cronsim also reads a sixth field (seconds) and would explain ``0 0 * * * *`` as
-    hourly; deadlines are minute-grained, so exactly five fields are accepted."""
-    count = len(expression.split())
-    if count != CRON_FIELDS:
-        raise CronError(
-            f"expected {CRON_FIELDS} fields (minute hour day-of-month month day-of-week), "
-            f"got {count}"
-        )
-    try:
-        CronSim(expression, datetime.now(UTC))
-    except CronSimError as exc:
-        raise CronError(str(exc)) from exc
 
 
 def next_deadline(expression: str, time_zone: str, after: datetime) -> datetime:
@@ -97,3 +80,24 @@ def previous_deadline(expression: str, time_zone: str, at_or_before: datetime) -
 def describe(expression: str) -> str:
     """The schedule in English, e.g. "At 06:30 on Monday through Friday"."""
     return CronSim(expression, datetime.now(UTC)).explain()
+
+
+def next_deadlines(expression: str, time_zone: str, after: datetime, count: int) -> list[datetime]:
+    """The first ``count`` firings strictly after ``after`` (aware), in UTC, oldest first
+    (``next_deadline`` repeated: the same DST policy)."""
+    found: list[datetime] = []
+    at = after
+    for _ in range(count):
+        at = next_deadline(expression, time_zone, at)
+        found.append(at)
+    return found
+
+
+def local_and_utc(instant: datetime, time_zone: str) -> dict[str, str]:
+    """An instant as people read it in two places: ``{"local": ISO 8601 with the zone's
+    offset at that instant, "utc": ISO 8601 with Z}``, to the second."""
+    instant = instant.replace(microsecond=0)
+    return {
+        "local": instant.astimezone(ZoneInfo(time_zone)).isoformat(),
+        "utc": instant.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+    }

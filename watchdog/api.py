@@ -19,6 +19,7 @@ from httpkit.client_address import client_address
 from httpkit.exceptions import problem_exception_handler
 from httpkit.fields import ChoiceField
 from problems import NotFound, Problem
+from schedules import local_and_utc
 
 from . import monitors, pings
 from .auth import TokenAuthentication
@@ -162,6 +163,28 @@ class MonitorOutputSerializer(ModelSerializer):
         return obj.incidents.filter(resolved_at__isnull=True).count()
 
 
+class MonitorDetailOutputSerializer(MonitorOutputSerializer):
+    """A monitor with its next deadlines in its own zone and in UTC, and warnings about its
+    cron expressions (what the monitor endpoints answer, except the list)."""
+
+    next_deadlines = serializers.SerializerMethodField()
+    warnings = serializers.SerializerMethodField()
+
+    class Meta(MonitorOutputSerializer.Meta):
+        fields = [*MonitorOutputSerializer.Meta.fields, "next_deadlines", "warnings"]
+
+    def get_next_deadlines(self, obj) -> list[dict[str, str]]:
+        from . import schedule
+
+        return [
+            local_and_utc(at, obj.timezone)
+            for at in schedule.upcoming_deadlines(obj, now=timezone.now())
+        ]
+
+    def get_warnings(self, obj) -> list[dict[str, str]]:
+        return [w.as_dict() for w in monitors.warnings(obj)]
+
+
 class IncidentSerializer(ModelSerializer):
     monitor = serializers.CharField(source="monitor.name")
     monitor_id = serializers.IntegerField()
@@ -213,12 +236,12 @@ class MonitorListCreateApi(WatchdogApiView):
         fields = dict(data.validated_data)
         channels = fields.pop("channel_ids", None)
         monitor = monitors.monitor_create(channels=channels, now=timezone.now(), **fields)
-        return Response(MonitorOutputSerializer(monitor).data, status=201)
+        return Response(MonitorDetailOutputSerializer(monitor).data, status=201)
 
 
 class MonitorDetailApi(WatchdogApiView):
     def get(self, request: Request, monitor_id: int) -> Response:
-        return Response(MonitorOutputSerializer(_monitor(monitor_id)).data)
+        return Response(MonitorDetailOutputSerializer(_monitor(monitor_id)).data)
 
     def patch(self, request: Request, monitor_id: int) -> Response:
         monitor = _monitor(monitor_id)
@@ -227,7 +250,7 @@ class MonitorDetailApi(WatchdogApiView):
         fields = dict(data.validated_data)
         channels = fields.pop("channel_ids", None)
         monitor = monitors.monitor_update(monitor, channels=channels, now=timezone.now(), **fields)
-        return Response(MonitorOutputSerializer(monitor).data)
+        return Response(MonitorDetailOutputSerializer(monitor).data)
 
     def delete(self, request: Request, monitor_id: int) -> Response:
         _monitor(monitor_id).delete()
@@ -239,13 +262,13 @@ class MonitorPauseApi(WatchdogApiView):
         monitor = monitors.monitor_pause(
             _monitor(monitor_id), now=timezone.now(), by=_caller(request)
         )
-        return Response(MonitorOutputSerializer(monitor).data)
+        return Response(MonitorDetailOutputSerializer(monitor).data)
 
 
 class MonitorResumeApi(WatchdogApiView):
     def post(self, request: Request, monitor_id: int) -> Response:
         monitor = monitors.monitor_resume(_monitor(monitor_id), now=timezone.now())
-        return Response(MonitorOutputSerializer(monitor).data)
+        return Response(MonitorDetailOutputSerializer(monitor).data)
 
 
 class ChannelListCreateApi(WatchdogApiView):
@@ -307,7 +330,7 @@ class ExternalMonitorApi(WatchdogApiView):
         monitor, changed = external_monitor_apply(
             external_id, request.data, now=timezone.now(), by=_caller(request)
         )
-        return Response(MonitorOutputSerializer(monitor).data, status=200 if changed else 208)
+        return Response(MonitorDetailOutputSerializer(monitor).data, status=200 if changed else 208)
 
 
 def external_monitor_apply(

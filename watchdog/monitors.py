@@ -8,8 +8,8 @@ from typing import Any
 from django.db import transaction
 
 import outbound
-from problems import REQUIRED_DETAIL, FieldError, ValidationProblem, invalid_choice
-from schedules import DAILY, HOURLY, MONTHLY, CronError, validate_cron
+from problems import REQUIRED_DETAIL, FieldError, FieldWarning, ValidationProblem, invalid_choice
+from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron, cron_checks
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, schedule
@@ -63,13 +63,8 @@ def validate(monitor: Monitor) -> None:
     else:
         if not monitor.cron:
             problems.append(FieldError("cron", "required for a deadline monitor", "required"))
-        else:
-            try:
-                validate_cron(monitor.cron)
-            except CronError as exc:
-                problems.append(
-                    FieldError("cron", f"not a valid cron expression: {exc}", "cron_expression")
-                )
+        elif (refused := _cron_problem("cron", monitor.cron)) is not None:
+            problems.append(refused)
     for field in ("timezone", "partition_timezone"):
         try:
             validate_timezone(getattr(monitor, field))
@@ -89,6 +84,32 @@ def validate(monitor: Monitor) -> None:
         raise ValidationProblem.of("Some monitor fields are not valid.", problems)
 
 
+def _cron_problem(field: str, expression: str) -> FieldError | None:
+    """A cron field's error naming the field, the cron field, the value and the allowed
+    range ("minute field '75' is out of range 0-59"), or None when accepted; rule
+    ``cron_expression``, or ``cron_never_fires`` for an expression that never fires."""
+    try:
+        check_cron(expression)
+    except CronError as exc:
+        return FieldError(field, str(exc), getattr(exc, "rule", "cron_expression"))
+    return None
+
+
+def warnings(monitor: Monitor) -> list[FieldWarning]:
+    """Warnings about the monitor's ``cron`` and ``start_cron`` (accepted, but probably
+    meaning something else: ``schedules.check_cron``); none for a period monitor's."""
+    found = []
+    if monitor.kind != Monitor.Kind.DEADLINE:
+        return found
+    for field in ("cron", "start_cron"):
+        expression = getattr(monitor, field)
+        if expression:
+            found += [
+                FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)
+            ]
+    return found
+
+
 def _start_problems(monitor: Monitor) -> list[FieldError]:
     """Start lateness: a period monitor needs only ``start_grace_seconds``; a deadline
     monitor also needs ``start_cron`` (when its job is scheduled to start)."""
@@ -103,12 +124,8 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
                     "deadline_only",
                 )
             )
-        try:
-            validate_cron(monitor.start_cron)
-        except CronError as exc:
-            problems.append(
-                FieldError("start_cron", f"not a valid cron expression: {exc}", "cron_expression")
-            )
+        if (refused := _cron_problem("start_cron", monitor.start_cron)) is not None:
+            problems.append(refused)
         if monitor.start_grace_seconds is None:
             problems.append(
                 FieldError("start_grace_seconds", f"{_REQUIRED} with start_cron.", "required")

@@ -33,6 +33,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from httpkit.client_address import client_address
 from httpkit.storable import has_unstorable
+from schedules import local_and_utc
 
 from . import monitors, operators, schedule, selectors
 
@@ -241,6 +242,11 @@ def monitor_detail(request: HttpRequest, monitor_id: int) -> HttpResponse:
             "monitor": monitor,
             "shown_state": monitors.display_state(monitor, now=now),
             "schedule": schedule.describe(monitor),
+            "deadlines": [
+                local_and_utc(at, monitor.timezone)
+                for at in schedule.upcoming_deadlines(monitor, now=now)
+            ],
+            "warnings": monitors.warnings(monitor),
             "activity": activity,
             "open_incidents": sum(1 for i in activity.incidents if i.resolved_at is None),
             "section": "monitors",

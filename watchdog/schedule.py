@@ -35,6 +35,23 @@ def first_deadline(monitor: Monitor, *, now: datetime) -> datetime | None:
     return monitor.last_success_at + timedelta(seconds=monitor.period_seconds)
 
 
+def upcoming_deadlines(monitor: Monitor, *, now: datetime, count: int = 3) -> list[datetime]:
+    """The monitor's next ``count`` deadlines from ``now`` (UTC, oldest first), as the loop
+    will judge them; empty while paused, and for a period monitor before its first success."""
+    if monitor.state == Monitor.State.PAUSED:
+        return []
+    at = first_deadline(monitor, now=now)
+    if at is None:
+        return []
+    if at <= now:  # a period monitor whose deadline passed: the next ones after now
+        period = timedelta(seconds=monitor.period_seconds)
+        at += period * ((now - at) // period + 1)
+    found = [at]
+    while len(found) < count:
+        found.append(next_deadline(monitor, found[-1]))
+    return found
+
+
 def next_deadline(monitor: Monitor, deadline: datetime) -> datetime:
     """The deadline after ``deadline``."""
     if monitor.kind == Monitor.Kind.DEADLINE:

@@ -8,7 +8,7 @@ from django.utils.functional import cached_property
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from catalog import delivery, selectors
+from catalog import delivery, selectors, sla_schedule
 from catalog.models import (
     ApiKey,
     ChangeNotice,
@@ -162,6 +162,40 @@ class DatasetOutputSerializer(serializers.Serializer):
     )
 
 
+class DeadlineOutputSerializer(serializers.Serializer):
+    local = serializers.CharField(
+        help_text="ISO 8601 with the UTC offset of the schedule's own zone at that instant."
+    )
+    utc = serializers.CharField(help_text="The same instant, ISO 8601 in UTC (ending in Z).")
+
+
+class FieldWarningOutputSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable snake_case: every_minute_of_fixed_hour (minute '*' with a fixed "
+        "hour fires 60 times), day_of_month_or_day_of_week (both restricted: cron fires on "
+        "days matching either), not_every_year (some years have no deadline)."
+    )
+    field = serializers.CharField(help_text="The input field, e.g. sla_cron.")
+    message = serializers.CharField(help_text="What it does, and what to write instead.")
+
+
+class DatasetDetailOutputSerializer(DatasetOutputSerializer):
+    next_deadlines = serializers.SerializerMethodField(
+        help_text="The next 3 SLA deadlines (none without an SLA), in sla_timezone and UTC."
+    )
+    warnings = serializers.SerializerMethodField(
+        help_text="The SLA cron is accepted but probably means something else."
+    )
+
+    @extend_schema_field(DeadlineOutputSerializer(many=True))
+    def get_next_deadlines(self, obj) -> list[dict[str, str]]:
+        return sla_schedule.next_deadlines(obj, now=self.context["now"])
+
+    @extend_schema_field(FieldWarningOutputSerializer(many=True))
+    def get_warnings(self, obj) -> list[dict[str, str]]:
+        return [w.as_dict() for w in sla_schedule.sla_warnings(obj)]
+
+
 class CatalogApplyQuerySerializer(StrictSerializer):
     dry_run = serializers.BooleanField(
         default=True, help_text="true (the default): only show the plan; false: apply it."
@@ -178,6 +212,9 @@ class DeclaredDatasetOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     action = ChoiceField(["create", "update", "unchanged"])
     changes = serializers.DictField(child=FieldChangeOutputSerializer())
+    warnings = FieldWarningOutputSerializer(
+        many=True, help_text="About the declared fields, e.g. an SLA cron's (whatever the action)."
+    )
 
 
 class CatalogPlanOutputSerializer(serializers.Serializer):

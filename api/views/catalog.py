@@ -97,29 +97,36 @@ class DatasetListCreateApi(APIView):
         return paginate(self, request, queryset, s.DatasetOutputSerializer, ("id",))
 
     @extend_schema(
-        request=s.DatasetCreateInputSerializer, responses={201: s.DatasetOutputSerializer}
+        request=s.DatasetCreateInputSerializer, responses={201: s.DatasetDetailOutputSerializer}
     )
     def post(self, request: Request) -> Response:
         data = s.DatasetCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = datasets.dataset_register(actor=actor_of(request), **data.validated_data)
-        return Response(s.DatasetOutputSerializer(dataset).data, status=status.HTTP_201_CREATED)
+        return Response(_detail(dataset), status=status.HTTP_201_CREATED)
+
+
+def _detail(dataset) -> dict:
+    """A dataset's full representation: with its next deadlines and its SLA's warnings."""
+    return dict(s.DatasetDetailOutputSerializer(dataset, context={"now": timezone.now()}).data)
 
 
 class DatasetDetailApi(APIView):
     required_scope = {"GET": ApiKey.Scope.READ, "PATCH": ApiKey.Scope.MANAGE}
 
-    @extend_schema(responses=s.DatasetOutputSerializer)
+    @extend_schema(responses=s.DatasetDetailOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        body = dict(s.DatasetOutputSerializer(dataset).data)
+        body = _detail(dataset)
         if dataset.owner_id == actor_of(request).team.pk:  # the badge URL is the owner's to share
             body["badge_url"] = request.build_absolute_uri(f"/badge/{dataset.badge_token}.svg")
             if ping_url := watchdog_feed.pipeline_ping_url(dataset):
                 body["pipeline_ping_url"] = ping_url
         return Response(body)
 
-    @extend_schema(request=s.DatasetUpdateInputSerializer, responses=s.DatasetOutputSerializer)
+    @extend_schema(
+        request=s.DatasetUpdateInputSerializer, responses=s.DatasetDetailOutputSerializer
+    )
     def patch(self, request: Request, dataset_id: int) -> Response:
         data = s.DatasetUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -127,7 +134,7 @@ class DatasetDetailApi(APIView):
         dataset = datasets.dataset_update(
             actor=actor_of(request), dataset=dataset, **data.validated_data
         )
-        return Response(s.DatasetOutputSerializer(dataset).data)
+        return Response(_detail(dataset))
 
 
 class CatalogApplyApi(APIView):

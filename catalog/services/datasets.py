@@ -13,10 +13,17 @@ from django.utils import timezone
 
 import objectstore
 from problems import REQUIRED_DETAIL, FieldError, Problem, ValidationProblem, invalid_choice
-from schedules import CronError, validate_cron
 from schedules.periods import validate_timezone
 
-from .. import change_notices, declarations, errors, freshness, selectors, watchdog_feed
+from .. import (
+    change_notices,
+    declarations,
+    errors,
+    freshness,
+    selectors,
+    sla_schedule,
+    watchdog_feed,
+)
 from ..actors import Actor
 from ..identity import IdentityError, dataset_location, normalise_dataset_identity
 from ..models import AuditEntry, Dataset, DatasetUsage, StorageGroup
@@ -29,7 +36,9 @@ def _storage_sources() -> dict:
 
 def _validate_dataset_fields(values: dict[str, Any]) -> None:
     """Field rules that need more than a type: integer bounds (``Dataset.INTEGER_BOUNDS``,
-    the API's limits), booleans, zones, cron, storage source."""
+    the API's limits), booleans, zones, cron (``schedules.check_cron``: a precise error,
+    or refused when it never fires; its warnings are ``sla_schedule.sla_warnings``),
+    storage source. A single error that names its field is also the problem's detail."""
     problems: list[FieldError] = []
     for int_field, (low, high) in Dataset.INTEGER_BOUNDS.items():
         value = values.get(int_field)
@@ -59,12 +68,9 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
             except ValueError as exc:
                 problems.append(FieldError(tz_field, str(exc), "iana_time_zone"))
     if values.get("sla_cron"):
-        try:
-            validate_cron(values["sla_cron"])
-        except CronError as exc:
-            problems.append(
-                FieldError("sla_cron", f"not a valid cron expression: {exc}", "cron_expression")
-            )
+        cron_problem = sla_schedule.cron_problem("sla_cron", values["sla_cron"])
+        if cron_problem is not None:
+            problems.append(cron_problem)
     source = values.get("storage_source")
     if source and source not in _storage_sources():
         if _storage_sources():

@@ -28,6 +28,7 @@ from .. import (
     freshness,
     graph_layout,
     selectors,
+    sla_schedule,
     timeline,
 )
 from ..actors import Actor
@@ -128,13 +129,15 @@ def _dataset_response(
     teams = [m.team.slug for m in memberships]
     is_owner = dataset.owner.slug in teams
     sla = freshness.sla_of(dataset)
-    deadlines = []
+    deadlines = []  # (UTC instant, its wall time in the SLA's zone, that zone's offset)
     if sla is not None:
         zone = ZoneInfo(dataset.sla_timezone)
         at = now
         for _ in range(NEXT_DEADLINES):
             at = sla.next_deadline(at)
-            deadlines.append((at, at.astimezone(zone).strftime("%a %Y-%m-%d %H:%M")))
+            local = at.astimezone(zone)
+            offset = local.isoformat()[-6:]
+            deadlines.append((at, local.strftime("%a %Y-%m-%d %H:%M"), offset))
     cells, picture = [], None
     if dataset.partitioning != Dataset.Partitioning.NONE:
         periods = timeline.last_periods(
@@ -168,6 +171,7 @@ def _dataset_response(
         "dataset": dataset,
         "fresh": freshness.dataset_freshness(dataset, now=now),
         "deadlines": deadlines,
+        "sla_warnings": sla_schedule.sla_warnings(dataset),
         "cells": cells,
         "picture": picture,
         "legend": timeline.WORDS,
@@ -199,7 +203,7 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     form = DatasetEditForm.for_dataset(dataset, request.POST)
     if form.is_valid():
         try:
-            datasets.dataset_update(
+            dataset = datasets.dataset_update(
                 actor=_actor(request, membership.team),
                 dataset=dataset,
                 override_reason=form.cleaned_data["override_reason"],
@@ -211,6 +215,8 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
             add_validation_error(form, error)
         else:
             messages.success(request, "Saved.")
+            for warning in sla_schedule.sla_warnings(dataset):
+                messages.warning(request, f"SLA deadline (cron): {warning.message}")
             return redirect("web:dataset", dataset.pk)
     return _dataset_response(request, dataset, edit_form=form, status=400)
 

@@ -1,3 +1,4 @@
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -322,3 +323,28 @@ def test_a_declaration_opts_a_dataset_in_to_future_partitions(actor):
     assert AuditEntry.objects.filter(
         action="dataset.updated", changes__accepts_future_partitions=[True, False]
     ).exists()
+
+
+@pytest.mark.django_db
+def test_apply_catalog_dry_run_and_apply_list_each_datasets_cron_warnings(team, tmp_path, capsys):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(DOC.replace('"0 6 * * *"', '"* 6 * * *"'))
+    call_command("apply_catalog", str(path))
+    out = capsys.readouterr().out
+    assert "! sla_cron: minute is '*' with hour '6'" in out
+    assert "(every_minute_of_fixed_hour)" in out
+    assert not Dataset.objects.exists()
+    call_command("apply_catalog", str(path), "--json")
+    body = json.loads(capsys.readouterr().out)
+    assert [w["code"] for w in body["datasets"][0]["warnings"]] == ["every_minute_of_fixed_hour"]
+    call_command("apply_catalog", str(path), "--apply")
+    out = capsys.readouterr().out
+    assert "(every_minute_of_fixed_hour)" in out and "applied" in out
+
+
+@pytest.mark.django_db
+def test_apply_catalog_dry_run_refuses_a_cron_that_never_fires(team, tmp_path):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(DOC.replace('"0 6 * * *"', '"0 6 30 2 *"'))
+    with pytest.raises(CommandError, match=r"datasets\[0\]\.sla_cron: never fires"):
+        call_command("apply_catalog", str(path))

@@ -409,3 +409,94 @@ def test_incidents_list_and_open_filter(api, pagerduty_channel, clock):
     assert _fields(_problem(api.get("/api/v1/incidents", {"monitor_id": "x"}), 400)) == {
         "monitor_id"
     }
+
+
+def test_a_monitor_with_a_suspicious_cron_is_created_with_warnings(api, clock):
+    response = api.post(
+        "/api/v1/monitors",
+        {
+            "name": "nightly",
+            "kind": "deadline",
+            "cron": "* 6 * * *",
+            "start_cron": "0 5 1 * 1",
+            "start_grace_seconds": 600,
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    assert [(w["code"], w["field"]) for w in response.json()["warnings"]] == [
+        ("every_minute_of_fixed_hour", "cron"),
+        ("day_of_month_or_day_of_week", "start_cron"),
+    ]
+    fixed = api.patch(
+        f"/api/v1/monitors/{response.json()['id']}",
+        {"cron": "0 6 * * *", "start_cron": "0 5 * * *"},
+        format="json",
+    )
+    assert fixed.status_code == 200
+    assert fixed.json()["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "detail", "rule"),
+    [
+        ({"cron": "75 6 * * *"}, "cron", "cron: minute field '75' is out of range 0-59", None),
+        (
+            {"cron": "0 0 31 4,6,9,11 *"},
+            "cron",
+            "cron: never fires: day-of-month '31' never falls in month April, June, "
+            "September, November: at most 30 days",
+            "cron_never_fires",
+        ),
+        (
+            {"cron": "0 6 * * *", "start_cron": "0 5 30 2 *", "start_grace_seconds": 60},
+            "start_cron",
+            "start_cron: never fires",
+            "cron_never_fires",
+        ),
+    ],
+)
+def test_a_bad_monitor_cron_is_a_problem_naming_field_value_and_range(
+    api, clock, payload, field, detail, rule
+):
+    response = api.post(
+        "/api/v1/monitors", {"name": "bad", "kind": "deadline", **payload}, format="json"
+    )
+    problem = _problem(response, 400)
+    assert detail in problem["detail"]
+    (error,) = problem["errors"]
+    assert (error["field"], error["rule"]) == (field, rule or "cron_expression")
+    assert detail.removeprefix(f"{field}: ") in error["detail"]
+    assert not Monitor.objects.exists()
+
+
+def test_an_external_upsert_answers_warnings_and_refuses_a_cron_that_never_fires(api, clock):
+    url = "/api/v1/monitors/external/tidemark:dataset:9:data"
+    body = {"name": "orders", "kind": "deadline", "cron": "0 6 1-7 * MON"}
+    response = api.post(url, body, format="json")
+    assert response.status_code == 200, response.content
+    assert [w["code"] for w in response.json()["warnings"]] == ["day_of_month_or_day_of_week"]
+    refused = api.post(url, {**body, "cron": "0 6 30 2 *", "version": "2"}, format="json")
+    assert _problem(refused, 400)["errors"][0]["rule"] == "cron_never_fires"
+    assert Monitor.objects.get().cron == "0 6 1-7 * MON"
+
+
+def test_a_monitor_shows_its_next_deadlines_in_its_zone_and_utc_across_dst(api, clock):
+    clock.move_to(datetime(2026, 10, 23, 12, tzinfo=UTC))
+    created = api.post(
+        "/api/v1/monitors",
+        {"name": "nightly", "kind": "deadline", "cron": "30 2 * * *", "timezone": "Europe/Berlin"},
+        format="json",
+    ).json()
+    expected = [
+        {"local": "2026-10-24T02:30:00+02:00", "utc": "2026-10-24T00:30:00Z"},
+        # Berlin falls back on 25 October: 02:30 occurs twice and fires once, the first time.
+        {"local": "2026-10-25T02:30:00+02:00", "utc": "2026-10-25T00:30:00Z"},
+        {"local": "2026-10-26T02:30:00+01:00", "utc": "2026-10-26T01:30:00Z"},
+    ]
+    assert created["next_deadlines"] == expected
+    assert api.get(f"/api/v1/monitors/{created['id']}").json()["next_deadlines"] == expected
+    period = api.post(
+        "/api/v1/monitors", {"name": "hourly", "period_seconds": 3600}, format="json"
+    ).json()
+    assert period["next_deadlines"] == []  # watched from its first ping

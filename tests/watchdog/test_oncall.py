@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.db import connections
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
@@ -439,3 +440,20 @@ def test_the_pages_keep_their_own_sign_in_where_the_host_requires_djangos_login(
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/oncall/login")
     assert Client().get("/oncall/login").status_code == 200
     assert _client_for(orders_oncall).get("/oncall/").status_code == 200
+
+
+def test_the_monitor_page_shows_next_deadlines_in_its_zone_and_utc_and_warnings(
+    oncall_world, orders_oncall
+):
+    nightly = oncall_world["nightly"]
+    Monitor.objects.filter(pk=nightly.pk).update(cron="30 2 * * *", start_cron="* 1 * * *")
+    with time_machine.travel(datetime(2026, 3, 27, 12, tzinfo=UTC), tick=False):
+        body = _client_for(orders_oncall).get(f"/oncall/monitors/{nightly.pk}").content.decode()
+    deadlines = re.search(r'<ul class="plain" id="next-deadlines">(.*?)</ul>', body)[1]
+    assert re.findall(r'<span class="key">([^<]+)</span>', deadlines) == [
+        "2026-03-28T02:30:00+01:00",
+        "2026-03-29T03:00:00+02:00",  # 02:30 does not occur: the end of the gap
+        "2026-03-30T02:30:00+02:00",
+    ]
+    assert "· 2026-03-29T01:00:00Z" in deadlines
+    assert "start_cron: minute is &#x27;*&#x27; with hour &#x27;1&#x27;" in body

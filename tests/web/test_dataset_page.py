@@ -285,7 +285,9 @@ def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"sla_cron": "every day"}, "sla_cron", "not a valid cron expression"),
+        ({"sla_cron": "every day"}, "sla_cron", "expected 5 fields"),
+        ({"sla_cron": "75 6 * * *"}, "sla_cron", "minute field '75' is out of range 0-59"),
+        ({"sla_cron": "0 6 30 2 *"}, "sla_cron", "never fires"),
         ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
         ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
         ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
@@ -455,3 +457,32 @@ def test_unpartitioned_dataset_page_has_no_timeline(consumer, orders):
     response, body = page(consumer, dataset)
     assert response.context["cells"] == [] and "Unpartitioned: no timeline." in body
     assert "no SLA" in body
+
+
+def test_owner_edit_with_a_suspicious_cron_saves_and_shows_the_warning(owner, orders_daily):
+    response = owner.post(
+        f"/datasets/{orders_daily.pk}/edit",
+        edit_data(orders_daily, sla_cron="* 6 * * *"),
+        follow=True,
+    )
+    assert response.status_code == 200
+    orders_daily.refresh_from_db()
+    assert orders_daily.sla_cron == "* 6 * * *"  # still saved
+    body = response.content.decode()
+    assert "SLA deadline (cron): minute is &#x27;*&#x27; with hour &#x27;6&#x27;" in body
+    assert 'id="sla-warnings"' in body
+    assert "every_minute_of_fixed_hour" in body
+
+
+@time_machine.travel(datetime(2026, 3, 27, 12, tzinfo=UTC), tick=False)
+def test_dataset_page_shows_next_deadlines_in_its_zone_and_utc_across_dst(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(sla_cron="30 2 * * *")
+    response, body = page(consumer, orders_daily)
+    assert [d[1:] for d in response.context["deadlines"]] == [
+        ("Sat 2026-03-28 02:30", "+01:00"),
+        ("Sun 2026-03-29 03:00", "+02:00"),  # 02:30 does not occur: the end of the gap
+        ("Mon 2026-03-30 02:30", "+02:00"),
+    ]
+    assert "Sun 2026-03-29 03:00 Europe/Berlin" in body
+    assert "(UTC+02:00) · 2026-03-29 01:00 UTC" in body
+    assert 'id="sla-warnings"' not in body

@@ -1,0 +1,58 @@
+"""What a dataset's SLA schedule shows people: warnings about its cron expression, and its
+next deadlines in the SLA's own zone and in UTC.
+
+Pure reads of the dataset's fields; the deadlines come from ``schedules`` (the one DST
+policy), exactly as freshness judges them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from problems import FieldError, FieldWarning
+from schedules import CronError, check_cron, cron_checks, local_and_utc
+
+from . import freshness
+from .models import Dataset
+
+NEXT_DEADLINES = 3
+
+
+def cron_problem(field: str, expression: str) -> FieldError | None:
+    """The error of a cron field (``sla_cron``), or None when ``schedules.check_cron``
+    accepts it. The detail names the cron field, the value and the allowed range ("minute
+    field '75' is out of range 0-59"; the problem's detail puts the field before it); the
+    rule is ``cron_expression`` or ``cron_never_fires``."""
+    try:
+        check_cron(expression)
+    except CronError as exc:
+        return FieldError(field, str(exc), getattr(exc, "rule", "cron_expression"))
+    return None
+
+
+def cron_warnings(field: str, expression: str) -> list[FieldWarning]:
+    """The warnings of a cron field's accepted value (none for a blank or refused one)."""
+    if not expression:
+        return []
+    return [FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)]
+
+
+def sla_warnings(dataset: Dataset) -> list[FieldWarning]:
+    """The warnings of the dataset's stored ``sla_cron``."""
+    return cron_warnings("sla_cron", dataset.sla_cron)
+
+
+def next_deadlines(
+    dataset: Dataset, *, now: datetime, count: int = NEXT_DEADLINES
+) -> list[dict[str, str]]:
+    """The dataset's next ``count`` SLA deadlines after ``now`` (aware), oldest first, each
+    ``{"local": ISO 8601 with the sla_timezone's offset, "utc": ISO 8601 ending in Z}``;
+    empty without an SLA (no cron, or unpartitioned)."""
+    sla = freshness.sla_of(dataset)
+    if sla is None:
+        return []
+    found, at = [], now
+    for _ in range(count):
+        at = sla.next_deadline(at)
+        found.append(local_and_utc(at, sla.time_zone))
+    return found
