@@ -41,14 +41,18 @@ class Cell:
 
     ``status``: one of ``WORDS``' keys; ``late_seconds``: how long after its deadline the
     partition became ready (``late``), or has been missing (``missing`` past its grace);
-    ``restated``: its current revision replaced another; ``by_poll``: the fallback poll
-    found it (its readiness event was lost). ``x``: left edge in the picture, in pixels.
+    ``ready_at``: when its current revision became ready; ``arrived_at``: when the
+    partition first became ready (what judges it on time or late; ``ready_at`` unless it
+    was restated since); ``restated``: its current revision replaced a ready one;
+    ``by_poll``: the fallback poll found it (its readiness event was lost). ``x``: left
+    edge in the picture, in pixels.
     """
 
     key: str
     status: str
     deadline_at: datetime | None
     ready_at: datetime | None
+    arrived_at: datetime | None
     late_seconds: int | None
     restated: bool
     by_poll: bool
@@ -109,6 +113,9 @@ def cells(
         deadline = sla.next_deadline(period.end - timedelta(seconds=1)) if sla else None
         late_after = sla.late_after(deadline) if sla and deadline else None
         late_seconds = None
+        # On time or late by when it first arrived: a restatement's new version (ready
+        # later, by design) does not make an on-time partition late.
+        arrived = min(ready_at, info.get("first_ready_at") or ready_at) if ready_at else None
         untracked = tracked_since is not None and (deadline or period.end) < tracked_since
         if untracked:
             late_after = None  # no SLA was judged before the dataset existed
@@ -116,9 +123,6 @@ def cells(
             status = UNTRACKED
         elif state == "ready":
             status = ON_TIME
-            # On time or late by when it first arrived: a restatement's new version
-            # (ready later, by design) does not make an on-time partition late.
-            arrived = min(ready_at, info.get("first_ready_at") or ready_at)
             if (late_after and arrived > late_after) or period.key in late_keys:
                 status = LATE
                 since = deadline or arrived
@@ -142,13 +146,25 @@ def cells(
                 status=status,
                 deadline_at=deadline,
                 ready_at=ready_at,
+                arrived_at=arrived,
                 late_seconds=late_seconds,
-                restated=bool(info.get("revisions", 0) > 1 or info.get("version")),
+                restated=_restated(info),
                 by_poll=info.get("detected_by") == "poll",
                 x=index * (CELL_WIDTH + GAP),
             )
         )
     return result
+
+
+def _restated(info: dict) -> bool:
+    """Whether the current revision replaced a ready one: it became ready after the
+    partition first arrived (a new version, a promoted restatement). A first publish that
+    names a version, or a version ready after a failed one, restated nothing; nor does a
+    restatement still staged (its revision is not current)."""
+    first_ready_at, ready_at = info.get("first_ready_at"), info.get("ready_at")
+    if first_ready_at is None or ready_at is None:
+        return info.get("revisions", 0) > 1
+    return ready_at > first_ready_at
 
 
 def picture_size(cell_count: int) -> tuple[int, int]:

@@ -131,7 +131,7 @@ class MonitorActivity:
 
     pings: list[Ping]
     runs: list[Run]
-    incidents: list[Incident]  # with ``pages`` prefetched (channel selected)
+    incidents: list[Incident]  # ``pages`` prefetched (channel selected), ``part_of`` selected
 
 
 def monitor_activity(*, monitor: Monitor) -> MonitorActivity:
@@ -143,6 +143,7 @@ def monitor_activity(*, monitor: Monitor) -> MonitorActivity:
     incidents = list(
         Incident.objects.filter(monitor=monitor)
         .order_by("-opened_at")
+        .select_related("part_of__monitor")
         .prefetch_related(_pages())[:RECENT]
     )
     return MonitorActivity(pings=pings, runs=runs, incidents=incidents)
@@ -155,8 +156,9 @@ def _pages() -> Prefetch:
 
 
 def incident_list(*, operator: Operator, resolved: bool, label: str = "") -> QuerySet[Incident]:
-    """Incidents of the monitors an operator sees, newest first, with their monitor and
-    pages: the open ones (``resolved=False``) or the resolved ones.
+    """Incidents of the monitors an operator sees, newest first, with their monitor, pages
+    and the incident each pages through (``part_of``): the open ones (``resolved=False``)
+    or the resolved ones.
 
     Returns:
         An unevaluated queryset: slice it (open incidents are few; resolved ones are
@@ -167,7 +169,7 @@ def incident_list(*, operator: Operator, resolved: bool, label: str = "") -> Que
         queryset = queryset.filter(monitor__owner=label)
     return (
         queryset.filter(resolved_at__isnull=not resolved)
-        .select_related("monitor")
+        .select_related("monitor", "part_of__monitor")
         .prefetch_related(_pages())
         .order_by("-opened_at", "-id")
     )

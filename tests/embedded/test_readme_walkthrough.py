@@ -1,6 +1,6 @@
-"""The shell examples of the README's Try it, the Walkthrough page and the Producer guide's
-Change notices and Restatements, run as written against a ``make run`` stack: they must
-not drift."""
+"""The shell examples of the README's Try it, the Walkthrough page, the Producer guide's
+Declarations as code, Change notices and Restatements and the Consumer guide's
+Notifications, run as written against a ``make run`` stack: they must not drift."""
 
 from __future__ import annotations
 
@@ -23,20 +23,40 @@ MARK = "=== tidemark-walkthrough block {} ==="
 SECTIONS = (
     ("README.md", "Try it"),
     ("docs/walkthrough.md", None),
+    ("docs/guides/producer.md", "Declarations as code"),
     ("docs/guides/producer.md", "Change notices"),
     ("docs/guides/producer.md", "Restatements"),
+    ("docs/guides/consumer.md", "Notifications"),
 )
+# The Producer guide's example file, which its commands read as catalog.yaml.
+CATALOG_FILE = "catalog.yaml"
+
+
+def _section(name: str, title: str | None) -> str:
+    """The text of ``name``'s ``## title`` section (the whole page for None): up to the
+    next heading of its level or above, or the end; a ``#`` line inside a fenced block
+    (a comment in a code example) is no heading."""
+    text = (REPO_ROOT / name).read_text()
+    if title is None:
+        return text
+    lines, found, fenced = [], False, False
+    for line in text.splitlines(keepends=True):
+        if not fenced and re.match(r"#{1,2} ", line):
+            if found:
+                break
+            found = line.rstrip("\n") == f"## {title}"
+            continue
+        fenced ^= line.startswith("```")
+        if found:
+            lines.append(line)
+    assert found, f"{name} has no '## {title}' section"
+    return "".join(lines)
 
 
 def _walkthrough_blocks() -> list[str]:
     blocks = []
     for name, title in SECTIONS:
-        text = (REPO_ROOT / name).read_text()
-        if title is not None:
-            # The section runs to the next heading of its level or above, or to the end.
-            section = re.search(rf"^## {title}\n(.*?)(?=^#{{1,2}} |\Z)", text, re.M | re.S)
-            assert section, f"{name} has no '## {title}' section"
-            text = section.group(1)
+        text = _section(name, title)
         found = re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
         assert found, f"{name} {title or ''}: no shell examples"
         blocks += found
@@ -78,11 +98,16 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     ), blocks
     key_file = shlex.quote(str(embedded_stack.var_dir / "demo-api-key"))
     lake = shlex.quote(str(embedded_stack.var_dir / "lake"))
+    declarations = _section("docs/guides/producer.md", "Declarations as code")
+    [declared] = re.findall(r"^```yaml\n(.*?)^```", declarations, re.M | re.S)
+    catalog_file = embedded_stack.var_dir / CATALOG_FILE
+    catalog_file.write_text(declared)
     script = ["set -eo pipefail"]
     for number, block in enumerate(blocks):
         block = block.replace(README_URL, embedded_stack.url).replace(README_KEY_FILE, key_file)
         block = block.replace(README_WATCHDOG_URL, embedded_stack.watchdog_url)
         block = block.replace("var/lake", lake)
+        block = block.replace(CATALOG_FILE, shlex.quote(str(catalog_file)))
         script += [block, "echo", f"echo '{MARK.format(number)}'"]
     script.append('printf "%s" "$KEY"')
     # python3 in the README is any Python 3; the project's own keeps the test host-free.
@@ -174,7 +199,7 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert too_soon[0]["code"] == "notice_period_too_short", report
     assert too_soon[0]["earliest_effective_at"] in too_soon[0]["detail"], report
 
-    acknowledged, notice = _block_with(blocks, outputs, "$AKEY")
+    acknowledged, notice = _block_with(blocks, outputs, "/acknowledgements")
     assert acknowledged["team"] == "analytics", report
     assert [a["team"] for a in notice["acknowledgements"]] == ["analytics"], report
     assert notice["pending_acknowledgements"] == [] and notice["state"] == "announced", report
@@ -197,6 +222,15 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert (change["removed"], change["source"]) == (["customer_id"], "readiness"), report
     assert change["dataset"]["name"] == "curated/orders_daily", report
 
+    [(_, declaration_out)] = [
+        (b, o) for b, o in zip(blocks, outputs, strict=True) if "apply_catalog" in b
+    ]
+    dry_run, applied_file = declaration_out.split("dry run: nothing changed", 1)
+    assert "+ s3://lake/forecast/demand (create)" in dry_run, report
+    [applied_again] = _json_values(applied_file[applied_file.index("{") :])
+    assert applied_again["dry_run"] is False and applied_again["changed"] is False, report
+    assert [d["action"] for d in applied_again["datasets"]] == ["unchanged"] * 3, report
+
     week = _block_with(blocks, outputs, '"version": "v1"')
     assert [p["current_version"] for p in week] == ["v1"] * 7, report
     staged = _block_with(blocks, outputs, "\"restatement\": '$RESTATEMENT'")
@@ -214,3 +248,14 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert (monitor["name"], monitor["state"]) == ("orders daily", "up"), report
     assert monitor["last_partition"] == "2026-11-28", report
     assert monitor["ping_url"].startswith(embedded_stack.watchdog_url), report
+
+    # The Consumer guide: the demo's analytics team's newest dead letter and its endpoint.
+    dead, replayed, endpoints, replayed_all, rotated = _block_with(
+        blocks, outputs, "/rotate-secret"
+    )
+    assert (dead["state"], dead["attempts"]) == ("dead", 15), report
+    assert (replayed["id"], replayed["state"]) == (dead["id"], "pending"), report
+    [failing] = [e for e in endpoints["results"] if e["id"] == dead["endpoint_id"]]
+    assert failing["kind"] == "webhook" and failing["failing_since"], report
+    assert replayed_all["replayed"] >= 1, report
+    assert rotated["secret"].startswith("whsec_") and rotated["previous_secret_expires_at"], report

@@ -245,6 +245,39 @@ def test_the_monitor_page_shows_incidents_with_their_pages_pings_and_runs(
     assert '<td data-label="Outcome">running</td>' in body
 
 
+def test_an_incident_paged_through_another_names_it_instead_of_no_pages(
+    oncall_world, orders_oncall, django_assert_num_queries
+):
+    from watchdog import incidents
+
+    nightly, failure = oncall_world["nightly"], oncall_world["incident"]
+    hourly = oncall_world["hourly"]
+    now = timezone.now()
+    # The next deadline missed while the failure still pages, on this monitor and on one
+    # watching the same subject: each pages through the open incident, with none of its own.
+    for monitor in (nightly, hourly):
+        incidents.open_incident(
+            monitor,
+            reason="missed",
+            deadline_at=now - timedelta(minutes=5),
+            summary="missed again",
+            now=now,
+            part_of=failure,
+        )
+    opened = failure.opened_at.strftime("%Y-%m-%d %H:%M")
+    client = _client_for(orders_oncall)
+    client.get("/oncall/incidents")
+    # session, open incidents + their pages, resolved ones (none): the causes come with them
+    with django_assert_num_queries(4, connection=connections["watchdog"]):
+        listed = client.get("/oncall/incidents").content.decode()
+    assert listed.count("paged through") == 2
+    assert f"paged through the incident of this monitor opened {opened} UTC" in listed
+    assert f"paged through the incident of orders nightly opened {opened} UTC" in listed
+    shown = client.get(f"/oncall/monitors/{nightly.pk}").content.decode()
+    assert f"paged through the incident of this monitor opened {opened} UTC" in shown
+    assert "no pages" not in shown
+
+
 def test_pause_and_resume_go_through_the_watchdog_services(oncall_world, orders_oncall):
     nightly, incident = oncall_world["nightly"], oncall_world["incident"]
     client = _client_for(orders_oncall, enforce_csrf=True)

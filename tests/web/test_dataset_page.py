@@ -37,7 +37,8 @@ def partition(dataset, key, *, ready_at=None, state="ready", detected_by="event"
             partition=row,
             version="" if n == 0 else f"v{n + 1}",
             state=state,
-            ready_at=ready_at if state == "ready" else None,
+            # Each later version is ready an hour after the one before it.
+            ready_at=ready_at + timedelta(hours=n) if state == "ready" else None,
             detected_by=detected_by,
         )
     row.current_revision = revision
@@ -126,9 +127,26 @@ def test_dataset_page_judges_a_restated_partition_by_when_it_first_arrived(consu
         partition=row, version="rerun-2", state="ready", ready_at=NOW - timedelta(hours=2)
     )
     Partition.objects.filter(pk=row.pk).update(current_revision=rerun)
-    response, _ = page(consumer, orders_daily)
+    response, body = page(consumer, orders_daily)
     cell = {c.key: c for c in response.context["cells"]}["2026-11-24"]
     assert (cell.status, cell.restated, cell.ready_at) == ("on_time", True, rerun.ready_at)
+    # The tooltip says when it arrived on time, then when it was restated.
+    assert (
+        "2026-11-24: ready on time; ready 2026-11-25 04:00 UTC; restated 2026-11-28 07:00 UTC"
+        in body
+    )
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_does_not_draw_a_first_versioned_publish_as_restated(consumer, orders_daily):
+    Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(days=60))
+    row = partition(orders_daily, "2026-11-24", ready_at=datetime(2026, 11, 25, 4, tzinfo=UTC))
+    PartitionRevision.objects.filter(partition=row).update(version="v1")
+    response, body = page(consumer, orders_daily)
+    cell = {c.key: c for c in response.context["cells"]}["2026-11-24"]
+    assert (cell.status, cell.restated) == ("on_time", False)
+    assert "2026-11-24: ready on time; ready 2026-11-25 04:00 UTC</title>" in body
+    assert 'class="restated"' not in body
 
 
 @time_machine.travel(NOW, tick=False)

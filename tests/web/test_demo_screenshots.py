@@ -103,4 +103,9 @@ def test_the_on_call_pages_of_the_demo(page, live_server, screenshot, demo):
     page.get_by_role("link", name=re.compile(r"daily_revenue data$")).click()
     expect(page.get_by_text("(1 open)")).to_be_visible()
     expect(page.locator(".pages").first).to_contain_text("trigger to finance on-call: sent")
+    # The open incident pages through the pipeline's reported failure, and says so.
+    expect(page.locator("td[data-label=Pages]").first).to_contain_text(
+        "paged through the incident of postgres://warehouse.internal:5432/"
+        "finance.public.daily_revenue pipeline"
+    )
     screenshot(page, "oncall-monitor")

@@ -59,6 +59,30 @@ def test_last_periods_cut_in_the_partition_time_zone():
             True,
             False,
         ),
+        # A first publish that names its version, or a version ready after a failed one,
+        # replaced nothing: not restated.
+        (
+            {"state": "ready", "ready_at": at(27, 5), "first_ready_at": at(27, 5), "version": "v1"},
+            {},
+            "on_time",
+            None,
+            False,
+            False,
+        ),
+        (
+            {
+                "state": "ready",
+                "ready_at": at(27, 5),
+                "first_ready_at": at(27, 5),
+                "version": "v2",
+                "revisions": 2,
+            },
+            {},
+            "on_time",
+            None,
+            False,
+            False,
+        ),
         # Restated two days after it arrived on time: still on time, marked restated.
         (
             {

@@ -40,7 +40,8 @@ def state(name: str):
 @register.simple_tag
 def pages(incident):
     """An incident's pages (prefetched), one line each: action, channel, state, attempts,
-    when sent and the last error."""
+    when sent and the last error; for an incident paged through another (``part_of``,
+    selected with its monitor), which one."""
     rows = []
     for page in incident.pages.all():
         sent = f", sent {page.sent_at.astimezone(UTC):%Y-%m-%d %H:%M}" if page.sent_at else ""
@@ -60,6 +61,18 @@ def pages(incident):
                 sent,
                 error,
             )
+        )
+    if not rows and incident.part_of_id is not None:
+        # One cause, one page: it pages through the incident of that cause (its monitor
+        # and the cause selected with it), which the page names so it does not read as
+        # an incident nobody was paged for.
+        cause = incident.part_of
+        whose = "this monitor" if cause.monitor_id == incident.monitor_id else cause.monitor.name
+        return format_html(
+            '<span class="muted">paged through the incident of {} opened {} UTC ({})</span>',
+            whose,
+            cause.opened_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+            cause.get_reason_display(),
         )
     if not rows:
         return mark_safe('<span class="muted">no pages</span>')
