@@ -104,9 +104,7 @@ def partitions_for(monitor: Monitor, at: datetime) -> list[str]:
     if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
         return []
     cron, zone = monitor.cron, monitor.timezone
-    first = deadlines.next_deadline(
-        cron, zone, at - timedelta(seconds=monitor.grace_seconds, microseconds=1)
-    )
+    first = deadlines.next_deadline(cron, zone, at - timedelta(seconds=monitor.grace_seconds))
     previous = deadlines.previous_deadline(cron, zone, first - timedelta(seconds=1))
     closes = period_containing(previous, monitor.partitioning, monitor.partition_timezone).end
     deadline = (

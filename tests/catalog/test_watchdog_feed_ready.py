@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from catalog import delivery
+from catalog import delivery, watchdog_feed
 from catalog import freshness as catalog_freshness
 from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Endpoint, Notification
@@ -238,3 +238,38 @@ def test_a_late_retry_of_an_older_definition_feeds_nothing_twice(watchdog_api):
     assert list(Ping.objects.filter(monitor=monitor).values_list("partition", flat=True)) == [
         "2026-11-27"
     ]
+
+
+def test_ready_partitions_beyond_what_a_definition_carries_follow_as_pings(
+    watchdog_api, monkeypatch
+):
+    """A weekly deadline on daily partitions: the week's partitions are all in the horizon;
+    past the definition's limit they are queued as pings, each once, however often the
+    definition is sent again."""
+    monkeypatch.setattr(watchdog_feed, "READY_PARTITIONS_IN_DEFINITION", 2)
+    team = TeamFactory(slug="orders")
+    with time_machine.travel(utc(2026, 11, 20, 12), tick=False):
+        dataset = register(team, sla_cron="0 6 * * 1")  # Mondays; 2026-11-30 is one
+    week = ["2026-11-23", "2026-11-24", "2026-11-25", "2026-11-26"]
+    publish(team, "2026-11-22", *week, at=utc(2026, 11, 27, 2))
+    for at, changes in [
+        (utc(2026, 11, 27, 3), {"criticality": Dataset.Criticality.CRITICAL}),
+        (utc(2026, 11, 27, 4), {"sla_grace_seconds": 900}),
+    ]:
+        with time_machine.travel(at, tick=False):
+            datasets.dataset_update(actor=Actor(team=team), dataset=dataset, **changes)
+            deliver()
+
+    monitor = data_monitor(dataset)
+    definitions = Notification.objects.filter(
+        type=Notification.Type.WATCHDOG_MONITOR,
+        payload__data__external_id=monitor.external_id,
+    ).order_by("id")
+    assert [n.payload["data"]["monitor"]["ready_partitions"] for n in definitions] == [
+        week[:2],
+        week[:2],
+    ]
+    pings = Notification.objects.filter(type=Notification.Type.WATCHDOG_PING)
+    assert sorted(n.payload["data"]["partition"] for n in pings) == week[2:]
+    # 2026-11-22 closed before the deadline the week's first partition is due at.
+    assert sorted(Ping.objects.filter(monitor=monitor).values_list("partition", flat=True)) == week

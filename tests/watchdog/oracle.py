@@ -28,8 +28,8 @@ The rules:
 - **Partitions named.** Every incident of a monitor with a partition rule names a
   partition: a missed slot its first missing period, a failure the partition its ping
   named; any other (a failure naming none, a late start, an overdue run) the first
-  period without a success ping among those expected by the first firing, at or after
-  its instant less the grace, that expects any (else the last of them).
+  period without a success ping among those expected by the first firing whose grace
+  has not passed by its instant and that expects any (else the last of them).
 - **Starts.** With a start limit, each start-cron firing (or one period after the last
   ``/start``) expects a ``/start`` from halfway since the previous firing until its start
   grace ends; a ``/start`` counts for the earliest expected start not yet judged, and
@@ -168,6 +168,7 @@ class _Monitor:
     start_filled: set[datetime] = field(default_factory=set)
     runs: list[dict] = field(default_factory=list)
     partitions_pinged: dict[str, datetime] = field(default_factory=dict)
+    walked_from: datetime | None = None  # firings and periods are walked from here on
 
     def previous(self, instants: list[datetime], at: datetime) -> datetime | None:
         i = bisect.bisect_left(instants, at)
@@ -220,6 +221,7 @@ class _World:
         self.order = itertools.count()
         for m in self.monitors:
             m.watching_since = start
+            m.walked_from = start - lookback
             if m.spec.cron:
                 m.firings = firings(m.spec.cron, m.spec.timezone, start - lookback, end)
             if m.spec.start_cron:
@@ -356,9 +358,19 @@ class _World:
         """The partition an incident of ``m`` at ``at`` names (see the rules), walking
         firings and periods on past the end of the run when it must."""
         grace = timedelta(seconds=m.spec.grace_seconds)
+        # The firing before the first one named may precede the walk (a long grace).
+        for _ in range(20):
+            if m.firings and m.firings[0] <= at - grace:
+                break
+            walked = m.walked_from
+            m.walked_from -= LOOKBACK
+            m.firings[:0] = firings(m.spec.cron, m.spec.timezone, m.walked_from, walked)
+            m.period_ends[:0] = wall_periods(
+                m.spec.partitioning, m.spec.partition_timezone, m.walked_from, walked
+            )
         for _ in range(20):
             for firing in m.firings:
-                if firing < at - grace:
+                if firing <= at - grace:  # its grace has passed by ``at``
                     continue
                 expected = m.expected_partitions(firing)
                 if expected:
