@@ -1,6 +1,8 @@
 """Feeding the independent watchdog: for every critical dataset with an SLA, a data monitor
 pinged for every partition that becomes ready (published, found by the poll, or restated)
-and a pipeline monitor the producer's last task pings itself.
+and a pipeline monitor the producer's last task pings itself. The data monitor is fed from
+the start: each definition carries the partitions already ready that its deadlines may
+still expect, so it never pages for data that landed before it was defined.
 
 Both travel as notifications through the durable delivery engine to the owner team's
 ``watchdog`` endpoint (the watchdog's REST API, with the one token the catalog holds), so
@@ -13,15 +15,20 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from django.conf import settings
 
 import outbound
+from schedules import FreshnessSla
 
-from . import notices
-from .models import Dataset, Endpoint, Notification
+from . import freshness, notices
+from .models import Dataset, Endpoint, Notification, Partition, PartitionRevision
+
+# At most this many ready partitions travel with a data monitor's definition (the
+# watchdog takes up to 1,000); any more in the horizon follow as pings of their own.
+READY_PARTITIONS_IN_DEFINITION = 1000
 
 
 def configured() -> bool:
@@ -53,10 +60,50 @@ def _endpoint(dataset: Dataset) -> Endpoint:
     )[0]
 
 
+def horizon_start(sla: FreshnessSla, *, now: datetime) -> datetime:
+    """The end of the oldest period a data monitor's deadlines may still expect at ``now``
+    (aware UTC): periods ending after it are due at a deadline not yet judged.
+
+    The first deadline not yet judged is the first whose grace has not passed by ``now``
+    (a re-planned monitor's first deadline is later still); it expects the periods that
+    closed since the deadline before it (``FreshnessSla.due_at``), which is returned.
+    """
+    first_unjudged = sla.next_deadline(now - timedelta(seconds=sla.grace_seconds))
+    return sla.previous_deadline(first_unjudged - timedelta(seconds=1))
+
+
+def ready_partitions(dataset: Dataset, *, now: datetime) -> list[tuple[str, int]]:
+    """The dataset's partitions whose current revision is ready and whose period ends
+    after ``horizon_start``: what its data monitor's deadlines may still expect.
+
+    Returns:
+        ``[(key, current revision id)]``, oldest period first; empty without an SLA.
+    """
+    sla = freshness.sla_of(dataset)
+    if sla is None:
+        return []
+    return list(
+        Partition.objects.filter(
+            dataset=dataset,
+            end_at__gt=horizon_start(sla, now=now),
+            current_revision__state=PartitionRevision.State.READY,
+        )
+        .order_by("start_at", "key")
+        .values_list("key", "current_revision_id")
+    )
+
+
 def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     """Queue the definitions of the data and pipeline monitors (create or update) for a
     critical dataset, and their pause when a watched dataset stops being one (criticality,
     SLA, retirement).
+
+    The data monitor's definition carries the partitions already ready that its deadlines
+    may still expect (``ready_partitions``, oldest first, at most
+    ``READY_PARTITIONS_IN_DEFINITION``), which the watchdog records with the definition in
+    one transaction: a monitor created for a dataset that already has its data is never
+    judged without it. Any more ready partitions in the horizon are queued as pings after
+    the definition.
 
     Must run in the transaction that changed the dataset. The definition carries the
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
@@ -90,12 +137,18 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
         # No longer critical, no SLA, or retired: the monitors are paused, not lost.
         "active": watched,
     }
+    ready = ready_partitions(dataset, now=now) if watched else []
+    carried, overflow = (
+        ready[:READY_PARTITIONS_IN_DEFINITION],
+        ready[READY_PARTITIONS_IN_DEFINITION:],
+    )
     definitions = {
         external_id(dataset): {
             **common,
             "name": f"{dataset.namespace}/{dataset.name} data",
             "partitioning": dataset.partitioning,
             "partition_timezone": dataset.partition_timezone,
+            "ready_partitions": [key for key, _ in carried],
         },
         # The producer's last task pings this one itself: the job ran, even if the
         # catalog never heard of its data.
@@ -116,7 +169,26 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
             now=now,
         )
         notices.queue(notification, {endpoint_id}, now=now)
+    _ping_unsent(dataset, overflow, now=now)
     return notification
+
+
+def _ping_unsent(dataset: Dataset, partitions: list[tuple[str, int]], *, now: datetime) -> None:
+    """``ping_partition`` for each (key, revision id) whose ping was never queued."""
+    if not partitions:
+        return
+    queued = set(
+        Notification.objects.filter(
+            dedup_key__in=[_ping_dedup_key(dataset, key, rev) for key, rev in partitions]
+        ).values_list("dedup_key", flat=True)
+    )
+    for key, revision_id in partitions:
+        if _ping_dedup_key(dataset, key, revision_id) not in queued:
+            ping_partition(dataset, partition_key=key, revision_id=revision_id, now=now)
+
+
+def _ping_dedup_key(dataset: Dataset, partition_key: str, revision_id: int) -> str:
+    return f"watchdog-ping:{dataset.pk}:{partition_key}:{revision_id}"
 
 
 def pipeline_external_id(dataset: Dataset) -> str:
@@ -138,7 +210,7 @@ def ping_partition(dataset: Dataset, *, partition_key: str, revision_id: int, no
     notification = notices.notification_write(
         type=Notification.Type.WATCHDOG_PING,
         dataset=dataset,
-        dedup_key=f"watchdog-ping:{dataset.pk}:{partition_key}:{revision_id}",
+        dedup_key=_ping_dedup_key(dataset, partition_key, revision_id),
         data={"external_id": external_id(dataset), "partition": partition_key},
         now=now,
     )

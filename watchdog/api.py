@@ -307,8 +307,19 @@ class ChannelSpecSerializer(serializers.Serializer):
         return _target_checked(attrs)
 
 
+# At most this many partitions travel with one definition (``ready_partitions``).
+MAX_READY_PARTITIONS = 1000
+
+
 class ExternalMonitorInputSerializer(MonitorInputSerializer):
     version = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    ready_partitions = serializers.ListField(
+        child=serializers.CharField(max_length=32),
+        required=False,
+        max_length=MAX_READY_PARTITIONS,
+        help_text="Partition keys already ready, recorded as success pings with the "
+        "definition (each once).",
+    )
     channels = ChannelSpecSerializer(many=True, required=False)
     active = serializers.BooleanField(required=False, default=True)
     ping_key = serializers.UUIDField(
@@ -318,7 +329,7 @@ class ExternalMonitorInputSerializer(MonitorInputSerializer):
     class Meta(MonitorInputSerializer.Meta):
         fields = [
             *(f for f in DEFINITION_FIELDS if f != "external_id"),
-            *("version", "channels", "active", "ping_key"),
+            *("version", "channels", "active", "ping_key", "ready_partitions"),
         ]
 
 
@@ -338,7 +349,9 @@ def external_monitor_apply(
 ) -> tuple[Monitor, bool]:
     """Validate a managing system's definition of its monitor ``external_id`` (the body
     ``ExternalMonitorApi`` takes) and create or update the monitor; ``active`` pauses it,
-    or lifts a pause that a definition made (a person's pause sticks until resumed).
+    or lifts a pause that a definition made (a person's pause sticks until resumed);
+    ``ready_partitions`` (at most ``MAX_READY_PARTITIONS`` keys) are recorded as success
+    pings in the same transaction.
 
     Args:
         now: aware UTC instant the change happens at.
@@ -356,6 +369,7 @@ def external_monitor_apply(
     fields = dict(data.validated_data)
     version = fields.pop("version", "")
     active = fields.pop("active")
+    ready_partitions = fields.pop("ready_partitions", None)
     if fields.get("ping_key") is None:
         fields.pop("ping_key", None)
     owner = fields.get("owner", "")
@@ -377,6 +391,7 @@ def external_monitor_apply(
         now=now,
         active=active,
         by=by,
+        ready_partitions=ready_partitions,
         **fields,
     )
 

@@ -90,6 +90,9 @@ def _open_all(openings: list[_Opening], *, now: datetime) -> list[Missed]:
     fall back to opening them one by one, where the existing ones are skipped."""
     if not openings:
         return []
+    # A partitioned monitor's incident first: when a dataset's data and pipeline monitors
+    # miss one deadline, the one that pages names the partition (sorting is stable).
+    openings = sorted(openings, key=lambda o: not o.monitor.partitioning)
     incidents.lock_subjects([o.monitor for o in openings])
     causes = incidents.causes_of_missed(
         [

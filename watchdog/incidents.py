@@ -15,8 +15,8 @@ from datetime import datetime
 from django.db import IntegrityError, connections, transaction
 from django.db.models import Q
 
-from . import db
-from .models import Incident, Monitor, Page, PageGroup
+from . import db, schedule
+from .models import Incident, Monitor, Page, PageGroup, Ping
 
 
 def open_incident(
@@ -33,12 +33,18 @@ def open_incident(
     """Open the incident for (monitor, deadline, reason) and queue a trigger to each of the
     monitor's channels; None when it is already open (another loop got there first).
 
+    Every incident of a partitioned monitor names a partition: without one given, the
+    partition it is about is found from ``deadline_at`` (``partition_about``).
+
     Args:
-        deadline_at: the missed deadline (UTC), or the failure's time for ``failed``.
-        partition: the partition the deadline expected, if any.
+        deadline_at: the missed deadline (UTC), or the failure's time for ``failed``, the
+            run's start for ``runtime``, the scheduled start for ``start_late``.
+        partition: the partition the deadline expected, or the failure named, if any.
         page: queue the triggers (False records the incident without paging).
         part_of: the incident that pages for this one (then it queues no trigger).
     """
+    if monitor.partitioning and not partition:
+        partition = partition_about(monitor, deadline_at)
     try:
         with transaction.atomic(using=db.alias()):
             incident = Incident.objects.create(
@@ -59,6 +65,21 @@ def open_incident(
         for channel in monitor.channels.all()
     )
     return incident
+
+
+def partition_about(monitor: Monitor, at: datetime) -> str:
+    """The partition an incident of ``monitor`` at ``at`` (aware UTC) is about: of those
+    the run at ``at`` works towards (``schedule.partitions_for``), the first without a
+    success ping, else the newest of them; "" for a monitor without partitions."""
+    expected = schedule.partitions_for(monitor, at)
+    if not expected:
+        return ""
+    pinged = set(
+        Ping.objects.filter(
+            monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=expected
+        ).values_list("partition", flat=True)
+    )
+    return next((key for key in expected if key not in pinged), expected[-1])
 
 
 def resolve(incidents: list[Incident], *, now: datetime) -> int:

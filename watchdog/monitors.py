@@ -12,7 +12,7 @@ from problems import REQUIRED_DETAIL, FieldError, FieldWarning, ValidationProble
 from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron, cron_checks
 from schedules.periods import validate_timezone
 
-from . import datacheck, db, incidents, paging, schedule
+from . import datacheck, db, incidents, paging, pings, schedule
 from .channels import check_target as check_channel_target
 from .models import Channel, Monitor
 
@@ -298,22 +298,27 @@ def monitor_upsert_external(
     now: datetime,
     active: bool = True,
     by: str = "",
+    ready_partitions: list[str] | None = None,
     **fields: Any,
 ) -> tuple[Monitor, bool]:
     """Create or update the monitor a managing system knows as ``external_id``.
 
     Idempotent, and safe against reordering: a definition whose ``version`` sorts before
-    the stored one (a late retry) changes nothing.
+    the stored one (a late retry) changes nothing, its ``ready_partitions`` included.
 
     Args:
         active: False pauses the monitor (``by`` the caller, as the definition's pause);
             True lifts only that pause: a monitor someone paused stays paused.
+        ready_partitions: partition keys already ready that its deadlines may expect,
+            recorded as success pings in the same transaction (``pings.record_ready``),
+            so no deadline is judged between the monitor's creation and its feed.
 
     Returns:
         ``(monitor, changed)``.
 
     Raises:
-        ValidationProblem: a field breaks a rule.
+        ValidationProblem: a field breaks a rule, or a ready partition is not a key of
+            the monitor's partitioning (``ready_partitions.N``) or it has none.
     """
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().filter(external_id=external_id).first()
@@ -335,6 +340,12 @@ def monitor_upsert_external(
             monitor = monitor_pause(monitor, now=now, by=by, by_definition=True)
         elif active and monitor.state == Monitor.State.PAUSED and monitor.paused_by_definition:
             monitor = monitor_resume(monitor, now=now)
+        if ready_partitions:
+            problems = pings.ready_partition_problems(monitor, ready_partitions)
+            if problems:  # raised inside the transaction: the definition is not applied
+                raise ValidationProblem("Some ready partitions are not valid.", errors=problems)
+            pings.record_ready(monitor, ready_partitions, now=now)
+            monitor.refresh_from_db()
         return monitor, True
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connections, transaction
 
+from problems import FieldError
 from schedules import PartitionKeyError, parse_partition_key
 
 from . import db, incidents, schedule
@@ -107,9 +108,91 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
         elif kind == Ping.Kind.SUCCESS:
             _apply_success(monitor, partition, now=now)
         else:
-            _apply_failure(monitor, ping.exit_status, now=now)
+            _apply_failure(monitor, ping.exit_status, partition, now=now)
         monitor.save(update_fields=_PING_FIELDS)
     return "ok"
+
+
+# How a partition fed with a managing system's definition shows in the ping history.
+FEED_METHOD = "FEED"
+FEED_USER_AGENT = "definition ready_partitions"
+
+
+def ready_partition_problems(monitor: Monitor, partitions: list[str]) -> list[FieldError]:
+    """What is wrong with ``partitions`` fed to ``monitor`` with its definition: they need
+    a deadline monitor with a partition rule, and each must be a key of that rule.
+
+    Returns:
+        One FieldError per broken rule, naming ``ready_partitions`` or
+        ``ready_partitions.N``; empty when none.
+    """
+    if not partitions:
+        return []
+    if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
+        return [
+            FieldError(
+                "ready_partitions",
+                "only a deadline monitor with partitioning expects partitions",
+                "partitioned_deadline_only",
+            )
+        ]
+    problems = []
+    for index, key in enumerate(partitions):
+        try:
+            parse_partition_key(monitor.partitioning, key, monitor.partition_timezone)
+        except PartitionKeyError as exc:
+            problems.append(FieldError(f"ready_partitions.{index}", str(exc), "partition_key"))
+    return problems
+
+
+def record_ready(monitor: Monitor, partitions: list[str], *, now: datetime) -> list[str]:
+    """Record a success ping for each of ``partitions`` that has none yet, as if each had
+    been pinged with ``?partition=`` now (the partitions a managing system reports ready
+    when it defines the monitor), in the caller's transaction.
+
+    Idempotent: a partition with a success ping already is left alone, so a definition
+    sent again records nothing twice. Not counted against the ping rate (the list is
+    bounded by the API).
+
+    Args:
+        monitor: a partitioned deadline monitor (``ready_partition_problems`` passed).
+        partitions: partition keys of its partitioning, any order.
+        now: aware UTC; the pings' ``received_at``.
+
+    Returns:
+        The keys newly recorded, oldest first.
+    """
+    if not partitions:
+        return []
+    with transaction.atomic(using=db.alias()):
+        monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        pinged = set(
+            Ping.objects.filter(
+                monitor=monitor, kind=Ping.Kind.SUCCESS, partition__in=partitions
+            ).values_list("partition", flat=True)
+        )
+        new = sorted(set(partitions) - pinged)
+        if not new:
+            return []
+        Ping.objects.bulk_create(
+            [
+                Ping(
+                    monitor=monitor,
+                    kind=Ping.Kind.SUCCESS,
+                    partition=key,
+                    received_at=now,
+                    method=FEED_METHOD,
+                    user_agent=FEED_USER_AGENT,
+                )
+                for key in new
+            ],
+            ignore_conflicts=True,  # the partial unique index on (monitor, partition)
+        )
+        monitor.last_ping_at, monitor.last_ping_kind = now, Ping.Kind.SUCCESS
+        for key in new:
+            _apply_success(monitor, key, now=now)
+        monitor.save(update_fields=_PING_FIELDS)
+    return new
 
 
 # The common ping in one statement: a success, without a run id or partition rule, to a
@@ -335,15 +418,21 @@ def _satisfies(monitor: Monitor, incident: Incident, partition: str) -> bool:
     return pinged >= set(expected)
 
 
-def _apply_failure(monitor: Monitor, exit_status: int | None, *, now: datetime) -> None:
+def _apply_failure(
+    monitor: Monitor, exit_status: int | None, partition: str, *, now: datetime
+) -> None:
+    """A failure opens a ``failed`` incident naming the partition the ping named (or,
+    without one, the partition the run was for: ``incidents.open_incident``)."""
     if monitor.state == Monitor.State.PAUSED:
         return
     status = f" (exit status {exit_status})" if exit_status is not None else ""
+    named = f" for partition {partition}" if partition and monitor.partitioning else ""
     if incidents.open_incident(
         monitor,
         reason=Incident.Reason.FAILED,
         deadline_at=now,
-        summary=f"{monitor.name} reported failure{status}",
+        partition=partition if monitor.partitioning else "",
+        summary=f"{monitor.name} reported failure{named}{status}",
         now=now,
     ):
         monitor.state = Monitor.State.DOWN

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from schedules import FreshnessSla, deadlines
+from schedules import FreshnessSla, deadlines, period_containing
 
 from .models import Monitor
 
@@ -87,6 +87,32 @@ def expected_partitions(monitor: Monitor, deadline: datetime) -> list[str]:
     if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
         return []
     return [period.key for period in _sla(monitor).due_at(deadline)]
+
+
+def partitions_for(monitor: Monitor, at: datetime) -> list[str]:
+    """The partitions that what happens at ``at`` (a run's start or failure, a scheduled
+    start) works towards: those expected by the first deadline whose grace has not passed
+    by ``at`` and that expects any, oldest first; empty without a partition rule.
+
+    That deadline is the first one expecting the first period to close after the deadline
+    before the first whose grace has not passed (``FreshnessSla.due_at``): found in a few
+    steps, however much more often the cron fires than periods close.
+
+    Args:
+        at: aware UTC.
+    """
+    if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
+        return []
+    cron, zone = monitor.cron, monitor.timezone
+    first = deadlines.next_deadline(cron, zone, at - timedelta(seconds=monitor.grace_seconds))
+    previous = deadlines.previous_deadline(cron, zone, first - timedelta(seconds=1))
+    closes = period_containing(previous, monitor.partitioning, monitor.partition_timezone).end
+    deadline = (
+        first
+        if closes <= first
+        else deadlines.next_deadline(cron, zone, closes - timedelta(microseconds=1))
+    )
+    return expected_partitions(monitor, deadline)
 
 
 def check_at(monitor: Monitor, deadline: datetime) -> datetime:

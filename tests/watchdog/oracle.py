@@ -25,6 +25,11 @@ The rules:
   missing). A period monitor then waits for its next success before it expects another.
 - **Failed.** A failure ping (``/fail``, non-zero exit status) of a monitor not paused
   is a ``failed`` incident at its instant.
+- **Partitions named.** Every incident of a monitor with a partition rule names a
+  partition: a missed slot its first missing period, a failure the partition its ping
+  named; any other (a failure naming none, a late start, an overdue run) the first
+  period without a success ping among those expected by the first firing whose grace
+  has not passed by its instant and that expects any (else the last of them).
 - **Starts.** With a start limit, each start-cron firing (or one period after the last
   ``/start``) expects a ``/start`` from halfway since the previous firing until its start
   grace ends; a ``/start`` counts for the earliest expected start not yet judged, and
@@ -163,6 +168,7 @@ class _Monitor:
     start_filled: set[datetime] = field(default_factory=set)
     runs: list[dict] = field(default_factory=list)
     partitions_pinged: dict[str, datetime] = field(default_factory=dict)
+    walked_from: datetime | None = None  # firings and periods are walked from here on
 
     def previous(self, instants: list[datetime], at: datetime) -> datetime | None:
         i = bisect.bisect_left(instants, at)
@@ -215,6 +221,7 @@ class _World:
         self.order = itertools.count()
         for m in self.monitors:
             m.watching_since = start
+            m.walked_from = start - lookback
             if m.spec.cron:
                 m.firings = firings(m.spec.cron, m.spec.timezone, start - lookback, end)
             if m.spec.start_cron:
@@ -343,7 +350,42 @@ class _World:
     def open(self, m: _Monitor, reason, deadline, partition="", part_of=None) -> None:
         if any(i.key == (m.index, reason, deadline) for i in self.incidents):
             return  # one incident per monitor, deadline and reason
+        if m.spec.partitioning and not partition:
+            partition = self.partition_about(m, deadline)
         self.incidents.append(Incident(m.index, reason, deadline, partition, part_of=part_of))
+
+    def partition_about(self, m: _Monitor, at: datetime) -> str:
+        """The partition an incident of ``m`` at ``at`` names (see the rules), walking
+        firings and periods on past the end of the run when it must."""
+        grace = timedelta(seconds=m.spec.grace_seconds)
+        # The firing before the first one named may precede the walk (a long grace).
+        for _ in range(20):
+            if m.firings and m.firings[0] <= at - grace:
+                break
+            walked = m.walked_from
+            m.walked_from -= LOOKBACK
+            m.firings[:0] = firings(m.spec.cron, m.spec.timezone, m.walked_from, walked)
+            m.period_ends[:0] = wall_periods(
+                m.spec.partitioning, m.spec.partition_timezone, m.walked_from, walked
+            )
+        for _ in range(20):
+            for firing in m.firings:
+                if firing <= at - grace:  # its grace has passed by ``at``
+                    continue
+                expected = m.expected_partitions(firing)
+                if expected:
+                    missing = [k for k in expected if k not in m.partitions_pinged]
+                    return missing[0] if missing else expected[-1]
+            # Firings and periods are walked up to the same instant: walk both further.
+            walked = m.firings[-1] if m.firings else at - grace - LOOKBACK
+            walked = max([walked, *(end for _, end in m.period_ends[-1:])])
+            until = walked + LOOKBACK
+            m.firings += firings(m.spec.cron, m.spec.timezone, walked, until)
+            ends_from = m.period_ends[-1][1] if m.period_ends else walked
+            m.period_ends += wall_periods(
+                m.spec.partitioning, m.spec.partition_timezone, ends_from, until
+            )
+        return ""
 
     def open_missed(self, m: _Monitor, deadline, partition) -> None:
         subject = m.spec.subject
@@ -412,7 +454,7 @@ class _World:
                 self.plan_period(m, when)
             self.resolve([i for i in self.open_now(m) if self.satisfies(m, i, event)], when)
         elif not m.paused:
-            self.open(m, "failed", when)
+            self.open(m, "failed", when, event.partition if spec.partitioning else "")
 
     def satisfies(self, m: _Monitor, incident: Incident, event: Event) -> bool:
         if incident.reason == "runtime":
