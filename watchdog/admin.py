@@ -49,7 +49,7 @@ class MonitorAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if not change or monitors.SCHEDULE_FIELDS & set(form.changed_data):
-            monitors.reschedule(obj, now=timezone.now())
+            monitors.reschedule(obj, now=timezone.now(), keep_owed=change)
         super().save_model(request, obj, form, change)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -137,19 +137,34 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
     return problems
 
 
-def reschedule(monitor: Monitor, *, now: datetime) -> None:
+def reschedule(monitor: Monitor, *, now: datetime, keep_owed: bool = False) -> None:
     """Plan the monitor's next deadline and next expected start from ``now`` (aware UTC),
-    in memory (the caller saves); a paused monitor keeps neither."""
+    in memory (the caller saves); a paused monitor keeps neither.
+
+    With ``keep_owed`` (a schedule change of a watched monitor), a deadline or expected
+    start that has passed but is not judged yet (still in its grace) is not skipped: a
+    deadline monitor's new schedule is planned from just before it, so the new rule
+    judges that moment, as the catalog's freshness does on an SLA change.
+    """
     if monitor.state == Monitor.State.PAUSED:
         monitor.deadline_at = monitor.check_at = None
         monitor.start_expected_at = monitor.start_check_at = None
         return
-    monitor.start_expected_at = schedule.first_expected_start(monitor, now=now)
+    plan_from = _owed_from(monitor.deadline_at, now) if keep_owed else now
+    start_from = _owed_from(monitor.start_expected_at, now) if keep_owed else now
+    monitor.start_expected_at = schedule.first_expected_start(monitor, now=start_from)
     monitor.start_check_at = schedule.start_check_at(monitor, monitor.start_expected_at)
-    monitor.deadline_at = schedule.first_deadline(monitor, now=now)
+    monitor.deadline_at = schedule.first_deadline(monitor, now=plan_from)
     monitor.check_at = (
         schedule.check_at(monitor, monitor.deadline_at) if monitor.deadline_at else None
     )
+
+
+def _owed_from(planned: datetime | None, now: datetime) -> datetime:
+    """Where a re-plan starts: just before a planned moment that has passed unjudged."""
+    if planned is None or planned > now:
+        return now
+    return planned - timedelta(seconds=1)
 
 
 def monitor_create(
@@ -174,8 +189,9 @@ def monitor_create(
 def monitor_update(
     monitor: Monitor, *, channels: list[Channel] | None = None, now: datetime, **changes: Any
 ) -> Monitor:
-    """Change a monitor. A real change of schedule re-plans its next deadline from ``now``;
-    the same values again leave the deadline being watched alone."""
+    """Change a monitor. A real change of schedule re-plans its next deadline from ``now``,
+    keeping a passed deadline still in its grace (``reschedule``'s ``keep_owed``); the same
+    values again leave the deadline being watched alone."""
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().get(pk=monitor.pk)
         changed = {name for name, value in changes.items() if getattr(monitor, name) != value}
@@ -183,7 +199,7 @@ def monitor_update(
             setattr(monitor, name, value)
         validate(monitor)
         if SCHEDULE_FIELDS & changed:
-            reschedule(monitor, now=now)
+            reschedule(monitor, now=now, keep_owed=True)
         monitor.save()
         if channels is not None:
             monitor.channels.set(channels)

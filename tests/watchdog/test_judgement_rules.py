@@ -212,3 +212,44 @@ def test_a_failure_reported_for_an_earlier_deadline_does_not_hide_a_later_miss(p
     assert actions(pagerduty) == ["trigger", "trigger"]
     later = Incident.objects.get(deadline_at=DEADLINE + DAY)
     assert (later.reason, later.part_of) == ("missed", None)
+
+
+# --- a schedule change never skips a deadline still in its grace ---------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"grace_seconds": 300},  # a shorter grace
+        {"cron": "35 6 * * *"},  # the deadline moved by five minutes
+        {"timezone": "Europe/Paris"},  # same offset, another zone
+    ],
+    ids=["grace", "cron", "zone"],
+)
+def test_a_schedule_change_inside_a_grace_period_still_judges_that_deadline(
+    pagerduty, channel, change
+):
+    monitor = deadline_monitor(channel)
+    with time_machine.travel(DEADLINE + timedelta(minutes=2), tick=False):
+        monitor = monitors.monitor_update(monitor, now=DEADLINE + timedelta(minutes=2), **change)
+    assert monitor.deadline_at <= DEADLINE + timedelta(minutes=5)
+    cycle(DEADLINE + timedelta(minutes=20))
+    assert actions(pagerduty) == ["trigger"]
+    [incident] = Incident.objects.all()
+    assert incident.reason == "missed"
+    assert incident.deadline_at in (DEADLINE, DEADLINE + timedelta(minutes=5))
+
+
+def test_a_schedule_change_after_a_judged_deadline_does_not_judge_it_again(pagerduty, channel):
+    monitor = deadline_monitor(channel)
+    cycle(DEADLINE + GRACE)  # judged: missed, paged once
+    with time_machine.travel(DEADLINE + GRACE + timedelta(minutes=1), tick=False):
+        monitor = monitors.monitor_update(
+            Monitor.objects.get(pk=monitor.pk),
+            now=DEADLINE + GRACE + timedelta(minutes=1),
+            grace_seconds=60,
+        )
+    assert monitor.deadline_at == DEADLINE + DAY
+    cycle(DEADLINE + timedelta(hours=6))
+    assert actions(pagerduty) == ["trigger"]
+    assert Incident.objects.count() == 1
