@@ -28,13 +28,16 @@ def test_over_the_rate_is_one_statement(settings, django_assert_num_queries, kin
     monitor = _monitor()
     now = timezone.now()
     Monitor.objects.filter(pk=monitor.pk).update(rate_window_start=now, rate_count=5)
-    with django_assert_num_queries(1, connection=connections[db.alias()]):
-        with pytest.raises(pings.PingRejected) as refused:
-            pings.record(
-                ping_key=monitor.ping_key,
-                ping=pings.PingInput(kind=kind, method="GET"),
-                now=now + timedelta(seconds=15),
-            )
+    watchdog_db = connections[db.alias()]
+    with (
+        django_assert_num_queries(1, connection=watchdog_db),
+        pytest.raises(pings.PingRejected) as refused,
+    ):
+        pings.record(
+            ping_key=monitor.ping_key,
+            ping=pings.PingInput(kind=kind, method="GET"),
+            now=now + timedelta(seconds=15),
+        )
     assert (refused.value.status, refused.value.retry_after) == (429, 45)
 
 
