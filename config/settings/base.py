@@ -490,7 +490,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A ping URL's UUID or key is a secret: logged paths keep its first 8 characters.
+    "filters": {"ping_secrets": {"()": "httpkit.logsafe.RedactPingSecrets"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["ping_secrets"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
     # httpx logs every request at INFO: one line per delivery attempt is noise.
     # axes logs every successful sign-in at INFO; its failures and lockouts are warnings.
