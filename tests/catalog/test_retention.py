@@ -259,5 +259,5 @@ def test_prune_command_dry_run_counts_and_deletes_nothing():
 def test_prune_command_names_the_tables_when_one_is_unknown():
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="no retention rule for pongs.*deliveries"):
+    with pytest.raises(CommandError, match=r"no retention rule for pongs.*deliveries"):
         call_command("prune", "--only", "pongs")
