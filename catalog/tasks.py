@@ -107,7 +107,7 @@ def heartbeat() -> dict:
 @shared_task(name="catalog.tasks.prune_history")
 def prune_history() -> str:
     """Delete what the catalog's and lineage's retention rules allow (beat, every
-    ``TIDEMARK_PRUNE["interval_seconds"]``, on the housekeeping queue), in batches, for
+    ``TIDEMARK_PRUNE["interval_seconds"]``, on the default queue), in batches, for
     at most ``budget_seconds``; what is left waits for the next run. Safe twice at once."""
     from pruning import engine
 

@@ -367,7 +367,7 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", defaul
 
 # Retention (docs/operations.md, Retention): how long history is kept, in days. Pruning
 # deletes in batches of TIDEMARK_PRUNE["batch_size"] rows, each its own transaction, every
-# interval_seconds (beat, on the housekeeping queue) for at most budget_seconds a run.
+# interval_seconds (beat, on the default queue) for at most budget_seconds a run.
 TIDEMARK_RETENTION = {
     "succeeded_deliveries_days": env.int("TIDEMARK_RETAIN_SUCCEEDED_DELIVERIES_DAYS", default=30),
     "dead_letters_days": env.int("TIDEMARK_RETAIN_DEAD_LETTERS_DAYS", default=90),
@@ -490,7 +490,6 @@ CELERY_TASK_ROUTES = {
     # Tidemark watching itself gets a queue and a worker of its own: a backlog on the
     # queues above must never hold back the heartbeat that says whether Tidemark is well.
     "catalog.tasks.heartbeat": {"queue": "housekeeping"},
-    "catalog.tasks.prune_history": {"queue": "housekeeping"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
@@ -512,8 +511,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(TIDEMARK_SELF_MONITORING["period_seconds"]),
         "options": {"expires": float(TIDEMARK_SELF_MONITORING["period_seconds"])},
     },
-    # Bounded by TIDEMARK_PRUNE["budget_seconds"], so the heartbeat on the same queue
-    # waits at most that long; what is left is pruned next time.
+    # On the default queue, not housekeeping: the heartbeat's queue carries nothing else.
+    # Bounded by TIDEMARK_PRUNE["budget_seconds"]; what is left is pruned next time.
     "prune-history": {
         "task": "catalog.tasks.prune_history",
         "schedule": float(TIDEMARK_PRUNE["interval_seconds"]),
