@@ -47,4 +47,5 @@ urlpatterns = [
     path("api/v1/channels", api.ChannelListCreateApi.as_view(), name="channel-list"),
     path("api/v1/incidents", api.IncidentListApi.as_view(), name="incident-list"),
     path("healthz", views.healthz, name="watchdog-healthz"),
+    path("readyz", views.readyz, name="watchdog-readyz"),
 ]
