@@ -102,3 +102,22 @@ def heartbeat() -> dict:
     """Ping the watchdog's system monitors for the healthy parts (beat, every
     ``TIDEMARK_HEARTBEAT_PERIOD``; queue ``housekeeping``, which carries nothing else)."""
     return self_monitoring.heartbeat(sender=_process_sender(), now=timezone.now())
+
+
+@shared_task(name="catalog.tasks.prune_history")
+def prune_history() -> str:
+    """Delete what the catalog's and lineage's retention rules allow (beat, every
+    ``TIDEMARK_PRUNE["interval_seconds"]``, on the default queue), in batches, for
+    at most ``budget_seconds``; what is left waits for the next run. Safe twice at once."""
+    from pruning import engine
+
+    config = settings.TIDEMARK_PRUNE
+    outcomes = engine.prune(
+        engine.rules(),
+        now=timezone.now(),
+        batch_size=config["batch_size"],
+        budget_seconds=config["budget_seconds"],
+    )
+    summary = ", ".join(f"{o.rule.table} {o.deleted}" + ("+" if o.more else "") for o in outcomes)
+    logger.info("pruned: %s", summary)
+    return summary

@@ -1,4 +1,5 @@
-"""The watchdog loop: judge due deadlines, send due pages, ping the heartbeat; repeat.
+"""The watchdog loop: judge due deadlines, send due pages, ping the heartbeat, and now
+and then prune old history (``watchdog.retention``); repeat.
 
 Runs as ``manage.py run_watchdog`` (a plain process, never Celery), safe as two processes on
 one watchdog database: deadlines and pages are claimed with SKIP LOCKED, incidents are
@@ -18,8 +19,9 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 import outbound
+from pruning import engine
 
-from . import evaluation, heartbeat, paging
+from . import evaluation, heartbeat, paging, retention
 from .models import LoopState
 
 logger = logging.getLogger(__name__)
@@ -32,11 +34,15 @@ class CycleReport:
     missed: list[evaluation.Missed] = field(default_factory=list)
     pages_attempted: int = 0
     heartbeat: bool | None = None
+    pruned: dict[str, int] | None = None  # rows deleted per table, when this cycle pruned
     duration_ms: float = 0.0
 
 
-def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleReport:
-    """One cycle at ``now`` (aware UTC; the current time by default)."""
+def run_cycle(
+    *, sender: outbound.Sender, now: datetime | None = None, prune: bool = False
+) -> CycleReport:
+    """One cycle at ``now`` (aware UTC; the current time by default); with ``prune``, it
+    ends by pruning for at most ``WATCHDOG_PRUNE["budget_seconds"]`` (``prune_history``)."""
     started = time.perf_counter()
     now = now or timezone.now()
     report = CycleReport()
@@ -54,8 +60,31 @@ def run_cycle(*, sender: outbound.Sender, now: datetime | None = None) -> CycleR
         report.heartbeat = heartbeat.beat(sender=sender, now=now)
     except Exception:  # the heartbeat must never stop paging
         logger.exception("watchdog heartbeat failed")
+    if prune:
+        try:
+            report.pruned = prune_history(now=now)
+        except Exception:  # pruning must never stop paging either
+            logger.exception("watchdog pruning failed")
     report.duration_ms = (time.perf_counter() - started) * 1000
     return report
+
+
+def prune_history(*, now: datetime) -> dict[str, int]:
+    """Delete what ``watchdog.retention`` allows at ``now`` (aware UTC), in batches of
+    ``WATCHDOG_PRUNE["batch_size"]`` rows for at most its ``budget_seconds``, so a cycle
+    stays short; the rest waits for the next pruning cycle.
+
+    Returns:
+        Rows deleted per table (``retention.RULES``' names).
+    """
+    config = settings.WATCHDOG_PRUNE
+    outcomes = engine.prune(
+        retention.RULES,
+        now=now,
+        batch_size=config["batch_size"],
+        budget_seconds=config["budget_seconds"],
+    )
+    return {outcome.rule.table: outcome.deleted for outcome in outcomes}
 
 
 def run_forever(*, interval: float, sender: outbound.Sender) -> None:
@@ -69,10 +98,14 @@ def run_forever(*, interval: float, sender: outbound.Sender) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    prune_at = time.monotonic()  # the first cycle prunes, then every interval
     while not stopping:
         began = time.monotonic()
+        prune = began >= prune_at
+        if prune:
+            prune_at = began + settings.WATCHDOG_PRUNE["interval_seconds"]
         try:
-            report = run_cycle(sender=sender)
+            report = run_cycle(sender=sender, prune=prune)
             for missed in report.missed:
                 logger.warning("missed: %s at %s", missed.monitor, missed.deadline_at)
         except Exception:

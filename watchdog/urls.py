@@ -66,4 +66,5 @@ urlpatterns = [
         name="ping-key-detail",
     ),
     path("healthz", views.healthz, name="watchdog-healthz"),
+    path("readyz", views.readyz, name="watchdog-readyz"),
 ]

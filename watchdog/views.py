@@ -18,15 +18,17 @@ import re
 import uuid
 from functools import wraps
 
-from django.http import HttpRequest, HttpResponse
+from django.db import connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt
 
+from httpkit import outage
 from httpkit.client_address import client_address
 from problems import ValidationProblem
 
-from . import ping_keys, pings
+from . import db, ping_keys, pings
 from .models import Ping
 
 PING_METHODS = ("GET", "HEAD", "POST")
@@ -147,3 +149,23 @@ def ping_by_slug(request, ping_key, slug, action=Ping.Kind.SUCCESS, status=None)
 
 def healthz(request):
     return _answer(200, "ok")
+
+
+def readyz(request):
+    """Ready to serve: 200 when the watchdog's database answers; 503 with ``Retry-After``
+    (as every answer during an outage) when it does not."""
+    database = connections[db.alias()]
+    for attempt in (1, 2):
+        try:
+            with database.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            return JsonResponse({"status": "ok", "checks": {"database": "ok"}})
+        except Exception as exc:  # any driver error means unreachable
+            # A kept connection may have died since its last use: try a new one first.
+            database.close()
+            if attempt == 2:
+                checks = {"database": f"unreachable: {type(exc).__name__}"}
+                response = JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+                response["Retry-After"] = str(outage.RETRY_AFTER_SECONDS)
+                return response
+    raise AssertionError("unreachable")

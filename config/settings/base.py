@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "httpkit",  # the pages' shared layout, stylesheet and favicon
+    "pruning",  # retention: manage.py prune and the batch engine
     "catalog",
     "lineage",
     "watchdog",
@@ -368,6 +369,36 @@ WATCHDOG_ONCALL = {
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 
+# Retention (docs/operations.md, Retention): how long history is kept, in days. Pruning
+# deletes in batches of TIDEMARK_PRUNE["batch_size"] rows, each its own transaction, every
+# interval_seconds (beat, on the default queue) for at most budget_seconds a run.
+TIDEMARK_RETENTION = {
+    "succeeded_deliveries_days": env.int("TIDEMARK_RETAIN_SUCCEEDED_DELIVERIES_DAYS", default=30),
+    "dead_letters_days": env.int("TIDEMARK_RETAIN_DEAD_LETTERS_DAYS", default=90),
+    "notifications_days": env.int("TIDEMARK_RETAIN_NOTIFICATIONS_DAYS", default=90),
+    "readiness_events_days": env.int("TIDEMARK_RETAIN_READINESS_EVENTS_DAYS", default=400),
+    "lineage_events_days": env.int("TIDEMARK_RETAIN_LINEAGE_EVENTS_DAYS", default=30),
+}
+# Which apps' retention rules this process's pruning runs (the watchdog alone: its own).
+TIDEMARK_PRUNE_APPS = ["catalog", "lineage"]
+TIDEMARK_PRUNE = {
+    "batch_size": env.int("TIDEMARK_PRUNE_BATCH", default=5000),
+    "budget_seconds": env.float("TIDEMARK_PRUNE_SECONDS", default=20.0),
+    "interval_seconds": env.int("TIDEMARK_PRUNE_INTERVAL", default=300),
+}
+# The watchdog's: pings per monitor and days; resolved incidents and sent pages, days.
+WATCHDOG_RETENTION = {
+    "pings_per_monitor": env.int("WATCHDOG_RETAIN_PINGS", default=100),
+    "pings_days": env.int("WATCHDOG_RETAIN_PINGS_DAYS", default=35),
+    "incidents_days": env.int("WATCHDOG_RETAIN_INCIDENTS_DAYS", default=180),
+}
+# Its loop prunes at most every interval_seconds, for at most budget_seconds a cycle.
+WATCHDOG_PRUNE = {
+    "batch_size": env.int("WATCHDOG_PRUNE_BATCH", default=1000),
+    "budget_seconds": env.float("WATCHDOG_PRUNE_SECONDS", default=2.0),
+    "interval_seconds": env.int("WATCHDOG_PRUNE_INTERVAL", default=300),
+}
+
 # Change notices (catalog.change_notices): consumer teams that have not acknowledged a
 # notice are reminded this many seconds before it takes effect (comma-separated; points
 # already past when it is announced are skipped). Default: 7 days and 1 day.
@@ -483,6 +514,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "catalog.tasks.heartbeat",
         "schedule": float(TIDEMARK_SELF_MONITORING["period_seconds"]),
         "options": {"expires": float(TIDEMARK_SELF_MONITORING["period_seconds"])},
+    },
+    # On the default queue, not housekeeping: the heartbeat's queue carries nothing else.
+    # Bounded by TIDEMARK_PRUNE["budget_seconds"]; what is left is pruned next time.
+    "prune-history": {
+        "task": "catalog.tasks.prune_history",
+        "schedule": float(TIDEMARK_PRUNE["interval_seconds"]),
+        "options": {"expires": float(TIDEMARK_PRUNE["interval_seconds"])},
     },
 }
 

@@ -7,15 +7,18 @@ run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
 """
 
 from .base import *  # noqa: F403
-from .base import WATCHDOG_PUBLIC_URL, _database, _prepare_threshold, env
+from .base import WATCHDOG_PRUNE, WATCHDOG_PUBLIC_URL, _database, _prepare_threshold, env
 
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "rest_framework",
     "httpkit",  # the on-call pages' layout, stylesheet and favicon, shared with the catalog
+    "pruning",  # manage.py prune, of the watchdog's own tables
     "watchdog",
 ]
+TIDEMARK_PRUNE_APPS = ["watchdog"]
+TIDEMARK_PRUNE = WATCHDOG_PRUNE
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PruningConfig(AppConfig):
+    name = "pruning"
+    verbose_name = "retention (pruning)"

@@ -1,0 +1,146 @@
+"""Running retention rules: each batch is its own short transaction that locks the rows it
+will delete (``FOR UPDATE SKIP LOCKED``) and deletes them by primary key.
+
+Safe to run twice at once (a row one pruner locked is skipped by the other), idempotent
+(a rule selects only what is prunable now), and stoppable at any point (what a batch
+deleted is committed; nothing else is kept between runs). The rule's query is
+re-evaluated under the row lock, so a row that stopped being prunable since (a dead letter
+replayed, an incident reopened) is left alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.apps import apps
+from django.conf import settings
+from django.db import OperationalError, connections, models, router, transaction
+
+logger = logging.getLogger(__name__)
+
+# A batch waits at most this long for a lock it needs (a cascade or SET NULL touching a
+# row another transaction holds), then gives way: pruning never queues behind live work.
+LOCK_TIMEOUT_MS = 2000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Which rows of one table may be deleted at a given time.
+
+    ``prunable(now)`` returns the queryset of rows deletable at ``now`` (aware UTC): the
+    age condition and every "never deleted" condition are in that query, so they are
+    checked again under the row lock. Rows of other tables that reference a deleted row
+    follow Django's ``on_delete`` (a delivery's attempts, an incident's pages go with it).
+    """
+
+    table: str
+    model: type[models.Model]
+    prunable: Callable[[datetime], models.QuerySet]
+    keeps: str  # what the rule never deletes, in words (``manage.py prune --help``)
+
+    def alias(self) -> str:
+        return router.db_for_write(self.model) or "default"
+
+
+def rules(only: Iterable[str] = ()) -> list[Rule]:
+    """The rules of the apps in ``TIDEMARK_PRUNE_APPS`` (their ``retention.RULES``), in
+    order; only those whose ``table`` is in ``only`` when given.
+
+    Raises:
+        LookupError: a name in ``only`` matches no rule.
+    """
+    found: list[Rule] = []
+    for label in settings.TIDEMARK_PRUNE_APPS:
+        module = importlib.import_module(f"{apps.get_app_config(label).name}.retention")
+        found.extend(module.RULES)
+    wanted = set(only)
+    unknown = wanted - {rule.table for rule in found}
+    if unknown:
+        raise LookupError(f"no retention rule for {', '.join(sorted(unknown))}")
+    return [rule for rule in found if not wanted or rule.table in wanted]
+
+
+def count(rule: Rule, *, now: datetime) -> int:
+    """How many rows ``rule`` would delete at ``now`` (its own table's rows only)."""
+    return rule.prunable(now).using(rule.alias()).count()
+
+
+def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
+    """Delete up to ``size`` prunable rows of ``rule`` in one transaction.
+
+    Returns:
+        Rows deleted per model label (``catalog.Delivery``, and what cascaded with them);
+        an empty Counter when nothing was prunable, or another transaction held a lock
+        the batch needed for longer than ``LOCK_TIMEOUT_MS`` (then nothing was deleted).
+    """
+    alias = rule.alias()
+    connection = connections[alias]
+    try:
+        with transaction.atomic(using=alias):
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+            # SKIP LOCKED: rows another pruner (or a worker) holds are someone else's now.
+            ids = list(
+                rule.prunable(now)
+                .using(alias)
+                .order_by("pk")
+                .select_for_update(skip_locked=True, of=("self",))
+                .values_list("pk", flat=True)[:size]
+            )
+            if not ids:
+                return Counter()
+            _, per_model = rule.model._base_manager.using(alias).filter(pk__in=ids).delete()
+            return Counter({label: n for label, n in per_model.items() if n})
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        logger.warning("pruning %s gave way to a lock; the next run continues", rule.table)
+        return Counter()
+
+
+@dataclass
+class Outcome:
+    """What a run did for one rule: ``deleted`` rows of its table, ``cascaded`` rows of
+    others (per model label), ``batches`` run, and whether rows may be left (``more``)."""
+
+    rule: Rule
+    deleted: int = 0
+    cascaded: Counter[str] | None = None
+    batches: int = 0
+    more: bool = True
+
+
+def prune(
+    selected: list[Rule], *, now: datetime, batch_size: int, budget_seconds: float | None = None
+) -> list[Outcome]:
+    """Run ``selected`` rules at ``now`` (aware UTC) in batches of ``batch_size`` rows,
+    one batch per rule in turn so each rule progresses, until none has rows left or
+    ``budget_seconds`` (wall clock; None: no limit) are spent. A run cut short by its
+    budget leaves the rest to the next one.
+
+    Returns:
+        One ``Outcome`` per rule, in ``selected``'s order.
+    """
+    ends = None if budget_seconds is None else time.monotonic() + budget_seconds
+    outcomes = [Outcome(rule=rule, cascaded=Counter()) for rule in selected]
+    active = list(outcomes)
+    while active:
+        for outcome in list(active):
+            if ends is not None and time.monotonic() >= ends:
+                return outcomes
+            counts = prune_batch(outcome.rule, now=now, size=batch_size)
+            own = counts.pop(outcome.rule.model._meta.label, 0)
+            outcome.deleted += own
+            outcome.cascaded.update(counts)
+            outcome.batches += 1
+            if own < batch_size:
+                outcome.more = False
+                active.remove(outcome)
+    return outcomes

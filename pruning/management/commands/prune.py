@@ -1,0 +1,50 @@
+"""Delete what the retention rules allow, table by table (``--dry-run``: only count)."""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from pruning import engine
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete rows the retention rules allow (docs/operations.md, Retention), in short "
+        "batches; safe to run beside the periodic pruning and to stop at any time."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be deleted; delete nothing."
+        )
+        parser.add_argument(
+            "--only", action="append", default=[], metavar="TABLE", help="Prune only TABLE."
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=None,
+            help="Rows per batch (default TIDEMARK_PRUNE_BATCH / WATCHDOG_PRUNE_BATCH).",
+        )
+
+    def handle(self, *args, dry_run=False, only=(), batch_size=None, **options):
+        try:
+            selected = engine.rules(only)
+        except LookupError as exc:
+            names = ", ".join(rule.table for rule in engine.rules())
+            raise CommandError(f"{exc} (tables: {names})") from exc
+        now = timezone.now()
+        if dry_run:
+            for rule in selected:
+                self.stdout.write(f"{rule.table}: would delete {engine.count(rule, now=now)}")
+            return
+        size = batch_size or settings.TIDEMARK_PRUNE["batch_size"]
+        if size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        for outcome in engine.prune(selected, now=now, batch_size=size):
+            extra = ", ".join(f"{n} {label}" for label, n in sorted(outcome.cascaded.items()))
+            self.stdout.write(
+                f"{outcome.rule.table}: deleted {outcome.deleted}"
+                + (f" (with {extra})" if extra else "")
+                + f" in {outcome.batches} batch(es)"
+            )
