@@ -85,6 +85,7 @@ class ChannelSerializer(ModelSerializer):
 DEFINITION_FIELDS = [
     "name",
     "owner",
+    "slug",
     "external_id",
     "kind",
     "period_seconds",
@@ -119,6 +120,9 @@ class MonitorInputSerializer(ModelSerializer):
     class Meta:
         model = Monitor
         fields = [*DEFINITION_FIELDS, "channel_ids"]
+        # A slug unique per owner is ``monitors.validate``'s rule (``slug_taken``), checked
+        # on the watchdog's database with the rest of the definition.
+        validators: list = []
 
     def validate_channel_ids(self, ids):
         found = {c.pk: c for c in Channel.objects.filter(pk__in=ids)}
@@ -418,5 +422,8 @@ class ExternalPingApi(WatchdogApiView):
                 now=timezone.now(),
             )
         except pings.PingRejected as exc:
-            raise PingProblem(str(exc), status=exc.status) from exc
+            response = self.handle_exception(PingProblem(str(exc), status=exc.status))
+            if exc.retry_after is not None:
+                response["Retry-After"] = str(exc.retry_after)
+            return response
         return Response({"result": outcome})

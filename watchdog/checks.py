@@ -75,3 +75,23 @@ def paging_targets(app_configs=None, **kwargs):
             )
         )
     return errors
+
+
+# A ping body is read into memory whole (up to the limit) and kept in a text column.
+MAX_PING_BODY_LIMIT = 1024 * 1024
+
+
+@checks.register(deploy=False)
+def ping_body_limit(app_configs=None, **kwargs):
+    """``WATCHDOG_PING_BODY_LIMIT`` keeps between 1 byte and 1 MiB of a ping's body: pings
+    are bounded like every inbound body, and a limit of 0 would tell clients to send none."""
+    limit = settings.WATCHDOG_PING_BODY_LIMIT
+    if 1 <= limit <= MAX_PING_BODY_LIMIT:
+        return []
+    return [
+        checks.Error(
+            f"WATCHDOG_PING_BODY_LIMIT is {limit}; it must be 1 to {MAX_PING_BODY_LIMIT} bytes.",
+            hint="Leave the default (10000 bytes, as the common ping services keep).",
+            id="watchdog.E004",
+        )
+    ]

@@ -59,6 +59,8 @@ class Monitor(models.Model):
     ping_key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
     owner = models.CharField(max_length=64, blank=True, help_text="Owner label (a team slug).")
+    # Pinged as ``/ping/<ping key>/<slug>`` with a ping key of its owner; unique per owner.
+    slug = models.CharField(max_length=100, blank=True, default="", db_default="")
     external_id = models.CharField(
         max_length=200,
         blank=True,
@@ -140,7 +142,10 @@ class Monitor(models.Model):
                 fields=["external_id"],
                 name="uniq_monitor_external_id",
                 condition=~Q(external_id=""),
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["owner", "slug"], name="uniq_monitor_slug", condition=~Q(slug="")
+            ),
         ]
 
     def __str__(self) -> str:
@@ -148,13 +153,15 @@ class Monitor(models.Model):
 
 
 class Ping(models.Model):
-    """One ping as received. Bodies are truncated to ``MAX_PING_BODY`` bytes and decoded
-    leniently."""
+    """One ping as received. Bodies are truncated to ``WATCHDOG_PING_BODY_LIMIT`` bytes and
+    decoded leniently. A ``log`` ping is only recorded: it changes nothing of its monitor
+    (but its rate count)."""
 
     class Kind(models.TextChoices):
         SUCCESS = "success"
         START = "start"
         FAIL = "fail"
+        LOG = "log"
 
     monitor = models.ForeignKey(Monitor, on_delete=models.CASCADE, related_name="pings")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -351,6 +358,26 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (wd_{self.public_id}_…)"
+
+
+class PingKey(models.Model):
+    """A key for pinging an owner's monitors by slug (``/ping/<key>/<slug>``, with
+    ``?create=1`` creating the monitor on first ping). The key is in the URL, so it is
+    22 lowercase letters and digits (about 113 bits); it is kept as its SHA-256 digest and
+    shown once, at creation."""
+
+    owner = models.CharField(max_length=64, help_text="Owner label (a team slug).")
+    name = models.CharField(max_length=100, blank=True)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=4, help_text="The key's first characters, to tell it.")
+    created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner"], name="ping_key_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.owner} ping key {self.prefix}…"
 
 
 class LoopState(models.Model):

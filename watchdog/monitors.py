@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -80,8 +81,42 @@ def validate(monitor: Monitor) -> None:
         )
     problems += _start_problems(monitor)
     problems += datacheck.definition_problems(monitor)
+    problems += slug_problems(monitor)
     if problems:
         raise ValidationProblem.of("Some monitor fields are not valid.", problems)
+
+
+SLUG = re.compile(r"[a-z0-9_-]{1,100}")
+
+
+def slug_problems(monitor: Monitor) -> list[FieldError]:
+    """A slug (optional) is 1 to 100 of ``a-z``, ``0-9``, ``-`` and ``_`` (the rule of the
+    common ping services' slug URLs), and no other monitor of the same owner has it.
+
+    Returns:
+        One FieldError naming ``slug`` (rule ``slug_format`` or ``slug_taken``), or none.
+    """
+    if not monitor.slug:
+        return []
+    if not SLUG.fullmatch(monitor.slug):
+        return [
+            FieldError(
+                "slug",
+                f"{monitor.slug[:120]!r} is not a slug: 1 to 100 of a-z, 0-9, '-' and '_'",
+                "slug_format",
+            )
+        ]
+    others = Monitor.objects.filter(owner=monitor.owner, slug=monitor.slug)
+    if monitor.pk is not None:
+        others = others.exclude(pk=monitor.pk)
+    if others.exists():
+        owner = f"owner {monitor.owner!r}" if monitor.owner else "no owner"
+        return [
+            FieldError(
+                "slug", f"another monitor of {owner} has the slug {monitor.slug!r}", "slug_taken"
+            )
+        ]
+    return []
 
 
 def _cron_problem(field: str, expression: str) -> FieldError | None:

@@ -1,6 +1,6 @@
 """Receiving pings: the dead-man's-switch convention (``/ping/<uuid>``, ``/start``,
-``/fail``, ``/<exit status>``, ``?rid=``), plus ``?partition=`` so a deadline can expect the
-data, not only the task."""
+``/fail``, ``/log``, ``/<exit status>``, ``?rid=``), plus ``?partition=`` so a deadline can
+expect the data, not only the task."""
 
 from __future__ import annotations
 
@@ -9,24 +9,32 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 
 from problems import FieldError
 from schedules import PartitionKeyError, parse_partition_key
 
-from . import db, incidents, schedule
+from . import db, incidents, ping_statement, schedule
 from .models import Incident, Monitor, Ping, Run
 
-MAX_PING_BODY = 10_000  # bytes kept of a ping's body
-RATE_WINDOW = timedelta(minutes=1)
+RATE_WINDOW = ping_statement.RATE_WINDOW
+NOT_FOUND = "not found"
 
 
 class PingRejected(Exception):
-    """The ping cannot be taken; ``status`` is the HTTP status to answer."""
+    """The ping cannot be taken; ``status`` is the HTTP status to answer, and
+    ``retry_after`` (seconds) when it is 429."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, *, retry_after: int | None = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+
+
+def body_limit() -> int:
+    """Bytes of a ping's body that are kept (``WATCHDOG_PING_BODY_LIMIT``), as the
+    ``Ping-Body-Limit`` response header tells clients."""
+    return settings.WATCHDOG_PING_BODY_LIMIT
 
 
 @dataclass(frozen=True)
@@ -34,10 +42,11 @@ class PingInput:
     """One ping as the view parsed it.
 
     Attributes:
-        kind: ``success``, ``start`` or ``fail``.
+        kind: ``success``, ``start``, ``fail`` or ``log``.
         exit_status: the ``/<exit status>`` form's number (0 success, 1-255 failure).
         partition: ``?partition=`` or "".
-        run_id: ``?rid=`` or "" (pairs start with finish to measure duration).
+        run_id: ``?rid=`` (a UUID, lowercase) or "" (pairs start with finish to measure
+            duration).
         body: the raw request body (truncated and decoded leniently here).
     """
 
@@ -52,9 +61,9 @@ class PingInput:
 
 
 def decode_body(raw: bytes) -> str:
-    """The first ``MAX_PING_BODY`` bytes as text: invalid UTF-8 (or a character cut at the
+    """The first ``body_limit()`` bytes as text: invalid UTF-8 (or a character cut at the
     limit) becomes U+FFFD, and NUL is dropped (text columns cannot hold it)."""
-    return raw[:MAX_PING_BODY].decode("utf-8", "replace").replace("\x00", "")
+    return raw[: body_limit()].decode("utf-8", "replace").replace("\x00", "")
 
 
 def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
@@ -63,23 +72,39 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
     A success moves a period monitor's deadline, marks the monitor up, and resolves the
     incidents it satisfies (a partition ping resolves only the deadlines expecting that
     partition); a failure (``/fail`` or a non-zero exit status) opens a ``failed`` incident
-    and pages at once.
+    and pages at once; a ``log`` ping is kept and changes nothing else.
+
+    A plain success is one statement (``ping_statement``), and so is a refusal: an unknown
+    key, a monitor over its rate and a GET to a POST-only monitor are answered without
+    locking the monitor's row.
 
     Returns:
         ``"ok"``, or ``"ignored"`` for a GET/HEAD on a POST-only monitor.
 
     Raises:
-        PingRejected: 404 unknown key, 429 over the per-monitor rate, 400 bad partition.
+        PingRejected: 404 unknown key, 429 over the per-monitor rate (with
+        ``retry_after``), 400 bad partition.
     """
-    if _record_plain_success(ping_key, ping, now=now):
+    limit = settings.WATCHDOG_PING_RATE_PER_MINUTE
+    first = _first_look(ping_key, ping, limit=limit, now=now)
+    if first.recorded:
         return "ok"
+    if not first.found:
+        raise PingRejected(404, NOT_FOUND)
+    if first.ignored:
+        return "ignored"
+    if first.retry_after is not None:
+        raise _rate_limited(limit, first.retry_after)
     with transaction.atomic(using=db.alias()):
         monitor = Monitor.objects.select_for_update().filter(ping_key=ping_key).first()
         if monitor is None:
-            raise PingRejected(404, "no such monitor")
+            raise PingRejected(404, NOT_FOUND)
         if monitor.post_only and ping.method in ("GET", "HEAD"):
             return "ignored"
         _count_against_rate(monitor, now=now)
+        if ping.kind == Ping.Kind.LOG:
+            _record_log(monitor, ping, now=now)
+            return "ok"
         partition = _checked_partition(monitor, ping.partition)
         kind = ping.kind
         if ping.exit_status is not None:
@@ -195,81 +220,6 @@ def record_ready(monitor: Monitor, partitions: list[str], *, now: datetime) -> l
     return new
 
 
-# The common ping in one statement: a success, without a run id or partition rule, to a
-# monitor that is up (or new), under its rate limit and with no run to track. The UPDATE
-# does exactly what ``record`` would (deadline of a period monitor moved on, rate counted)
-# and matches nothing otherwise, leaving the ping to the general path.
-_PLAIN_SUCCESS_SQL = """
-WITH m AS (
-    UPDATE watchdog_monitor SET
-        last_ping_at = %(now)s,
-        last_ping_kind = 'success',
-        last_success_at = %(now)s,
-        last_partition = CASE WHEN %(partition)s COLLATE "C" > last_partition COLLATE "C"
-            THEN %(partition)s ELSE last_partition END,
-        state = 'up',
-        deadline_at = CASE WHEN kind = 'period'
-            THEN %(now)s + period_seconds * interval '1 second' ELSE deadline_at END,
-        check_at = CASE WHEN kind = 'period'
-            THEN %(now)s + (period_seconds + grace_seconds) * interval '1 second'
-            ELSE check_at END,
-        rate_count = CASE WHEN rate_window_start IS NULL OR rate_window_start <= %(window)s
-            THEN 1 ELSE rate_count + 1 END,
-        rate_window_start = CASE WHEN rate_window_start IS NULL OR rate_window_start <= %(window)s
-            THEN %(now)s ELSE rate_window_start END,
-        updated_at = %(now)s
-    WHERE ping_key = %(key)s
-        AND state IN ('new', 'up')
-        AND last_start_at IS NULL
-        AND last_ping_kind <> 'start'
-        AND (kind = 'period' OR deadline_at IS NOT NULL)
-        AND (%(partition)s = '' OR partitioning = '')
-        AND (NOT post_only OR %(posted)s)
-        AND (rate_window_start IS NULL OR rate_window_start <= %(window)s
-             OR rate_count < %(limit)s)
-    RETURNING id
-)
-INSERT INTO watchdog_ping (monitor_id, kind, exit_status, partition, run_id, received_at,
-                           method, remote_addr, user_agent, body)
-SELECT id, 'success', %(exit_status)s, %(partition)s, '', %(now)s,
-       %(method)s, %(remote_addr)s, %(user_agent)s, %(body)s
-FROM m
-RETURNING id
-"""
-
-
-def _record_plain_success(ping_key: uuid.UUID, ping: PingInput, *, now: datetime) -> bool:
-    """Record the common ping in one statement (PostgreSQL); False when it is not one, or
-    when the monitor's state asks for more than that (then ``record`` does it all)."""
-    alias = db.alias()
-    connection = connections[alias]
-    if (
-        connection.vendor != "postgresql"
-        or ping.run_id
-        or ping.kind != Ping.Kind.SUCCESS
-        or ping.exit_status not in (None, 0)
-    ):
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _PLAIN_SUCCESS_SQL,
-            {
-                "now": now,
-                "window": now - RATE_WINDOW,
-                "key": ping_key,
-                "partition": ping.partition[:32],
-                "posted": ping.method not in ("GET", "HEAD"),
-                "limit": settings.WATCHDOG_PING_RATE_PER_MINUTE,
-                "exit_status": ping.exit_status,
-                "method": ping.method[:8],
-                "remote_addr": ping.remote_addr[:64],
-                "user_agent": ping.user_agent[:200],
-                "body": decode_body(ping.body),
-            },
-        )
-        return cursor.fetchone() is not None
-
-
 # What a ping may change on its monitor (a narrow UPDATE: pings are the hot path).
 _PING_FIELDS = [
     "last_ping_at",
@@ -340,14 +290,78 @@ def _apply_start(monitor: Monitor, *, now: datetime) -> None:
     monitor.start_check_at = schedule.start_check_at(monitor, monitor.start_expected_at)
 
 
+def _first_look(
+    ping_key: uuid.UUID, ping: PingInput, *, limit: int, now: datetime
+) -> ping_statement.Answer:
+    """The plain success recorded, or what refuses the ping, read without a lock: in one
+    statement on PostgreSQL, else by a plain read."""
+    answer = ping_statement.run(
+        ping_key,
+        plain=not ping.run_id and ping.kind == Ping.Kind.SUCCESS and ping.exit_status in (None, 0),
+        method=ping.method[:8],
+        partition=ping.partition[:32],
+        exit_status=ping.exit_status,
+        remote_addr=ping.remote_addr[:64],
+        user_agent=ping.user_agent[:200],
+        body=decode_body(ping.body),
+        limit=limit,
+        now=now,
+    )
+    if answer is not None:
+        return answer
+    row = (
+        Monitor.objects.filter(ping_key=ping_key)
+        .values_list("rate_window_start", "rate_count", "post_only")
+        .first()
+    )
+    if row is None:
+        return ping_statement.Answer(recorded=False, found=False)
+    window_start, count, post_only = row
+    return ping_statement.Answer(
+        recorded=False,
+        found=True,
+        ignored=post_only and ping.method in ("GET", "HEAD"),
+        retry_after=ping_statement.retry_after(window_start, count, limit=limit, now=now),
+    )
+
+
+def _rate_limited(limit: int, retry_after: int) -> PingRejected:
+    return PingRejected(
+        429,
+        f"rate limited: over {limit} pings a minute for this monitor",
+        retry_after=retry_after,
+    )
+
+
 def _count_against_rate(monitor: Monitor, *, now: datetime) -> None:
+    """Count the ping in its monitor's rate window (saved with the monitor), or refuse it
+    (nothing is saved: the transaction rolls back)."""
     limit = settings.WATCHDOG_PING_RATE_PER_MINUTE
     if monitor.rate_window_start is None or now - monitor.rate_window_start >= RATE_WINDOW:
         monitor.rate_window_start, monitor.rate_count = now, 0
     monitor.rate_count += 1
     if monitor.rate_count > limit:
-        Monitor.objects.filter(pk=monitor.pk).update(rate_count=monitor.rate_count)
-        raise PingRejected(429, f"over {limit} pings a minute for this monitor")
+        wait = ping_statement.retry_after(
+            monitor.rate_window_start, monitor.rate_count, limit=limit, now=now
+        )
+        raise _rate_limited(limit, wait or 1)
+
+
+def _record_log(monitor: Monitor, ping: PingInput, *, now: datetime) -> None:
+    """A ``/log`` ping: kept in the history (its body, run id and partition as sent), and
+    counted against the rate; the monitor's state, deadlines and runs are untouched."""
+    Ping.objects.create(
+        monitor=monitor,
+        kind=Ping.Kind.LOG,
+        partition=ping.partition[:32],
+        run_id=ping.run_id[:64],
+        received_at=now,
+        method=ping.method[:8],
+        remote_addr=ping.remote_addr[:64],
+        user_agent=ping.user_agent[:200],
+        body=decode_body(ping.body),
+    )
+    monitor.save(update_fields=["rate_window_start", "rate_count"])
 
 
 def _checked_partition(monitor: Monitor, partition: str) -> str:

@@ -1,12 +1,13 @@
 """The watchdog's URLs: ping endpoints and its REST API."""
 
-from django.urls import path, register_converter
+from django.urls import include, path, register_converter
 
-from . import api, views
+from . import api, api_ping_keys, views
 
 
 class ExitStatus:
-    regex = "[0-9]{1,3}"
+    # Any number, as the convention's: one over 255 is answered 400 by the view.
+    regex = "[0-9]{1,9}"
 
     def to_python(self, value: str) -> int:
         return int(value)
@@ -17,11 +18,23 @@ class ExitStatus:
 
 register_converter(ExitStatus, "exit")
 
+
+# The suffixes of a ping URL, after ``/ping/<uuid>`` or ``/ping/<ping key>/<slug>``.
+def _suffixes(view, prefix: str) -> list:
+    return [
+        path("start", view, {"action": "start"}, name=f"{prefix}-start"),
+        path("fail", view, {"action": "fail"}, name=f"{prefix}-fail"),
+        path("log", view, {"action": "log"}, name=f"{prefix}-log"),
+        path("<exit:status>", view, name=f"{prefix}-exit"),
+    ]
+
+
 urlpatterns = [
-    path("ping/<uuid:key>", views.ping_success, name="ping"),
-    path("ping/<uuid:key>/start", views.ping_start, name="ping-start"),
-    path("ping/<uuid:key>/fail", views.ping_fail, name="ping-fail"),
-    path("ping/<uuid:key>/<exit:status>", views.ping_exit_status, name="ping-exit"),
+    path("ping/<uuid:key>", views.ping, name="ping"),
+    path("ping/<uuid:key>/", include(_suffixes(views.ping, "ping"))),
+    # A UUID's suffixes come first: a ping key is never UUID-shaped.
+    path("ping/<slug:ping_key>/<slug:slug>", views.ping_by_slug, name="ping-slug"),
+    path("ping/<slug:ping_key>/<slug:slug>/", include(_suffixes(views.ping_by_slug, "ping-slug"))),
     path("api/v1/monitors", api.MonitorListCreateApi.as_view(), name="monitor-list"),
     path("api/v1/monitors/<int:monitor_id>", api.MonitorDetailApi.as_view(), name="monitor-detail"),
     path(
@@ -46,6 +59,12 @@ urlpatterns = [
     ),
     path("api/v1/channels", api.ChannelListCreateApi.as_view(), name="channel-list"),
     path("api/v1/incidents", api.IncidentListApi.as_view(), name="incident-list"),
+    path("api/v1/ping-keys", api_ping_keys.PingKeyListCreateApi.as_view(), name="ping-key-list"),
+    path(
+        "api/v1/ping-keys/<int:key_id>",
+        api_ping_keys.PingKeyDetailApi.as_view(),
+        name="ping-key-detail",
+    ),
     path("healthz", views.healthz, name="watchdog-healthz"),
     path("readyz", views.readyz, name="watchdog-readyz"),
 ]

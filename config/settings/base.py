@@ -303,6 +303,10 @@ TIDEMARK_POLL = {
 WATCHDOG_PUBLIC_URL = env.str("WATCHDOG_PUBLIC_URL", default="http://127.0.0.1:8001")
 WATCHDOG_LOOP_SECONDS = env.float("WATCHDOG_LOOP_SECONDS", default=1.0)
 WATCHDOG_PING_RATE_PER_MINUTE = env.int("WATCHDOG_PING_RATE_PER_MINUTE", default=120)
+# Bytes of a ping's body kept (told to clients as the Ping-Body-Limit header), 1 to 1 MiB.
+WATCHDOG_PING_BODY_LIMIT = env.int("WATCHDOG_PING_BODY_LIMIT", default=10_000)
+# ?create=1 on a slug URL creates no monitor for an owner that has this many already.
+WATCHDOG_AUTO_CREATE_LIMIT = env.int("WATCHDOG_AUTO_CREATE_LIMIT", default=500)
 # Its own dead-man's switch (another watchdog, or any healthchecks-style URL).
 WATCHDOG_HEARTBEAT_URL = env.str("WATCHDOG_HEARTBEAT_URL", default="")
 WATCHDOG_HEARTBEAT_SECONDS = env.int("WATCHDOG_HEARTBEAT_SECONDS", default=60)
@@ -524,7 +528,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A ping URL's UUID or key is a secret: logged paths keep its first 8 characters.
+    "filters": {"ping_secrets": {"()": "httpkit.logsafe.RedactPingSecrets"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["ping_secrets"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
     # httpx logs every request at INFO: one line per delivery attempt is noise.
     # axes logs every successful sign-in at INFO; its failures and lockouts are warnings.

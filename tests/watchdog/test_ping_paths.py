@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connections
 from django.forms.models import model_to_dict
 
-from watchdog import monitors, pings
+from watchdog import db, monitors, pings
 from watchdog.models import Monitor, Ping
 
 pytestmark = pytest.mark.django_db(databases=["default", "watchdog"])
@@ -59,7 +60,7 @@ PINGS = {
 
 def _outcome(monitor_fields, state, ping, *, general: bool, monkeypatch) -> tuple:
     if general:
-        monkeypatch.setattr(pings, "_record_plain_success", lambda *a, **k: False)
+        monkeypatch.setattr(pings.ping_statement, "run", lambda *a, **k: None)
     monitor = monitors.monitor_create(
         now=T0 - timedelta(hours=1), name=str(uuid.uuid4()), **monitor_fields
     )
@@ -93,11 +94,8 @@ def test_the_one_statement_path_matches_the_general_one(state_name, ping_name, m
     assert fast[2] == general[2]
 
 
-def test_the_one_statement_path_is_taken_for_a_plain_ping(django_assert_max_num_queries):
+def test_a_plain_ping_is_one_statement(django_assert_num_queries):
     monitor = monitors.monitor_create(now=T0, name="plain", **PERIOD)
-    with django_assert_max_num_queries(1, connection=None):
-        pass
-    assert pings._record_plain_success(monitor.ping_key, PINGS["plain GET"], now=T0), (
-        "a plain success to a new period monitor takes one statement"
-    )
+    with django_assert_num_queries(1, connection=connections[db.alias()]):
+        assert pings.record(ping_key=monitor.ping_key, ping=PINGS["plain GET"], now=T0) == "ok"
     assert Ping.objects.filter(monitor=monitor).count() == 1

@@ -18,6 +18,9 @@ pytestmark = [
 ]
 
 T0 = datetime(2026, 11, 29, 5, 0, tzinfo=UTC)
+# Run ids (``?rid=``) are UUIDs, as the ping convention requires.
+RUN_A = "0a6e4c1e-5d3b-4f7a-9c2e-00000000000a"
+RUN_B = "0a6e4c1e-5d3b-4f7a-9c2e-00000000000b"
 
 
 def cycle(at):
@@ -133,8 +136,8 @@ def test_period_monitor_goes_down_once_and_recovers_on_ping(pagerduty, channel):
 def test_fail_and_exit_status_page_at_once(pagerduty, channel):
     with time_machine.travel(T0, tick=False):
         monitor = monitors.monitor_create(channels=[channel], now=T0, name="job", period_seconds=60)
-    ping(monitor, "/start", rid="r1")
-    ping(monitor, "/3", at=T0 + timedelta(seconds=42), rid="r1")
+    ping(monitor, "/start", rid=RUN_A)
+    ping(monitor, "/3", at=T0 + timedelta(seconds=42), rid=RUN_A)
     cycle(T0 + timedelta(seconds=43))
     assert [e["event_action"] for e in pagerduty] == ["trigger"]
     assert "exit status 3" in pagerduty[0]["payload"]["summary"]
@@ -322,22 +325,22 @@ def test_a_hung_run_pages_even_when_a_later_run_finished(pagerduty, channel):
         monitor = monitors.monitor_create(
             channels=[channel], now=T0, name="loader", period_seconds=3600, max_runtime_seconds=60
         )
-    ping(monitor, "/start", rid="a", at=T0)
-    ping(monitor, "/start", rid="b", at=T0 + timedelta(seconds=10))
-    ping(monitor, "/0", rid="b", at=T0 + timedelta(seconds=20))
+    ping(monitor, "/start", rid=RUN_A, at=T0)
+    ping(monitor, "/start", rid=RUN_B, at=T0 + timedelta(seconds=10))
+    ping(monitor, "/0", rid=RUN_B, at=T0 + timedelta(seconds=20))
     cycle(T0 + timedelta(seconds=59))
     assert pagerduty == []
 
     cycle(T0 + timedelta(seconds=61))
     cycle(T0 + timedelta(seconds=62))
     assert [e["event_action"] for e in pagerduty] == ["trigger"]
-    assert "run a " in pagerduty[0]["payload"]["summary"]
+    assert f"run {RUN_A} " in pagerduty[0]["payload"]["summary"]
     assert pagerduty[0]["payload"]["class"] == "runtime"
 
-    ping(monitor, "/0", rid="a", at=T0 + timedelta(seconds=90))
+    ping(monitor, "/0", rid=RUN_A, at=T0 + timedelta(seconds=90))
     cycle(T0 + timedelta(seconds=91))
     assert [e["event_action"] for e in pagerduty] == ["trigger", "resolve"]
-    assert Ping.objects.get(run_id="a", kind="success").duration_ms == 90_000
+    assert Ping.objects.get(run_id=RUN_A, kind="success").duration_ms == 90_000
 
 
 @pytest.mark.parametrize(

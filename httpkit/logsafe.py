@@ -1,0 +1,26 @@
+"""Log records without secrets: a ping URL's UUID or ping key is its only credential, so a
+logged request path (Django logs every 4xx and 5xx answer, e.g. ``Too Many Requests:
+/ping/<uuid>``) keeps only its first 8 characters."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+_PING_SECRET = re.compile(r"(/ping/)([^/?#\s]{8})[^/?#\s]*")
+
+
+def redact(text: str) -> str:
+    """``text`` with each ``/ping/<secret>`` cut to its first 8 characters and ``…``."""
+    return _PING_SECRET.sub(r"\1\2…", text)
+
+
+class RedactPingSecrets(logging.Filter):
+    """A logging filter: redacts ping secrets in a record's message and string args."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        return True
