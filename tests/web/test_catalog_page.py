@@ -124,7 +124,7 @@ def test_catalog_filters(ada, catalog, query, expected):
 
 @time_machine.travel(NOW, tick=False)
 def test_catalog_due_filter_lists_datasets_inside_their_grace(ada, orders):
-    DatasetFactory(owner=orders, name="graced", sla_cron="0 6 * * *", sla_grace_seconds=7200)
+    DatasetFactory(owner=orders, name="graced", sla_cron="0 6 * * *", sla_grace_seconds=4 * 3600)
     Dataset.objects.filter(name="graced").update(
         next_deadline_at=NOW - timedelta(hours=3), next_check_at=NOW + timedelta(hours=1)
     )
