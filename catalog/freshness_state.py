@@ -171,7 +171,7 @@ def dataset_freshness(dataset: Dataset, *, now: datetime) -> Freshness:
     evaluation has judged the deadlines passed by then. ``latest_ready`` counts only
     periods that have started by ``now`` (``future_partitions.started``).
 
-    Four queries: the latest ready partition, the oldest open late incident, and the
+    Three queries: the latest ready partition, the oldest open late incident, and the
     readiness of the partitions due at the deadlines not yet judged (or at the last one).
     """
     latest = (
