@@ -32,8 +32,8 @@ from .models import (
 )
 
 GOVERNANCE_PERMISSION = "catalog.view_datasetusage"
-# The catalog page's freshness filter: {value: label}. Fresh and awaiting are one choice:
-# telling them apart needs each dataset's cron, which SQL cannot evaluate.
+# The catalog page's freshness filter: {value: label}. Fresh and awaiting are one choice
+# (both: nothing late, nothing due).
 FRESHNESS_FILTERS = {
     "late": "late",
     "due": "due",
@@ -101,37 +101,41 @@ def dataset_rows(
     Args:
         owner: team slug; namespace: exact, normalised; criticality, lifecycle: values of
             their choices; search: case-insensitive substring of name or description.
-        freshness_state: a key of ``FRESHNESS_FILTERS``, judged from stored state so the
-            filter is one SQL condition: ``no_sla`` (no SLA or unpartitioned), ``late``
-            (an open late partition), ``due`` (a stored deadline has passed and its grace
-            runs), ``on_time`` (an SLA, nothing late, no grace running: fresh or
-            awaiting). The badge of each row is then judged exactly
-            (``rows_freshness``), so a ``due`` row whose partitions all arrived inside
-            its grace shows ``fresh``.
+        freshness_state: a key of ``FRESHNESS_FILTERS``, as each row's badge
+            (``rows_freshness``) says it: ``no_sla`` (no SLA or unpartitioned),
+            ``late``, ``due``, ``on_time`` (fresh or awaiting). SQL decides the datasets
+            with an open late incident (late) and those whose stored next deadline has
+            not passed (their state hangs on judged deadlines only: fresh or awaiting);
+            the others (a deadline passed and not judged yet: inside its grace, or the
+            evaluation behind) are judged as the badge judges them, in three queries
+            however many there are.
         now: aware UTC instant.
     """
-    queryset = selectors.dataset_list(
+    listed = selectors.dataset_list(
         owner=owner,
         namespace=namespace,
         criticality=criticality,
         lifecycle=lifecycle,
         search=search,
-    ).annotate(latest_ready=_latest_ready_key(now))
-    if freshness_state:
-        no_sla = Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE)
-        late = Exists(
-            LatePartition.objects.filter(dataset=OuterRef("pk"), recovered_at__isnull=True)
-        )
-        in_grace = Q(next_deadline_at__lte=now, next_check_at__gt=now)
-        if freshness_state == "no_sla":
-            queryset = queryset.filter(no_sla)
-        elif freshness_state == "late":
-            queryset = queryset.exclude(no_sla).filter(late)
-        elif freshness_state == "due":
-            queryset = queryset.exclude(no_sla).exclude(late).filter(in_grace)
-        else:
-            queryset = queryset.exclude(no_sla).exclude(late).exclude(in_grace)
-    return queryset
+    )
+    queryset = listed.annotate(latest_ready=_latest_ready_key(now))
+    if not freshness_state:
+        return queryset
+    no_sla = Q(sla_cron="") | Q(partitioning=Dataset.Partitioning.NONE)
+    if freshness_state == "no_sla":
+        return queryset.filter(no_sla)
+    late = Exists(LatePartition.objects.filter(dataset=OuterRef("pk"), recovered_at__isnull=True))
+    undecided = list(listed.exclude(no_sla).exclude(late).filter(next_deadline_at__lte=now))
+    states = freshness.datasets_freshness(undecided, now=now, latest={})
+    judged = {
+        state: [pk for pk, found in states.items() if found.state == state]
+        for state in ("late", "due")
+    }
+    if freshness_state == "late":
+        return queryset.exclude(no_sla).filter(late | Q(pk__in=judged["late"]))
+    if freshness_state == "due":
+        return queryset.filter(pk__in=judged["due"])
+    return queryset.exclude(no_sla).exclude(late).exclude(pk__in=judged["late"] + judged["due"])
 
 
 def rows_freshness(datasets: list[Dataset], *, now: datetime) -> dict[int, Freshness]:

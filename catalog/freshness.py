@@ -15,33 +15,34 @@ missed its incident (it raced the evaluation, or crashed before closing it) is c
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 
-from schedules import FreshnessSla
+from . import notices
 
-from . import future_partitions, notices
+# The read side (what the API, the badge and the pages say at an instant) lives in
+# ``freshness_state``; its names are re-exported here, where callers look for them.
+from .freshness_state import Freshness, dataset_freshness, datasets_freshness, sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
 
+__all__ = [
+    "MAX_DEADLINES_PER_EVALUATION",
+    "Freshness",
+    "LateReport",
+    "dataset_freshness",
+    "datasets_freshness",
+    "evaluate_due",
+    "partition_arrived",
+    "recover_arrived",
+    "schedule",
+    "sla_of",
+]
+
 MAX_DEADLINES_PER_EVALUATION = 1000  # a long outage is caught up over several passes
-
-
-def sla_of(dataset: Dataset) -> FreshnessSla | None:
-    """The dataset's SLA, or None when it has none (or is unpartitioned)."""
-    if not dataset.sla_cron or dataset.partitioning == Dataset.Partitioning.NONE:
-        return None
-    return FreshnessSla(
-        cron=dataset.sla_cron,
-        time_zone=dataset.sla_timezone,
-        grace_seconds=dataset.sla_grace_seconds,
-        partitioning=dataset.partitioning,
-        partition_time_zone=dataset.partition_timezone,
-    )
 
 
 def schedule(dataset: Dataset, *, now: datetime, owed_from: datetime | None = None) -> None:
@@ -274,136 +275,3 @@ def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, 
         now=now,
         extra_endpoints=notices.contact_endpoints(dataset.owner),
     )
-
-
-# --- reading ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Freshness:
-    """A dataset's freshness at one instant.
-
-    ``state``: ``no_sla``; ``late`` (a partition missed deadline plus grace and has not
-    arrived); ``due`` (the last deadline passed, inside grace, a partition missing);
-    ``fresh`` (every partition due at the last deadline is ready); ``awaiting`` (nothing
-    judged yet since the SLA was set: the next deadline has not been reached).
-    """
-
-    state: str
-    sla: str | None
-    latest_ready: str | None
-    partition_due: str | None
-    deadline_at: datetime | None
-    late_seconds: int | None
-    next_deadline_at: datetime | None
-
-
-def dataset_freshness(dataset: Dataset, *, now: datetime) -> Freshness:
-    """The freshness of ``dataset`` at ``now`` (aware UTC). ``latest_ready`` counts only
-    periods that have started by ``now`` (``future_partitions.started``)."""
-    latest = (
-        Partition.objects.filter(
-            future_partitions.started(now),
-            dataset=dataset,
-            current_revision__state=PartitionRevision.State.READY,
-        )
-        .order_by("-start_at", "-key")
-        .values_list("key", flat=True)
-        .first()
-    )
-    sla = sla_of(dataset)
-    if sla is None:
-        return Freshness("no_sla", None, latest, None, None, None, None)
-    oldest_late = (
-        LatePartition.objects.filter(dataset=dataset, recovered_at__isnull=True)
-        .order_by("late_at")
-        .first()
-    )
-    return _judged(
-        sla,
-        now=now,
-        latest=latest,
-        oldest_late=oldest_late,
-        ready=lambda key: _is_ready(dataset, key),
-    )
-
-
-def _judged(
-    sla: FreshnessSla,
-    *,
-    now: datetime,
-    latest: str | None,
-    oldest_late: LatePartition | None,
-    ready: Callable[[str], bool],
-) -> Freshness:
-    """The freshness of a dataset with ``sla``, given what was read about it."""
-    upcoming = sla.next_deadline(now)
-    if oldest_late is not None:
-        return Freshness(
-            "late",
-            sla.describe(),
-            latest,
-            oldest_late.partition_key,
-            oldest_late.deadline_at,
-            int((now - oldest_late.late_at).total_seconds()),
-            upcoming,
-        )
-    last = sla.previous_deadline(now)
-    missing = [p.key for p in sla.due_at(last) if not ready(p.key)]
-    if not missing:
-        return Freshness("fresh", sla.describe(), latest, None, last, None, upcoming)
-    if now < sla.late_after(last):
-        return Freshness("due", sla.describe(), latest, missing[0], last, None, upcoming)
-    return Freshness("awaiting", sla.describe(), latest, None, None, None, upcoming)
-
-
-def datasets_freshness(
-    datasets: list[Dataset], *, now: datetime, latest: dict[int, str | None]
-) -> dict[int, Freshness]:
-    """The freshness of each of ``datasets`` at ``now`` (aware UTC), as
-    ``dataset_freshness`` judges it, in two queries however many (a page of a list).
-
-    Args:
-        latest: ``{dataset id: key of its latest ready partition or None}``, read by the
-            caller with the list (``catalog.browse.dataset_rows`` annotates it).
-
-    Returns:
-        ``{dataset id: Freshness}`` for every dataset given.
-    """
-    slas = {d.pk: sla_of(d) for d in datasets}
-    judged = [pk for pk, sla in slas.items() if sla is not None]
-    oldest_late: dict[int, LatePartition] = {}
-    for row in LatePartition.objects.filter(
-        dataset_id__in=judged, recovered_at__isnull=True
-    ).order_by("dataset_id", "late_at"):
-        oldest_late.setdefault(row.dataset_id, row)
-    due_keys = {
-        pk: [p.key for p in slas[pk].due_at(slas[pk].previous_deadline(now))]
-        for pk in judged
-        if pk not in oldest_late
-    }
-    ready: set[tuple[int, str]] = set()
-    wanted = Q(pk__in=[])
-    for pk, keys in due_keys.items():
-        if keys:
-            wanted |= Q(dataset_id=pk, key__in=keys)
-    if any(due_keys.values()):
-        ready = set(
-            Partition.objects.filter(
-                wanted, current_revision__state=PartitionRevision.State.READY
-            ).values_list("dataset_id", "key")
-        )
-    result = {}
-    for dataset in datasets:
-        sla = slas[dataset.pk]
-        if sla is None:
-            result[dataset.pk] = Freshness("no_sla", None, latest.get(dataset.pk), *[None] * 4)
-            continue
-        result[dataset.pk] = _judged(
-            sla,
-            now=now,
-            latest=latest.get(dataset.pk),
-            oldest_late=oldest_late.get(dataset.pk),
-            ready=lambda key, pk=dataset.pk: (pk, key) in ready,
-        )
-    return result

@@ -1,6 +1,11 @@
 """A dataset's partition timeline: what became of each of its last periods (ready on
 time, late and by how much, missing, restated, found by the poll), and where each cell is
 drawn in the dataset page's inline SVG. Pure: no ORM, no Django.
+
+Lateness is freshness's (``catalog.freshness_state``): a partition is late once its
+deadline plus grace has passed without it, and late by the time since then
+(``FreshnessSla.late_seconds``), so the timeline and the badge say the same number. A
+deadline that passed before the dataset was registered is not judged.
 """
 
 from __future__ import annotations
@@ -10,8 +15,9 @@ from datetime import datetime, timedelta
 
 from schedules import FreshnessSla, Period, period_containing
 
-ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
+ON_TIME, UNJUDGED, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
     "on_time",
+    "unjudged",
     "late",
     "missing",
     "failed",
@@ -23,6 +29,7 @@ ON_TIME, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
 # Words for each status, as the picture's legend and tooltips say them.
 WORDS = {
     ON_TIME: "ready on time",
+    UNJUDGED: "ready (deadline before registration, not judged)",
     LATE: "ready late",
     MISSING: "missing",
     FAILED: "failed",
@@ -39,8 +46,11 @@ CELL_WIDTH, CELL_HEIGHT, GAP, TOP, BOTTOM = 22, 28, 3, 6, 2
 class Cell:
     """One period of the timeline.
 
-    ``status``: one of ``WORDS``' keys; ``late_seconds``: how long after its deadline the
-    partition became ready (``late``), or has been missing (``missing`` past its grace);
+    ``status``: one of ``WORDS``' keys; ``late_seconds``: how long after its deadline
+    plus grace the partition became ready (``late``), or has been missing since
+    (``missing`` past its grace), as freshness counts it; None when not late or when
+    there is no deadline to count from; ``grace_seconds``: the SLA's grace (None without
+    an SLA);
     ``ready_at``: when its current revision became ready; ``arrived_at``: when the
     partition first became ready (what judges it on time or late; ``ready_at`` unless it
     was restated since); ``restated``: its current revision replaced a ready one;
@@ -51,6 +61,7 @@ class Cell:
     key: str
     status: str
     deadline_at: datetime | None
+    grace_seconds: int | None
     ready_at: datetime | None
     arrived_at: datetime | None
     late_seconds: int | None
@@ -101,42 +112,42 @@ def cells(
             unless ``late_keys`` says so.
         now: aware UTC instant.
         tracked_since: aware instant the dataset was registered, or None. A period
-            whose deadline (without an SLA: its end) is before it was never tracked: with
+            whose deadline (without an SLA: its end) is before it was never judged: with
             no partition, or one pending, it is ``untracked`` (not missing); a partition
-            ready then is late only when ``late_keys`` says so.
+            ready then is ``unjudged`` (neither on time nor late), or late when
+            ``late_keys`` says so.
     """
     result = []
     for index, period in enumerate(periods):
         info = partitions.get(period.key) or {}
         state = info.get("state")
         ready_at = info.get("ready_at") if state == "ready" else None
-        deadline = sla.next_deadline(period.end - timedelta(seconds=1)) if sla else None
-        late_after = sla.late_after(deadline) if sla and deadline else None
+        deadline = sla.deadline_of(period) if sla else None
         late_seconds = None
         # On time or late by when it first arrived: a restatement's new version (ready
         # later, by design) does not make an on-time partition late.
         arrived = min(ready_at, info.get("first_ready_at") or ready_at) if ready_at else None
+        # A deadline before registration is not judged (as freshness never judges it).
         untracked = tracked_since is not None and (deadline or period.end) < tracked_since
-        if untracked:
-            late_after = None  # no SLA was judged before the dataset existed
-        if untracked and state not in ("ready", "failed") and period.key not in late_keys:
+        found_late = period.key in late_keys
+        judged = sla is not None and deadline is not None and not untracked
+        if untracked and state not in ("ready", "failed") and not found_late:
             status = UNTRACKED
         elif state == "ready":
-            status = ON_TIME
-            if (late_after and arrived > late_after) or period.key in late_keys:
+            status = ON_TIME if not untracked else UNJUDGED
+            if found_late or (judged and arrived > sla.late_after(deadline)):
                 status = LATE
-                since = deadline or arrived
-                late_seconds = max(0, int((arrived - since).total_seconds()))
+                late_seconds = sla.late_seconds(deadline, arrived) if deadline else None
         elif state == "failed":
             status = FAILED
-        elif late_after is not None and now >= late_after:
+        elif deadline is not None and (found_late or (judged and now >= sla.late_after(deadline))):
             status = MISSING
-            late_seconds = int((now - deadline).total_seconds())
-        elif deadline is not None and now >= deadline:
+            late_seconds = sla.late_seconds(deadline, now)
+        elif judged and now >= deadline:
             status = DUE
-        elif deadline is not None:
+        elif judged:
             status = AWAITING
-        elif period.key in late_keys:
+        elif found_late:
             status = MISSING
         else:
             status = PENDING if state == "pending" else MISSING
@@ -145,6 +156,7 @@ def cells(
                 key=period.key,
                 status=status,
                 deadline_at=deadline,
+                grace_seconds=sla.grace_seconds if sla else None,
                 ready_at=ready_at,
                 arrived_at=arrived,
                 late_seconds=late_seconds,

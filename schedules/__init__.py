@@ -25,7 +25,7 @@ from .periods import (
     period_containing,
     periods_ending_in,
 )
-from .sla import FreshnessSla
+from .sla import FreshnessSla, late_seconds
 
 __all__ = [
     "DAILY",
@@ -42,6 +42,7 @@ __all__ = [
     "Period",
     "check_cron",
     "describe",
+    "late_seconds",
     "local_and_utc",
     "next_deadline",
     "next_deadlines",

@@ -49,9 +49,18 @@ class FreshnessSla:
         previous = self.previous_deadline(deadline - timedelta(seconds=1))
         return periods_ending_in(previous, deadline, self.partitioning, self.partition_time_zone)
 
+    def deadline_of(self, period: Period) -> datetime:
+        """The deadline ``period`` is due at: the first one at or after its end (UTC)."""
+        return self.next_deadline(period.end - timedelta(seconds=1))
+
     def late_after(self, deadline: datetime) -> datetime:
         """When a period due at ``deadline`` becomes late: the deadline plus grace."""
         return deadline + timedelta(seconds=self.grace_seconds)
+
+    def late_seconds(self, deadline: datetime, at: datetime) -> int:
+        """How late, at ``at``, a partition due at ``deadline`` and not ready by then is:
+        whole seconds since deadline plus grace (``late_seconds``), 0 before that."""
+        return late_seconds(self.late_after(deadline), at)
 
     def describe(self) -> str:
         """The SLA in words, e.g. "At 06:30 every day, Europe/Berlin, for each day's
@@ -61,3 +70,11 @@ class FreshnessSla:
         if unit is None:
             return when
         return f"{when}, for each {unit}'s partition closed since the previous deadline"
+
+
+def late_seconds(late_at: datetime, at: datetime) -> int:
+    """How late a partition is at ``at`` (aware): whole seconds since ``late_at``, its
+    deadline plus grace; 0 when ``at`` is not after it. The one measure of lateness: the
+    freshness state, ``dataset.late`` notices and the dataset page's timeline all count
+    from deadline plus grace."""
+    return max(0, int((at - late_at).total_seconds()))

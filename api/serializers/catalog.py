@@ -572,14 +572,28 @@ class PollOutputSerializer(serializers.Serializer):
 
 
 class FreshnessOutputSerializer(serializers.Serializer):
-    state = ChoiceField(["fresh", "awaiting", "due", "late", "no_sla"])
+    state = ChoiceField(
+        ["fresh", "awaiting", "due", "late", "no_sla"],
+        help_text=(
+            "At the moment of the request, whether or not an evaluation has run since: "
+            "late (a partition missed its deadline plus grace and is not ready), due (one "
+            "is missing inside its grace), fresh (everything due at the last deadline is "
+            "ready), awaiting (a partition due at the last deadline is missing, but that "
+            "deadline passed before the SLA was set and is not judged), no_sla."
+        ),
+    )
     sla = serializers.CharField(allow_null=True, help_text="The SLA in words.")
     latest_ready = serializers.CharField(allow_null=True, help_text="Newest ready partition.")
     partition_due = serializers.CharField(
         allow_null=True, help_text="The partition that is due or late (the oldest if several)."
     )
-    deadline_at = serializers.DateTimeField(allow_null=True)
-    late_seconds = serializers.IntegerField(allow_null=True)
+    deadline_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Late or due: the deadline of partition_due; fresh: the last deadline.",
+    )
+    late_seconds = serializers.IntegerField(
+        allow_null=True, help_text="Late: seconds since partition_due's deadline plus grace."
+    )
     next_deadline_at = serializers.DateTimeField(allow_null=True)
 
 

@@ -20,7 +20,9 @@ The rule, as DESIGN.md (Flows, 3) and README.md (Concepts) state it:
 4. **Late, once.** A due period is late when its partition is not ready as the first
    evaluation at or after deadline + grace runs: one ``dataset.late``, its
    ``late_seconds`` the evaluation's lateness. When the partition is ready later, one
-   ``dataset.recovered``, at the instant it became ready.
+   ``dataset.recovered``, at the instant it became ready. What readers see does not
+   wait for evaluations: from deadline + grace on, a period not ready is late
+   (``World.state``), late by the time since deadline + grace.
 5. **Ready** means the partition's current revision is ready; ``PartitionModel`` keeps
    the publish rules that decide which revision is current (README, Revisions).
 6. **Not from the future.** A publish, poll find or restatement of a period that starts
@@ -399,20 +401,42 @@ class World:
         ]
         return max(started)[1] if started else None
 
-    def state(self, now: datetime) -> tuple[str, set[str]]:
-        """The freshness state after an evaluation at ``now``, and the partitions it may
-        name: late (an open incident; those that have been late the longest), fresh (every
-        period due at the last deadline is ready), due (the oldest missing one, grace
-        runs), awaiting (one is missing, grace over, not judged since the SLA was set)."""
-        still_late = {k: i.late_at for k, i in self.incidents.items() if not i.recovered}
-        if still_late:
-            oldest = min(still_late.values())
-            return "late", {k for k, at in still_late.items() if at == oldest}
+    def state(self, now: datetime) -> tuple[str, set[str], datetime | None]:
+        """The freshness state at ``now``, whether or not evaluations ran, the partitions
+        it may name and, when late, since when (deadline plus grace):
+
+        - late: a period due at a deadline after registration whose grace has passed by
+          ``now`` is not ready, judged or not (an open incident is one of them); names
+          those late the longest;
+        - due: none is late; one due at a deadline after registration is not ready and
+          its grace runs; names the oldest (earliest deadline, then earliest period);
+        - fresh: none late or due, and the last deadline came after registration (so
+          everything due at it is ready), or came before and everything due at it is
+          ready anyway;
+        - awaiting: the last deadline came before registration (never judged) and a
+          period due at it is not ready."""
+        late: dict[str, datetime] = {
+            k: i.late_at for k, i in self.incidents.items() if not i.recovered
+        }
+        due: list[str] = []
+        for k, deadline in enumerate(self.deadlines):
+            if deadline > now:
+                break
+            for period in self.due(k):
+                if self.ready(period.key):
+                    continue
+                if deadline + self.grace <= now:
+                    late.setdefault(period.key, deadline + self.grace)
+                else:
+                    due.append(period.key)
+        if late:
+            oldest = min(late.values())
+            return "late", {k for k, at in late.items() if at == oldest}, oldest
+        if due:
+            return "due", {due[0]}, None
         last = max(t for t in self.all_firings if t <= now)
+        if last > self.registered_at:
+            return "fresh", set(), None
         before = max(t for t in self.all_firings if t < last)
         missing = [p.key for p in self.periods if before < p.end <= last and not self.ready(p.key)]
-        if not missing:
-            return "fresh", set()
-        if now < last + self.grace:
-            return "due", {missing[0]}
-        return "awaiting", set()
+        return ("awaiting" if missing else "fresh"), set(), None

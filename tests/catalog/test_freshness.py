@@ -380,3 +380,83 @@ def test_evaluate_freshness_task_judges_then_closes_incidents_whose_partition_ar
 
     assert open_keys() == {"2026-11-28"}
     assert recovered_keys() == ["2026-11-27"]
+
+
+# --- reading at an instant, whether or not an evaluation ran --------------------------------
+
+
+def test_api_and_badge_say_late_before_the_evaluation_runs(owner, client_for, client):
+    """From deadline plus grace on, not from the next beat: nothing is evaluated here."""
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=1800)
+    badge = client_for(owner).get(f"/api/v1/datasets/{dataset.id}").json()["badge_url"]
+    at = utc(2026, 11, 29, 6, 45)  # 15 minutes past deadline plus grace
+    with time_machine.travel(at, tick=False):
+        body = client_for(owner).get(f"/api/v1/datasets/{dataset.id}/freshness").json()
+        svg = client.get(badge.split("testserver", 1)[1]).content
+    assert not LatePartition.objects.exists()  # no evaluation judged it
+    assert (body["state"], body["partition_due"], body["late_seconds"]) == (
+        "late",
+        "2026-11-28",
+        900,
+    )
+    assert body["deadline_at"] == "2026-11-29T06:00:00Z"
+    assert b"late 15m" in svg and b"#c62828" in svg
+    # Inside the grace it is due, and before the first deadline it is awaiting.
+    due = freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 6, 29))
+    assert (due.state, due.partition_due) == ("due", "2026-11-28")
+    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 5)).state == "awaiting"
+
+
+def test_with_beat_stopped_for_three_days_the_oldest_missing_partition_is_late(owner):
+    dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=1800)
+    publish(owner, "2026-11-29", utc(2026, 11, 30, 5))  # on time; the 28th and 30th never come
+    now = utc(2026, 12, 2, 9)
+    state = freshness.dataset_freshness(dataset, now=now)
+    assert (state.state, state.partition_due, state.deadline_at) == (
+        "late",
+        "2026-11-28",
+        utc(2026, 11, 29, 6),
+    )
+    assert state.late_seconds == int((now - utc(2026, 11, 29, 6, 30)).total_seconds())
+    # The oldest one arrives: the next missing one is named, by its own deadline.
+    publish(owner, "2026-11-28", utc(2026, 12, 2, 8))
+    state = freshness.dataset_freshness(dataset, now=now)
+    assert (state.state, state.partition_due, state.late_seconds) == (
+        "late",
+        "2026-11-30",
+        int((now - utc(2026, 12, 1, 6, 30)).total_seconds()),
+    )
+    # When the evaluation catches up, it says the same.
+    freshness.evaluate_due(now=now)
+    assert freshness.dataset_freshness(dataset, now=now) == state
+    assert open_keys() == {"2026-11-30", "2026-12-01"}
+
+
+def test_a_deadline_before_registration_is_awaiting_never_due_or_late(owner):
+    """Registered at 06:10, after the 06:00 deadline: the 27th's partition is missing,
+    but that deadline is never judged; the first judged one is tomorrow's."""
+    dataset = register(
+        owner, utc(2026, 11, 28, 6, 10), sla_cron="0 6 * * *", sla_grace_seconds=1800
+    )
+    for at in (utc(2026, 11, 28, 6, 20), utc(2026, 11, 28, 23)):
+        state = freshness.dataset_freshness(dataset, now=at)
+        assert (state.state, state.partition_due) == ("awaiting", None)
+    publish(owner, "2026-11-27", utc(2026, 11, 28, 23, 30))
+    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 23, 45)).state == "fresh"
+
+
+def test_a_grace_longer_than_the_cron_is_due_for_each_deadline_inside_it(owner):
+    """Hourly partitions, a deadline every hour, two hours' grace: the oldest missing
+    partition whose grace runs is due; once its grace passes it is late."""
+    dataset = register(
+        owner,
+        utc(2026, 11, 28, 12, 30),
+        partitioning="hourly",
+        sla_cron="0 * * * *",
+        sla_grace_seconds=7200,
+    )
+    publish(owner, "2026-11-28T13", utc(2026, 11, 28, 13, 59))
+    due = freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 14, 30))
+    assert (due.state, due.partition_due) == ("due", "2026-11-28T12")
+    late = freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 15, 1))
+    assert (late.state, late.partition_due, late.late_seconds) == ("late", "2026-11-28T12", 60)

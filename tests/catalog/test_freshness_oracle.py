@@ -3,8 +3,11 @@
 publishes (ready, failed, new versions, backfills, future partitions), poll finds,
 restatements and evaluations at chosen instants, the real system's ``dataset.late`` and
 ``dataset.recovered`` notifications are the oracle's (``freshness_oracle``), each once;
-each step answers what the oracle says it answers; and after each evaluation the latest
-ready partition and the freshness state are the oracle's.
+each step answers what the oracle says it answers; after each evaluation the latest
+ready partition is the oracle's; and at every step and at instants read between
+steps (at deadline plus grace and a second before, before the next step, with beat
+stopped for a stretch of steps) the state the API, the badge and the pages read, its
+partition and ``late_seconds``, are the oracle's whether or not an evaluation ran.
 
 The system is driven through its real entry points on PostgreSQL: the publish service
 (both of its writers), the poll sweeping a real ``file://`` store, the restatement
@@ -239,10 +242,15 @@ def scenarios(draw) -> Scenario:
     )
     steps, at = [], registered_at
     drawn = draw(st.lists(st.tuples(GAPS, actions(partitioning)), min_size=2, max_size=14))
-    for gap, action in drawn:
+    # Beat (or the worker) stopped for a stretch of the steps: no evaluation in it.
+    stopped = draw(st.one_of(st.none(), st.tuples(st.integers(0, 13), st.integers(2, 14))))
+    for number, (gap, action) in enumerate(drawn):
         at += gap
         if at - registered_at > MAX_SPAN:
             break
+        beat_down = stopped and stopped[0] <= number < stopped[0] + stopped[1]
+        if beat_down and isinstance(action, Evaluate):
+            continue
         steps.append((at, action))
     until = at + draw(GAPS) + grace
     return Scenario(
@@ -380,6 +388,44 @@ class Driver:
         return found
 
 
+READS_BETWEEN_STEPS = 6
+
+
+def read_instants(world: oracle.World, now: datetime, following: datetime) -> list[datetime]:
+    """Instants to read the freshness state at, from step ``now`` until the next step
+    ``following`` (nothing changes in between, and no evaluation runs): ``now``, the
+    boundaries of the first and last deadlines whose grace ends in between (at deadline
+    plus grace, and a second before), the deadline itself, and just before the next
+    step. Evaluations skipped for days make these instants the ones where an answer
+    that waits for the evaluation is wrong."""
+    ends = [d for d in world.deadlines if now < d + world.grace < following]
+    found = {now, max(now, following - timedelta(seconds=1))}
+    for deadline in {*ends[:1], *ends[-1:]}:
+        late_at = deadline + world.grace
+        found |= {late_at, late_at - timedelta(seconds=1), max(now, deadline)}
+    return sorted(found)[:READS_BETWEEN_STEPS]
+
+
+def check_state(world: oracle.World, system: Driver, instant: datetime) -> None:
+    """The freshness the API and the pages read at ``instant`` is the oracle's: state,
+    the partition named, its deadline and how late (``late_seconds``), the latest ready
+    partition; and the list pages' batch reader says the same as the API."""
+    state, named, late_at = world.state(instant)
+    judged = system.freshness(instant)
+    note(f"read at {instant.isoformat()}: {judged.state} {judged.partition_due}")
+    assert judged.latest_ready == world.latest_ready(instant), instant
+    assert judged.state == state, (instant, state, named, judged)
+    assert judged.partition_due in (named or {None}), (instant, named, judged)
+    if late_at is not None:
+        assert judged.deadline_at == late_at - world.grace, (instant, judged)
+        assert judged.late_seconds == int((instant - late_at).total_seconds()), instant
+    dataset = Dataset.objects.get(pk=system.dataset.pk)
+    listed = freshness.datasets_freshness(
+        [dataset], now=instant, latest={dataset.pk: judged.latest_ready}
+    )
+    assert listed[dataset.pk] == judged, instant
+
+
 def run(scenario: Scenario, actor: Actor, lake: Path) -> None:
     """Play ``scenario`` on the oracle and the real system side by side, asserting they
     agree at every step and on every notice."""
@@ -404,24 +450,22 @@ def run(scenario: Scenario, actor: Actor, lake: Path) -> None:
                 system.evaluate()
                 note(f"{now.isoformat()} evaluate")
                 assert system.latest_ready(now) == world.latest_ready(now), step
-                state, named = world.state(now)
-                judged = system.freshness(now)
-                assert judged.latest_ready == world.latest_ready(now)
-                assert judged.state == state, now
-                assert judged.partition_due in (named or {None}), now
-                continue
-            key = world.period_at(now, step.offset).key
-            note(f"{now.isoformat()} {step} on {key}")
-            if isinstance(step, Publish):
-                expected = world.publish(key, step.version, step.state, now)
-                assert system.publish(key, step, now, number) == expected, (now, step, key)
-            elif isinstance(step, PollSees):
-                seen[key] = seen.get(key, False) or step.complete
-                world.poll(seen, now)
-                system.poll(key, seen[key], now)
             else:
-                expected = world.restate(key, f"r{system.restatements + 1}", now)
-                assert system.restate(key, now) == expected, (now, step, key)
+                key = world.period_at(now, step.offset).key
+                note(f"{now.isoformat()} {step} on {key}")
+                if isinstance(step, Publish):
+                    expected = world.publish(key, step.version, step.state, now)
+                    assert system.publish(key, step, now, number) == expected, (now, step, key)
+                elif isinstance(step, PollSees):
+                    seen[key] = seen.get(key, False) or step.complete
+                    world.poll(seen, now)
+                    system.poll(key, seen[key], now)
+                else:
+                    expected = world.restate(key, f"r{system.restatements + 1}", now)
+                    assert system.restate(key, now) == expected, (now, step, key)
+        following = steps[number + 1][0] if number + 1 < len(steps) else now
+        for instant in read_instants(world, now, following):
+            check_state(world, system, instant)
     expected, got = Counter(world.notices), Counter(system.notices())
     for kind in (oracle.LATE, oracle.RECOVERED):
         event(f"{kind}: {min(sum(n.type == kind for n in world.notices), 5)}")

@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog import freshness
@@ -124,7 +126,7 @@ def test_catalog_filters(ada, catalog, query, expected):
 
 @time_machine.travel(NOW, tick=False)
 def test_catalog_due_filter_lists_datasets_inside_their_grace(ada, orders):
-    DatasetFactory(owner=orders, name="graced", sla_cron="0 6 * * *", sla_grace_seconds=7200)
+    DatasetFactory(owner=orders, name="graced", sla_cron="0 6 * * *", sla_grace_seconds=4 * 3600)
     Dataset.objects.filter(name="graced").update(
         next_deadline_at=NOW - timedelta(hours=3), next_check_at=NOW + timedelta(hours=1)
     )
@@ -174,3 +176,65 @@ def test_catalog_query_count_does_not_grow_with_rows(ada, orders, django_assert_
         ready(dataset, "2026-11-27")
     with django_assert_max_num_queries(9):
         assert len(ada.get("/").context["rows"]) == 30
+
+
+def _unevaluated(orders, count, first=0):
+    """``count`` datasets of each freshness, registered on the 25th and never evaluated
+    since (beat stopped): late (nothing ever arrived), due (the 27th missing inside a
+    four-hour grace), fresh, and awaiting (registered after today's deadline)."""
+    made = []
+    for n in range(first, first + count):
+        for state, grace, registered in (
+            ("late", 1800, datetime(2026, 11, 25, 12, tzinfo=UTC)),
+            ("due", 4 * 3600, datetime(2026, 11, 27, 12, tzinfo=UTC)),
+            ("fresh", 1800, datetime(2026, 11, 25, 12, tzinfo=UTC)),
+            ("awaiting", 1800, datetime(2026, 11, 28, 7, tzinfo=UTC)),
+        ):
+            dataset = DatasetFactory(
+                owner=orders,
+                name=f"{state}/{n}",
+                sla_cron="0 6 * * *",
+                sla_grace_seconds=grace,
+                next_deadline_at=freshness.sla_of(
+                    Dataset(sla_cron="0 6 * * *", partitioning="daily")
+                ).next_deadline(registered),
+            )
+            if state == "fresh":
+                for key in ("2026-11-25", "2026-11-26", "2026-11-27"):
+                    ready(dataset, key)
+            made.append((state, dataset))
+    return made
+
+
+@time_machine.travel(NOW, tick=False)
+def test_catalog_rows_and_filter_say_late_before_any_evaluation(ada, orders):
+    made = _unevaluated(orders, 1)
+    response = ada.get("/")
+    rows = {d.name: f for d, f in response.context["rows"]}
+    for state, dataset in made:
+        detail = freshness.dataset_freshness(dataset, now=NOW)
+        assert (rows[dataset.name], detail.state) == (detail, state)
+    assert rows["late/0"].partition_due == "2026-11-25"  # the oldest missing one
+    assert rows["due/0"].partition_due == "2026-11-27"
+    for choice, names in (
+        ("late", ["late/0"]),
+        ("due", ["due/0"]),
+        ("on_time", ["awaiting/0", "fresh/0"]),
+    ):
+        assert sorted(rows_of(ada.get("/", {"freshness": choice}))) == names, choice
+
+
+@time_machine.travel(NOW, tick=False)
+def test_catalog_freshness_query_count_is_constant_while_evaluations_lag(ada, orders):
+    """Every row owes a judgement the evaluation has not made: the page and its
+    freshness filter still cost the same queries for four rows as for twenty-four."""
+    _unevaluated(orders, 1)
+    counts = []
+    for round_ in range(2):
+        if round_:
+            _unevaluated(orders, 5, first=1)  # six of each now
+        for query in ({}, {"freshness": "late"}, {"freshness": "on_time"}):
+            with CaptureQueriesContext(connection) as done:
+                assert ada.get("/", query).status_code == 200
+            counts.append(len(done.captured_queries))
+    assert counts[:3] == counts[3:]

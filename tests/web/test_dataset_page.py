@@ -110,13 +110,15 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
     cells = {c.key: c for c in response.context["cells"]}
     assert len(cells) == 30 and "2026-11-27" in cells and "2026-10-29" in cells
     assert cells["2026-11-26"].status == "on_time"
-    assert (cells["2026-11-25"].status, cells["2026-11-25"].late_seconds) == ("late", 12600)
+    # Late since deadline plus grace (05:30 UTC + 30 min), as the badge counts it.
+    assert (cells["2026-11-25"].status, cells["2026-11-25"].late_seconds) == ("late", 10800)
     assert cells["2026-11-24"].restated and cells["2026-11-23"].by_poll
     assert cells["2026-11-22"].status == "missing"
     assert '<svg class="timeline"' in body
-    assert "2026-11-25: ready late, 3 h 30 min after its deadline" in body
+    lateness = "ready late by 3 h (deadline 2026-11-26 05:30 UTC + 30 min grace)"
+    assert f"2026-11-25: {lateness}" in body
     assert body.count('class="restated"') == 1 and body.count('class="poll"') == 1
-    assert "<strong>2026-11-25</strong> ready late, 3 h 30 min after its deadline" in body
+    assert f"<strong>2026-11-25</strong> {lateness}" in body
 
 
 @time_machine.travel(NOW, tick=False)
@@ -158,7 +160,7 @@ def test_dataset_page_draws_periods_before_registration_as_not_tracked(consumer,
     cells = {c.key: c for c in response.context["cells"]}
     assert cells["2026-11-26"].status == "untracked"
     assert cells["2026-10-29"].status == "untracked"
-    assert (cells["2026-11-27"].status, cells["2026-11-27"].late_seconds) == ("missing", 12600)
+    assert (cells["2026-11-27"].status, cells["2026-11-27"].late_seconds) == ("missing", 10800)
     assert sum(c.status == "untracked" for c in cells.values()) == 29
     assert "2026-11-26: not tracked (before the dataset was registered)" in body
     assert '<span class="swatch untracked"></span> not tracked' in body

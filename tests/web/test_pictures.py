@@ -34,12 +34,13 @@ def test_last_periods_cut_in_the_partition_time_zone():
     ("info", "late", "status", "late_seconds", "restated", "by_poll"),
     [
         ({"state": "ready", "ready_at": at(27, 5)}, {}, "on_time", None, False, False),
-        # Deadline 06:00 on the 27th, grace one hour: ready at 08:30 is 2.5 h late.
+        # Deadline 06:00 on the 27th, grace one hour: ready at 08:30 is 1.5 h late (late
+        # counts from deadline plus grace, as freshness does).
         (
             {"state": "ready", "ready_at": at(27, 8) + timedelta(minutes=30)},
             {},
             "late",
-            9000,
+            5400,
             False,
             False,
         ),
@@ -103,13 +104,13 @@ def test_last_periods_cut_in_the_partition_time_zone():
             {"state": "ready", "ready_at": at(29, 5), "first_ready_at": at(27, 9), "revisions": 2},
             {},
             "late",
-            3 * 3600,
+            2 * 3600,  # from 07:00, deadline plus grace
             True,
             False,
         ),
         ({"state": "failed"}, {}, "failed", None, False, False),
-        ({}, {}, "missing", 3600 * 27, False, False),
-        ({"state": "pending"}, {}, "missing", 3600 * 27, False, False),
+        ({}, {}, "missing", 3600 * 26, False, False),  # since the 27th 07:00
+        ({"state": "pending"}, {}, "missing", 3600 * 26, False, False),
         # Found late by the evaluation, then ready inside what is now the grace.
         (
             {
@@ -122,7 +123,7 @@ def test_last_periods_cut_in_the_partition_time_zone():
             },
             {"2026-11-26": None},
             "late",
-            1800,
+            0,  # ready before deadline plus grace (by today's grace)
             False,
             False,
         ),
