@@ -14,8 +14,8 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Subquery
 
-from . import freshness, future_partitions, selectors
-from .freshness import Freshness
+from . import future_partitions, selectors
+from .freshness_state import Freshness, datasets_freshness
 from .models import (
     AuditEntry,
     Dataset,
@@ -126,7 +126,7 @@ def dataset_rows(
         return queryset.filter(no_sla)
     late = Exists(LatePartition.objects.filter(dataset=OuterRef("pk"), recovered_at__isnull=True))
     undecided = list(listed.exclude(no_sla).exclude(late).filter(next_deadline_at__lte=now))
-    states = freshness.datasets_freshness(undecided, now=now, latest={})
+    states = datasets_freshness(undecided, now=now, latest={})
     judged = {
         state: [pk for pk, found in states.items() if found.state == state]
         for state in ("late", "due")
@@ -142,7 +142,7 @@ def rows_freshness(datasets: list[Dataset], *, now: datetime) -> dict[int, Fresh
     """Each row's freshness (``dataset_rows`` rows, ``latest_ready`` annotated), in two
     queries for the page: ``{dataset id: Freshness}``."""
     latest = {d.pk: d.latest_ready for d in datasets}
-    return freshness.datasets_freshness(datasets, now=now, latest=latest)
+    return datasets_freshness(datasets, now=now, latest=latest)
 
 
 def namespace_choices() -> list[str]:

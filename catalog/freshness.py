@@ -22,25 +22,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from . import notices
-
-# The read side (what the API, the badge and the pages say at an instant) lives in
-# ``freshness_state``; its names are re-exported here, where callers look for them.
-from .freshness_state import Freshness, dataset_freshness, datasets_freshness, sla_of
+from .freshness_state import sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
-
-__all__ = [
-    "MAX_DEADLINES_PER_EVALUATION",
-    "Freshness",
-    "LateReport",
-    "dataset_freshness",
-    "datasets_freshness",
-    "evaluate_due",
-    "partition_arrived",
-    "recover_arrived",
-    "schedule",
-    "sla_of",
-]
 
 MAX_DEADLINES_PER_EVALUATION = 1000  # a long outage is caught up over several passes
 

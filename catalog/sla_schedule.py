@@ -12,7 +12,7 @@ from datetime import datetime
 from problems import FieldError, FieldWarning
 from schedules import CronError, check_cron, cron_checks, local_and_utc
 
-from . import freshness
+from . import freshness_state
 from .models import Dataset
 
 NEXT_DEADLINES = 3
@@ -48,7 +48,7 @@ def next_deadlines(
     """The dataset's next ``count`` SLA deadlines after ``now`` (aware), oldest first, each
     ``{"local": ISO 8601 with the sla_timezone's offset, "utc": ISO 8601 ending in Z}``;
     empty without an SLA (no cron, or unpartitioned)."""
-    sla = freshness.sla_of(dataset)
+    sla = freshness_state.sla_of(dataset)
     if sla is None:
         return []
     found, at = [], now

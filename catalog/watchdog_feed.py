@@ -23,7 +23,7 @@ from django.conf import settings
 import outbound
 from schedules import FreshnessSla
 
-from . import freshness, notices
+from . import freshness_state, notices
 from .models import Dataset, Endpoint, Notification, Partition, PartitionRevision
 
 # At most this many ready partitions travel with a data monitor's definition (the
@@ -79,7 +79,7 @@ def ready_partitions(dataset: Dataset, *, now: datetime) -> list[tuple[str, int]
     Returns:
         ``[(key, current revision id)]``, oldest period first; empty without an SLA.
     """
-    sla = freshness.sla_of(dataset)
+    sla = freshness_state.sla_of(dataset)
     if sla is None:
         return []
     return list(

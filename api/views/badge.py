@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from catalog import freshness
+from catalog import freshness_state
 from catalog.models import Dataset
 
 COLOURS = {
@@ -27,7 +27,7 @@ def freshness_badge(request: HttpRequest, token: str) -> HttpResponse:
     dataset = Dataset.objects.filter(badge_token=token).first()
     if dataset is None:
         return HttpResponse(status=404)
-    state = freshness.dataset_freshness(dataset, now=timezone.now())
+    state = freshness_state.dataset_freshness(dataset, now=timezone.now())
     message = state.state.replace("_", " ")
     if state.late_seconds is not None:
         message += f" {_duration(state.late_seconds)}"

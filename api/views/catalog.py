@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import declarations, errors, freshness, selectors, watchdog_feed
+from catalog import declarations, errors, freshness_state, selectors, watchdog_feed
 from catalog.models import ApiKey, AuditEntry
 from catalog.services import datasets, subscriptions, teams
 from httpkit.parsers import StrictJSONParser
@@ -180,7 +180,7 @@ class DatasetFreshnessApi(APIView):
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        state = freshness.dataset_freshness(dataset, now=timezone.now())
+        state = freshness_state.dataset_freshness(dataset, now=timezone.now())
         return Response(s.FreshnessOutputSerializer(state).data)
 
 

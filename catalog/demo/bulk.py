@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from .. import freshness, notices
+from .. import freshness_state, notices
 from ..models import Dataset, Notification, Partition, PartitionRevision, ReadinessEvent
 from ..services import publish_steps
 from .landings import Landing
@@ -119,7 +119,7 @@ def _point_and_stamp(parts, revisions, events, notifications, landings) -> None:
 def judged_through(dataset: Dataset, landings: list[Landing]) -> None:
     """Move the dataset's stored next deadline past the deadlines of ``landings`` (all
     found on time): what judging each of them would have concluded, none being late."""
-    sla = freshness.sla_of(dataset)
+    sla = freshness_state.sla_of(dataset)
     if sla is None or not landings:
         return
     deadline = sla.next_deadline(landings[-1].deadline)

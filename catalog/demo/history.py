@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from .. import change_notices, doorbell, freshness, polling, restatements
+from .. import change_notices, doorbell, freshness_state, polling, restatements
 from ..actors import Actor
 from ..models import ApiKey, Claim, Dataset, Team
 from ..services import datasets as dataset_services
@@ -173,7 +173,7 @@ def _partitions(history, timeline, spec: world.DatasetSpec, *, rng: random.Rando
     dataset = history.dataset(spec)
     landings = producer_landings(
         spec.producer,
-        sla=freshness.sla_of(dataset),
+        sla=freshness_state.sla_of(dataset),
         partitioning=dataset.partitioning,
         partition_timezone=dataset.partition_timezone,
         registered_at=dataset.created_at,

@@ -25,7 +25,7 @@ from .. import (
     change_notices,
     delivery,
     errors,
-    freshness,
+    freshness_state,
     graph_layout,
     selectors,
     sla_schedule,
@@ -128,7 +128,7 @@ def _dataset_response(
     memberships = browse.person_memberships(user=request.user)
     teams = [m.team.slug for m in memberships]
     is_owner = dataset.owner.slug in teams
-    sla = freshness.sla_of(dataset)
+    sla = freshness_state.sla_of(dataset)
     deadlines = []  # (UTC instant, its wall time in the SLA's zone, that zone's offset)
     if sla is not None:
         zone = ZoneInfo(dataset.sla_timezone)
@@ -169,7 +169,7 @@ def _dataset_response(
     context = {
         "nav": "catalog",
         "dataset": dataset,
-        "fresh": freshness.dataset_freshness(dataset, now=now),
+        "fresh": freshness_state.dataset_freshness(dataset, now=now),
         "deadlines": deadlines,
         "sla_warnings": sla_schedule.sla_warnings(dataset),
         "cells": cells,

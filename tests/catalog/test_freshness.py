@@ -10,7 +10,7 @@ import time_machine
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from catalog import freshness, restatements, tasks
+from catalog import freshness, freshness_state, restatements, tasks
 from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, LatePartition, Notification, PartitionRevision
 from catalog.services.datasets import dataset_register, dataset_update
@@ -93,12 +93,12 @@ def test_missing_partition_is_late_once_then_recovered_once(owner):
     )
     subscriber = SubscriptionFactory(dataset=dataset)
     assert freshness.evaluate_due(now=utc(2026, 11, 29, 5, 45)) == []  # inside grace
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 5, 45)).state == "due"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 5, 45)).state == "due"
 
     [late] = freshness.evaluate_due(now=utc(2026, 11, 29, 6, 1))
     assert (late.partition, late.deadline_at) == ("2026-11-28", utc(2026, 11, 29, 5, 30))
     assert freshness.evaluate_due(now=utc(2026, 11, 29, 6, 2)) == []  # told once
-    state = freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 7, 0))
+    state = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 7, 0))
     assert (state.state, state.partition_due, state.late_seconds) == ("late", "2026-11-28", 3600)
 
     notice = Notification.objects.get(type="dataset.late")
@@ -112,14 +112,14 @@ def test_missing_partition_is_late_once_then_recovered_once(owner):
     publish(owner, "2026-11-28", utc(2026, 11, 29, 7, 5))  # a repeat recovers nothing twice
     recovered = Notification.objects.get(type="dataset.recovered")
     assert recovered.payload["data"]["late_by_seconds"] == 3600
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 8)).state == "fresh"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 8)).state == "fresh"
 
 
 def test_partition_arriving_in_grace_is_never_late(owner):
     dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=3600)
     publish(owner, "2026-11-28", utc(2026, 11, 29, 6, 30))
     assert freshness.evaluate_due(now=utc(2026, 11, 29, 7, 1)) == []
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 7, 1)).state == "fresh"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 7, 1)).state == "fresh"
     assert not Notification.objects.filter(type="dataset.late").exists()
 
 
@@ -131,7 +131,7 @@ def test_backfilling_an_old_partition_does_not_make_a_late_one_fresh(owner):
         "2026-11-28",
     }
     publish(owner, "2026-11-27", utc(2026, 11, 29, 6, 30))
-    state = freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 7))
+    state = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 7))
     assert (state.state, state.partition_due) == ("late", "2026-11-28")
 
 
@@ -243,7 +243,7 @@ def test_freshness_api_and_command(owner, client_for, capsys):
 def test_dataset_without_sla_has_no_deadline(owner):
     dataset = register(owner, utc(2026, 11, 28, 12))
     assert dataset.next_check_at is None
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29)).state == "no_sla"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29)).state == "no_sla"
 
 
 def test_badge_shows_state_without_a_key_and_only_owners_see_its_url(owner, client_for, client):
@@ -318,7 +318,7 @@ def test_recover_arrived_closes_the_incident_a_committing_publish_missed(owner):
         Delivery.objects.filter(notification=notice).values_list("endpoint__url", flat=True)
     )
     assert targets == {subscriber.endpoint.url, "mailto:orders-oncall@example.com"}
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 7)).state == "fresh"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 7)).state == "fresh"
 
     deliveries = Delivery.objects.count()
     assert freshness.recover_arrived(now=utc(2026, 11, 29, 6, 3)) == 0  # closed: told once
@@ -402,16 +402,16 @@ def test_api_and_badge_say_late_before_the_evaluation_runs(owner, client_for, cl
     assert body["deadline_at"] == "2026-11-29T06:00:00Z"
     assert b"late 15m" in svg and b"#c62828" in svg
     # Inside the grace it is due, and before the first deadline it is awaiting.
-    due = freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 6, 29))
+    due = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 6, 29))
     assert (due.state, due.partition_due) == ("due", "2026-11-28")
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 29, 5)).state == "awaiting"
+    assert freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 29, 5)).state == "awaiting"
 
 
 def test_with_beat_stopped_for_three_days_the_oldest_missing_partition_is_late(owner):
     dataset = register(owner, utc(2026, 11, 28, 12), sla_cron="0 6 * * *", sla_grace_seconds=1800)
     publish(owner, "2026-11-29", utc(2026, 11, 30, 5))  # on time; the 28th and 30th never come
     now = utc(2026, 12, 2, 9)
-    state = freshness.dataset_freshness(dataset, now=now)
+    state = freshness_state.dataset_freshness(dataset, now=now)
     assert (state.state, state.partition_due, state.deadline_at) == (
         "late",
         "2026-11-28",
@@ -420,7 +420,7 @@ def test_with_beat_stopped_for_three_days_the_oldest_missing_partition_is_late(o
     assert state.late_seconds == int((now - utc(2026, 11, 29, 6, 30)).total_seconds())
     # The oldest one arrives: the next missing one is named, by its own deadline.
     publish(owner, "2026-11-28", utc(2026, 12, 2, 8))
-    state = freshness.dataset_freshness(dataset, now=now)
+    state = freshness_state.dataset_freshness(dataset, now=now)
     assert (state.state, state.partition_due, state.late_seconds) == (
         "late",
         "2026-11-30",
@@ -428,7 +428,7 @@ def test_with_beat_stopped_for_three_days_the_oldest_missing_partition_is_late(o
     )
     # When the evaluation catches up, it says the same.
     freshness.evaluate_due(now=now)
-    assert freshness.dataset_freshness(dataset, now=now) == state
+    assert freshness_state.dataset_freshness(dataset, now=now) == state
     assert open_keys() == {"2026-11-30", "2026-12-01"}
 
 
@@ -439,10 +439,12 @@ def test_a_deadline_before_registration_is_awaiting_never_due_or_late(owner):
         owner, utc(2026, 11, 28, 6, 10), sla_cron="0 6 * * *", sla_grace_seconds=1800
     )
     for at in (utc(2026, 11, 28, 6, 20), utc(2026, 11, 28, 23)):
-        state = freshness.dataset_freshness(dataset, now=at)
+        state = freshness_state.dataset_freshness(dataset, now=at)
         assert (state.state, state.partition_due) == ("awaiting", None)
     publish(owner, "2026-11-27", utc(2026, 11, 28, 23, 30))
-    assert freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 23, 45)).state == "fresh"
+    assert (
+        freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 28, 23, 45)).state == "fresh"
+    )
 
 
 def test_a_grace_longer_than_the_cron_is_due_for_each_deadline_inside_it(owner):
@@ -456,7 +458,7 @@ def test_a_grace_longer_than_the_cron_is_due_for_each_deadline_inside_it(owner):
         sla_grace_seconds=7200,
     )
     publish(owner, "2026-11-28T13", utc(2026, 11, 28, 13, 59))
-    due = freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 14, 30))
+    due = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 28, 14, 30))
     assert (due.state, due.partition_due) == ("due", "2026-11-28T12")
-    late = freshness.dataset_freshness(dataset, now=utc(2026, 11, 28, 15, 1))
+    late = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 28, 15, 1))
     assert (late.state, late.partition_due, late.late_seconds) == ("late", "2026-11-28T12", 60)

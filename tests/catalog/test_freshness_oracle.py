@@ -35,7 +35,7 @@ from django.test import override_settings
 from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
-from catalog import freshness, polling, restatements, selectors, tasks
+from catalog import freshness_state, polling, restatements, selectors, tasks
 from catalog.actors import Actor
 from catalog.models import Dataset, Notification
 from catalog.services import publish_targets
@@ -361,8 +361,8 @@ class Driver:
         latest = selectors.partition_latest_ready(dataset=self.dataset, now=now)
         return latest.key if latest is not None else None
 
-    def freshness(self, now: datetime) -> freshness.Freshness:
-        return freshness.dataset_freshness(Dataset.objects.get(pk=self.dataset.pk), now=now)
+    def freshness(self, now: datetime) -> freshness_state.Freshness:
+        return freshness_state.dataset_freshness(Dataset.objects.get(pk=self.dataset.pk), now=now)
 
     def notices(self) -> list[oracle.Notice]:
         found = []
@@ -420,7 +420,7 @@ def check_state(world: oracle.World, system: Driver, instant: datetime) -> None:
         assert judged.deadline_at == late_at - world.grace, (instant, judged)
         assert judged.late_seconds == int((instant - late_at).total_seconds()), instant
     dataset = Dataset.objects.get(pk=system.dataset.pk)
-    listed = freshness.datasets_freshness(
+    listed = freshness_state.datasets_freshness(
         [dataset], now=instant, latest={dataset.pk: judged.latest_ready}
     )
     assert listed[dataset.pk] == judged, instant

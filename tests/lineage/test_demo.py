@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from catalog import browse, change_notices, delivery, freshness, selectors
+from catalog import browse, change_notices, delivery, freshness_state, selectors
 from catalog.demo import feed, world
 from catalog.demo.history import history_start
 from catalog.models import (
@@ -77,11 +77,11 @@ def test_the_demo_month_is_the_documented_one(loaded):
     datasets = list(browse.dataset_rows(now=NOW))
     page_states = browse.rows_freshness(datasets, now=NOW)
     for dataset in datasets:
-        state = freshness.dataset_freshness(dataset, now=NOW)
+        state = freshness_state.dataset_freshness(dataset, now=NOW)
         # The catalog page judges each badge as /freshness does.
         assert page_states[dataset.pk] == state, dataset
         assert state.state == STATES[dataset.name], dataset
-    revenue = freshness.dataset_freshness(by_name(world.DAILY_REVENUE), now=NOW)
+    revenue = freshness_state.dataset_freshness(by_name(world.DAILY_REVENUE), now=NOW)
     assert (revenue.partition_due, revenue.latest_ready) == ("2026-11-30", "2026-11-29")
 
     assert Counter(
@@ -261,7 +261,7 @@ def _agrees_with_the_freshness_rules(dataset: Dataset, *, now: datetime) -> None
     revisions = PartitionRevision.objects.filter(partition__dataset=dataset, state="ready")
     assert not revisions.filter(Q(ready_at__lt=dataset.created_at) | Q(ready_at__gt=now)).exists()
     assert not dataset.partitions.filter(start_at__gt=now).exists()
-    sla = freshness.sla_of(dataset)
+    sla = freshness_state.sla_of(dataset)
     if sla is None:
         return
     first_ready = dict(
@@ -285,7 +285,7 @@ def _agrees_with_the_freshness_rules(dataset: Dataset, *, now: datetime) -> None
     assert set(late) == expected_late, dataset
     for key, row in late.items():
         assert (row.recovered_at is None) == (key not in ready_now), (dataset, key)
-    state = freshness.dataset_freshness(dataset, now=now)
+    state = freshness_state.dataset_freshness(dataset, now=now)
     is_late = any(row.recovered_at is None for row in late.values())
     assert (state.state == "late") == is_late, (dataset, state)
     assert is_late == (dataset.name == world.DAILY_REVENUE.name), (dataset, state)

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from catalog import freshness
+from catalog import freshness_state
 from catalog.models import Dataset, LatePartition, Partition, PartitionRevision
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
@@ -101,7 +101,7 @@ def test_a_future_partition_is_not_the_latest_ready_on_the_catalog_page(ada, cat
 def test_catalog_badges_agree_with_the_api_freshness(ada, catalog):
     response = ada.get("/")
     for dataset, fresh in response.context["rows"]:
-        assert fresh == freshness.dataset_freshness(dataset, now=timezone.now())
+        assert fresh == freshness_state.dataset_freshness(dataset, now=timezone.now())
 
 
 @time_machine.travel(NOW, tick=False)
@@ -195,7 +195,7 @@ def _unevaluated(orders, count, first=0):
                 name=f"{state}/{n}",
                 sla_cron="0 6 * * *",
                 sla_grace_seconds=grace,
-                next_deadline_at=freshness.sla_of(
+                next_deadline_at=freshness_state.sla_of(
                     Dataset(sla_cron="0 6 * * *", partitioning="daily")
                 ).next_deadline(registered),
             )
@@ -212,7 +212,7 @@ def test_catalog_rows_and_filter_say_late_before_any_evaluation(ada, orders):
     response = ada.get("/")
     rows = {d.name: f for d, f in response.context["rows"]}
     for state, dataset in made:
-        detail = freshness.dataset_freshness(dataset, now=NOW)
+        detail = freshness_state.dataset_freshness(dataset, now=NOW)
         assert (rows[dataset.name], detail.state) == (detail, state)
     assert rows["late/0"].partition_due == "2026-11-25"  # the oldest missing one
     assert rows["due/0"].partition_due == "2026-11-27"
