@@ -20,13 +20,14 @@ on SQLite, a lost connection) still judge each row once.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 FRESHNESS = "freshness"
 CHANGE_NOTICES = "change-notices"
@@ -54,8 +55,11 @@ def single_flight(name: str) -> Iterator[bool]:
     try:
         yield held
     finally:
+        # A connection lost mid-pass took the lock with it. An unlock that fails marks the
+        # connection broken, and Celery's Django fixup closes a broken connection after
+        # the task, which releases the lock.
         if held:
-            with connection.cursor() as cursor:
+            with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
 
 
