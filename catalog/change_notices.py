@@ -20,6 +20,7 @@ Each is sent once: the scheduler locks due notices with SKIP LOCKED, moves
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from django.db import IntegrityError, transaction
 
 from problems import FieldError, ValidationProblem
 
-from . import errors, notice_periods, notices, selectors
+from . import errors, notice_periods, notices, passes, selectors
 from .models import (
     AuditEntry,
     ChangeNotice,
@@ -398,7 +399,30 @@ def send_due(*, now: datetime, limit: int = 200) -> list[StepReport]:
     Returns:
         The steps handled, in ``next_step_at`` order.
     """
+    return send_batch(now=now, limit=limit).steps
+
+
+@dataclass(frozen=True)
+class SendBatch:
+    """One batch of ``send_batch``: the ``steps`` sent, how many due notices it
+    ``locked`` and how many of those ``failed`` (left as they were)."""
+
+    steps: list[StepReport]
+    locked: int
+    failed: int
+
+    def full(self, limit: int) -> bool:
+        """More may be due: the batch hit ``limit`` and moved at least one notice on (a
+        batch of notices that all failed again would only spin)."""
+        return self.locked == limit and self.failed < self.locked
+
+
+def send_batch(*, now: datetime, limit: int = 200) -> SendBatch:
+    """``send_due``, also saying how many notices it locked and how many failed, so a
+    pass (``catalog.tasks.send_change_notices``) runs another batch while one comes back
+    full."""
     reports: list[StepReport] = []
+    failed = 0
     with transaction.atomic():
         due_notices = list(
             ChangeNotice.objects.select_for_update(skip_locked=True, of=("self",))
@@ -412,10 +436,39 @@ def send_due(*, now: datetime, limit: int = 200) -> list[StepReport]:
                     report = _handle_step(notice, now=now)
             except Exception:  # one bad notice must not hold up the others
                 logger.exception("change notice %s: sending its due step failed", notice.pk)
+                failed += 1
                 continue
             if report is not None:
                 reports.append(report)
-    return reports
+    return SendBatch(steps=reports, locked=len(due_notices), failed=failed)
+
+
+def send_pass(
+    *,
+    clock: Callable[[], datetime],
+    limit: int = 200,
+    budget_seconds: float | None = None,
+    on_step: Callable[[StepReport], None] = lambda step: None,
+) -> passes.PassSummary:
+    """Send what is due in batches of ``limit`` notices until a batch comes back short
+    or ``budget_seconds`` are spent (``passes.run_batches``).
+
+    Args:
+        clock: returns the aware UTC instant each batch sends at (read per batch).
+        on_step: called with each step sent (the task logs them).
+
+    Returns:
+        The summary: ``handled`` counts the steps sent; ``more_due`` says the budget
+        ran out with notices possibly left, and the caller rings for another pass.
+    """
+
+    def batch() -> tuple[int, bool]:
+        sent = send_batch(now=clock(), limit=limit)
+        for step in sent.steps:
+            on_step(step)
+        return len(sent.steps), sent.full(limit)
+
+    return passes.run_batches(batch, budget_seconds=budget_seconds)
 
 
 def _handle_step(notice: ChangeNotice, *, now: datetime) -> StepReport | None:

@@ -23,6 +23,16 @@ class SubscriptionNotFound(NotFound):
     title = "Subscription not found"
 
 
+class SubscriptionExists(Conflict):
+    """The team already declared this dataset (and job) with another webhook endpoint; a
+    declaration never moves a subscription to a new URL. ``existing`` names it (``id``,
+    ``endpoint_url``); to change its URL, delete it (``DELETE
+    /api/v1/subscriptions/{id}``) and declare it again."""
+
+    code = "subscription_exists"
+    title = "The team already has this subscription, with another endpoint"
+
+
 class DatasetExists(Conflict):
     code = "dataset_exists"
     title = "A dataset with this namespace and name already exists"

@@ -15,13 +15,14 @@ missed its incident (it raced the evaluation, or crashed before closing it) is c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from . import notices
+from . import notices, passes
 from .freshness_state import sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
@@ -74,6 +75,24 @@ def evaluate_due(*, now: datetime, limit: int = 200) -> list[LateReport]:
     Returns:
         The partitions newly found late (already-open incidents are not repeated).
     """
+    return evaluate_batch(now=now, limit=limit).late
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One batch of ``evaluate_batch``: the partitions it found ``late`` and how many
+    datasets it ``judged``; ``judged == limit`` means more may be due."""
+
+    late: list[LateReport]
+    judged: int
+
+
+def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
+    """``evaluate_due``, also saying how many datasets it judged (one transaction).
+
+    A pass (``catalog.tasks.evaluate_freshness``) runs batches while each one comes
+    back full, so a deadline shared by thousands of datasets is judged at once.
+    """
     reports: list[LateReport] = []
     with transaction.atomic():
         datasets = list(
@@ -83,7 +102,40 @@ def evaluate_due(*, now: datetime, limit: int = 200) -> list[LateReport]:
         )
         for dataset in datasets:
             reports += _judge(dataset, now=now)
-    return reports
+    return Evaluation(late=reports, judged=len(datasets))
+
+
+def evaluate_pass(
+    *,
+    clock: Callable[[], datetime],
+    limit: int = 200,
+    budget_seconds: float | None = None,
+    on_late: Callable[[LateReport], None] = lambda report: None,
+) -> passes.PassSummary:
+    """Judge what is due in batches of ``limit`` datasets until a batch comes back short
+    or ``budget_seconds`` are spent (``passes.run_batches``), then run ``recover_arrived``.
+
+    Args:
+        clock: returns the aware UTC instant each batch judges at (read per batch, so a
+            deadline whose grace ends during the pass is judged in it).
+        on_late: called with each partition newly found late (the task logs them).
+
+    Returns:
+        The summary: ``handled`` counts the partitions newly late; ``more_due`` says
+        the budget ran out with datasets (or repairs) possibly left, and the caller
+        rings for another pass.
+    """
+
+    def batch() -> tuple[int, bool]:
+        evaluation = evaluate_batch(now=clock(), limit=limit)
+        for report in evaluation.late:
+            on_late(report)
+        return len(evaluation.late), evaluation.judged == limit
+
+    summary = passes.run_batches(batch, budget_seconds=budget_seconds)
+    if recover_arrived(now=clock(), limit=limit) == limit:
+        summary.more_due = True
+    return summary
 
 
 def _judge(dataset: Dataset, *, now: datetime) -> list[LateReport]:

@@ -10,7 +10,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
-from . import change_notices, delivery, doorbell, freshness, polling, self_monitoring
+from . import change_notices, delivery, doorbell, freshness, passes, polling, self_monitoring
 
 logger = logging.getLogger(__name__)
 
@@ -39,36 +39,54 @@ def deliver_due() -> str:
     return str(summary)
 
 
-@shared_task(name="catalog.tasks.evaluate_freshness")
+EVALUATE_FRESHNESS = "catalog.tasks.evaluate_freshness"
+SEND_CHANGE_NOTICES = "catalog.tasks.send_change_notices"
+
+
+@shared_task(name=EVALUATE_FRESHNESS)
 def evaluate_freshness() -> int:
     """Judge the SLA deadlines whose grace has passed, then close the late incidents whose
-    partition is ready after all (``freshness.recover_arrived``) (beat, every 60 s);
-    idempotent. Returns the number of partitions newly late."""
-    now = timezone.now()
-    late = freshness.evaluate_due(now=now)
-    for report in late:
-        logger.info(
-            "late: %s partition %s (deadline %s)",
-            report.dataset,
-            report.partition,
-            report.deadline_at,
-        )
-    recovered = freshness.recover_arrived(now=now)
-    if recovered:
-        logger.info("recovered: %d late incident(s) whose partition had arrived", recovered)
-    return len(late)
+    partition is ready after all (``freshness.recover_arrived``) (beat, every 15 s);
+    idempotent. Returns the number of partitions newly late.
+
+    A pass takes batch after batch while work remains, for at most
+    ``TIDEMARK_PASS_SECONDS``, then rings itself for the next; one pass runs at a time
+    (``passes.single_flight``): while one runs, beat's tick returns at once (0).
+    """
+    with passes.single_flight(passes.FRESHNESS) as held:
+        if not held:
+            return 0
+        summary = freshness.evaluate_pass(clock=timezone.now, on_late=_log_late)
+    logger.info("freshness pass: %s", summary)
+    if summary.more_due:  # rung after the pass is released, so the next one can take it
+        doorbell.ring_now(EVALUATE_FRESHNESS)
+    return summary.handled
 
 
-@shared_task(name="catalog.tasks.send_change_notices")
+def _log_late(report: freshness.LateReport) -> None:
+    logger.info(
+        "late: %s partition %s (deadline %s)", report.dataset, report.partition, report.deadline_at
+    )
+
+
+@shared_task(name=SEND_CHANGE_NOTICES)
 def send_change_notices() -> int:
     """Send the change-notice reminders and effective notifications that are due (beat,
-    every 60 s); idempotent: each step is sent once however often this runs."""
-    steps = change_notices.send_due(now=timezone.now())
-    for step in steps:
-        logger.info(
-            "change notice %s: %s sent (%d deliveries)", step.notice_id, step.kind, step.deliveries
-        )
-    return len(steps)
+    every 60 s); idempotent: each step is sent once however often this runs. Continues
+    and runs single-flight as ``evaluate_freshness`` does. Returns the steps sent."""
+    with passes.single_flight(passes.CHANGE_NOTICES) as held:
+        if not held:
+            return 0
+        summary = change_notices.send_pass(clock=timezone.now, on_step=_log_step)
+    if summary.more_due:
+        doorbell.ring_now(SEND_CHANGE_NOTICES)
+    return summary.handled
+
+
+def _log_step(step: change_notices.StepReport) -> None:
+    logger.info(
+        "change notice %s: %s sent (%d deliveries)", step.notice_id, step.kind, step.deliveries
+    )
 
 
 @shared_task(name="catalog.tasks.poll_storage")

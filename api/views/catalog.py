@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -253,8 +253,17 @@ class SubscriptionListCreateApi(APIView):
         return paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
 
     @extend_schema(
+        description="Declare that your team (optionally one of its jobs) reads a dataset, "
+        "with a webhook endpoint and filters. Declaring the same dataset and job again with "
+        "the same endpoint_url (or none) is a 200 that updates the filters. It never moves "
+        "the subscription to another URL: that is a 409 subscription_exists whose existing "
+        "member gives the subscription's id and endpoint_url; to change the URL, delete it "
+        "and declare it again.",
         request=s.SubscriptionCreateInputSerializer,
-        responses={201: s.SubscriptionOutputSerializer, 200: s.SubscriptionOutputSerializer},
+        responses={
+            201: OpenApiResponse(s.SubscriptionOutputSerializer, "a new subscription"),
+            200: OpenApiResponse(s.SubscriptionOutputSerializer, "declared again (same URL)"),
+        },
     )
     def post(self, request: Request) -> Response:
         data = s.SubscriptionCreateInputSerializer(data=request.data)

@@ -57,7 +57,11 @@ def subscription_create(
 ) -> SubscriptionResult:
     """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
 
-    Declaring the same (team, dataset, job) again updates its endpoint and filters.
+    Declaring the same (team, dataset, job) again with the same endpoint URL (or none,
+    or ``""``) updates its filters and answers as before (``created`` False). It never
+    moves the subscription to another URL: that is a ``SubscriptionExists``. A
+    subscription without an endpoint (one a lineage job event declared) gets the one
+    given.
 
     Args:
         endpoint_url: webhook URL to notify, reused when the team already has it; ``""``
@@ -80,6 +84,8 @@ def subscription_create(
             a host name is not resolved here, delivery checks it at connect time).
         DatasetRetired: the dataset is retired (409).
         JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
+        SubscriptionExists: the team already declared this dataset and job with another
+            endpoint URL (409; ``existing`` gives its ``id`` and ``endpoint_url``).
     """
     now = now or timezone.now()
     refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
@@ -117,6 +123,8 @@ def subscription_create(
         "event_types": sorted(set(event_types or [])),
         "partition_pattern": partition_pattern,
     }
+    if endpoint_url:
+        _refuse_a_move(actor.team, dataset, job_namespace, job_name, endpoint_url)
     new_secret = None
     if endpoint_url is not None:  # None: keep the endpoint a previous declaration set
         defaults["endpoint"] = None
@@ -137,6 +145,38 @@ def subscription_create(
     if since is not None and subscription.endpoint is not None:
         _catch_up(subscription, since=since, now=now)
     return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
+
+
+def _refuse_a_move(
+    team: Team, dataset: Dataset, job_namespace: str, job_name: str, endpoint_url: str
+) -> None:
+    """Raise ``SubscriptionExists`` when the team's subscription to ``dataset`` (and
+    job) sends to another URL than ``endpoint_url``. The row is locked, so a concurrent
+    declaration with a third URL cannot slip in between this check and the write."""
+    existing = (
+        Subscription.objects.select_for_update(of=("self",))
+        .select_related("endpoint")
+        .filter(team=team, dataset=dataset, job_namespace=job_namespace, job_name=job_name)
+        .first()
+    )
+    if existing is None or existing.endpoint is None or existing.endpoint.url == endpoint_url:
+        return
+    job = f" for job {job_namespace}/{job_name}" if job_name else ""
+    raise errors.SubscriptionExists(
+        f"your team's subscription {existing.pk} to {dataset}{job} sends to "
+        f"{existing.endpoint.url}; a declaration does not move it to another URL. To "
+        f"change its URL, delete it (DELETE /api/v1/subscriptions/{existing.pk}) and "
+        "declare it again",
+        errors=[
+            FieldError(
+                "endpoint_url",
+                f"subscription {existing.pk} sends to {existing.endpoint.url}; delete it to "
+                "change its URL",
+                "exists",
+            )
+        ],
+        extra={"existing": {"id": existing.pk, "endpoint_url": existing.endpoint.url}},
+    )
 
 
 MAX_SINCE_DAYS = 30

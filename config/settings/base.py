@@ -285,6 +285,9 @@ TIDEMARK_STORAGE_SOURCES = env.json("TIDEMARK_STORAGE_SOURCES", default={}) or (
 # allowance (a producer's clock running a little fast) is refused, unless its dataset
 # accepts future partitions.
 TIDEMARK_PARTITION_CLOCK_SKEW_SECONDS = env.int("TIDEMARK_PARTITION_CLOCK_SKEW", default=300)
+# A freshness or change-notice pass takes no new batch after this long and rings for
+# another pass (catalog/passes.py), so other tasks on its worker get their turn.
+TIDEMARK_PASS_SECONDS = env.float("TIDEMARK_PASS_SECONDS", default=45.0)
 TIDEMARK_POLL = {
     # Poll-only groups: swept every min_interval, doubling while nothing new appears.
     "min_interval_seconds": env.int("TIDEMARK_POLL_MIN_INTERVAL", default=60),
@@ -499,7 +502,9 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # Beat runs fixed UTC intervals only; deadlines live in the database (DESIGN.md principle 3).
 CELERY_BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 30.0},
-    "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 60.0},
+    # Every 15 s: a shared deadline is judged at most 15 s after its grace ends, then in
+    # one continuing pass (catalog/passes.py); an idle tick is two indexed queries.
+    "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 15.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
     "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
     "sweep-lineage": {"task": "lineage.tasks.process_events", "schedule": 30.0},

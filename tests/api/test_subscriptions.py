@@ -37,14 +37,99 @@ def test_subscribe_by_identity_with_job_and_endpoint(client_for, team, dataset):
     assert Endpoint.objects.filter(team=team, url="https://hooks.example.com/t").count() == 1
 
 
-def test_subscribing_again_updates_rather_than_duplicates(client_for, team, dataset):
+def test_subscribing_again_gives_an_endpoint_to_one_without_rather_than_duplicating(
+    client_for, team, dataset
+):
     client = client_for(team)
-    client.post(URL, {"dataset_id": dataset.id}, format="json")
+    client.post(URL, {"dataset_id": dataset.id}, format="json")  # declared, no endpoint
     response = client.post(
         URL, {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x"}, format="json"
     )
     assert response.status_code == 200
     assert Subscription.objects.get().endpoint.url == "https://h.example.com/x"
+
+
+def test_declaring_again_with_the_same_url_is_idempotent_and_may_change_filters(
+    client_for, team, dataset
+):
+    client = client_for(team)
+    body = {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x"}
+    first = client.post(URL, body, format="json")
+    assert first.status_code == 201 and "endpoint_secret" in first.json()
+    again = client.post(URL, {**body, "event_types": ["dataset.late"]}, format="json")
+    assert again.status_code == 200, again.json()
+    assert again.json()["id"] == first.json()["id"]
+    assert "endpoint_secret" not in again.json()  # the endpoint is not new
+    assert again.json()["event_types"] == ["dataset.late"]
+    omitted = client.post(URL, {"dataset_id": dataset.id}, format="json")  # keeps the endpoint
+    assert omitted.status_code == 200 and omitted.json()["endpoint_url"] == body["endpoint_url"]
+
+
+def test_declaring_again_with_another_url_is_a_409_naming_the_existing_subscription(
+    client_for, team, dataset
+):
+    client = client_for(team)
+    first = client.post(
+        URL,
+        {"dataset_id": dataset.id, "endpoint_url": "https://old.example.com/hook"},
+        format="json",
+    ).json()
+    response = client.post(
+        URL,
+        {
+            "namespace": "s3://lake",
+            "name": "raw/orders",
+            "endpoint_url": "https://new.example.com/hook",
+            "event_types": ["dataset.late"],
+        },
+        format="json",
+    )
+    assert response.status_code == 409, response.json()
+    problem = response.json()
+    assert problem["code"] == "subscription_exists"
+    assert problem["existing"] == {
+        "id": first["id"],
+        "endpoint_url": "https://old.example.com/hook",
+    }
+    assert f"DELETE /api/v1/subscriptions/{first['id']}" in problem["detail"]
+    assert [(e["field"], e["rule"]) for e in problem["errors"]] == [("endpoint_url", "exists")]
+    # Nothing moved, nothing was created: not the subscription, its filters nor an endpoint.
+    subscription = Subscription.objects.get()
+    assert subscription.endpoint.url == "https://old.example.com/hook"
+    assert subscription.event_types == []
+    assert not Endpoint.objects.filter(url="https://new.example.com/hook").exists()
+    # The way to change it: delete, then declare again.
+    assert client.delete(f"{URL}/{first['id']}").status_code == 204
+    moved = client.post(
+        URL,
+        {"dataset_id": dataset.id, "endpoint_url": "https://new.example.com/hook"},
+        format="json",
+    )
+    assert moved.status_code == 201 and moved.json()["endpoint_url"].startswith("https://new.")
+
+
+def test_another_job_of_the_team_is_another_subscription_with_its_own_url(
+    client_for, team, dataset
+):
+    client = client_for(team)
+    client.post(
+        URL, {"dataset_id": dataset.id, "endpoint_url": "https://a.example.com/h"}, format="json"
+    )
+    response = client.post(
+        URL,
+        {
+            "dataset_id": dataset.id,
+            "job_namespace": "airflow",
+            "job_name": "rollup",
+            "endpoint_url": "https://b.example.com/h",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert sorted(Subscription.objects.values_list("endpoint__url", flat=True)) == [
+        "https://a.example.com/h",
+        "https://b.example.com/h",
+    ]
 
 
 def test_list_shows_only_own_subscriptions(client_for, team, dataset, django_assert_num_queries):

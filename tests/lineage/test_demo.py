@@ -323,6 +323,15 @@ def test_load_demo_and_the_watchdog_demo_keep_what_a_first_run_loaded(demo_setti
         assert oct((demo_settings / name).stat().st_mode & 0o777) == "0o600", name
     assert Operator.objects.get(username="oncall").all_labels
 
+    # Started on another port: the demo's webhooks are declared anew there (a declaration
+    # never moves a subscription to another URL, so each is deleted and declared again).
+    monkeypatch.setenv("TIDEMARK_PORT", "8123")
+    load_like_make_run(monkeypatch)
+    hooks = Subscription.objects.filter(endpoint__url__contains="/demo/hooks/")
+    assert hooks.exists()
+    assert all(":8123/demo/hooks/" in s.endpoint.url for s in hooks.select_related("endpoint"))
+    assert Subscription.objects.count() == counts["Subscription"]
+
 
 def _counts() -> dict[str, int]:
     models = [Dataset, Partition, PartitionRevision, Notification, Delivery, Subscription]

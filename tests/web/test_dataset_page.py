@@ -380,6 +380,23 @@ def test_consumer_subscribes_its_team_and_sees_the_new_endpoint_secret_once(
     assert Subscription.objects.filter(team=analytics).count() == 1
 
 
+def test_subscribing_again_with_another_url_shows_the_existing_subscription(
+    consumer, orders_daily, analytics
+):
+    form = {"team": "analytics", "endpoint_url": "https://hooks.example.com/analytics"}
+    consumer.post(f"/datasets/{orders_daily.pk}/subscribe", form)
+    subscription = Subscription.objects.get(team=analytics)
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe",
+        {**form, "endpoint_url": "https://hooks.example.com/elsewhere"},
+    )
+    assert response.status_code == 400
+    errors = str(response.context["subscribe_form"].errors)
+    assert f"subscription {subscription.pk} sends to {form['endpoint_url']}" in errors
+    subscription.refresh_from_db()
+    assert subscription.endpoint.url == "https://hooks.example.com/analytics"
+
+
 def test_subscribe_without_endpoint_declares_the_read(consumer, orders_daily, analytics):
     response = consumer.post(
         f"/datasets/{orders_daily.pk}/subscribe",

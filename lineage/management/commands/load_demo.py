@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 from contextlib import contextmanager
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from catalog.actors import Actor
 from catalog.demo import feed, world
+from catalog.errors import SubscriptionExists
 from catalog.models import ApiKey, Dataset, Membership, Team
 from catalog.services import subscriptions
 from catalog.services import teams as team_services
@@ -109,8 +111,10 @@ class Command(BaseCommand):
         for spec in world.SUBSCRIPTIONS:
             if spec.endpoint != world.DEMO_HOOK:
                 continue
-            subscriptions.subscription_create(
-                actor=Actor(team=Team.objects.get(slug=spec.team), username="demo"),
+            actor = Actor(team=Team.objects.get(slug=spec.team), username="demo")
+            declare = partial(
+                subscriptions.subscription_create,
+                actor=actor,
                 dataset=Dataset.objects.get(
                     namespace=spec.dataset.namespace, name=spec.dataset.name
                 ),
@@ -118,6 +122,14 @@ class Command(BaseCommand):
                 job_name=spec.job_name,
                 endpoint_url=self._hook_url().format(team=spec.team),
             )
+            try:
+                declare()
+            except SubscriptionExists as exists:
+                # A declaration never moves a subscription: delete it, declare it again.
+                subscriptions.subscription_delete(
+                    actor=actor, subscription_id=exists.extra["existing"]["id"]
+                )
+                declare()
 
     def _demo_login(self) -> None:
         """A person to log in to the web pages as: ``demo``, admin of orders and member of
