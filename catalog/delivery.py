@@ -487,6 +487,13 @@ def sender_from_settings() -> outbound.Sender:
 
 DEAD_LETTER_STATES = (Delivery.State.REJECTED, Delivery.State.DEAD)
 
+_KIND_NAMES = {
+    Endpoint.Kind.WEBHOOK: "a webhook endpoint",
+    Endpoint.Kind.EMAIL: "an email endpoint (the team's email contact)",
+    Endpoint.Kind.SLACK: "a slack endpoint (the team's Slack contact)",
+    Endpoint.Kind.WATCHDOG: "a watchdog endpoint (Tidemark's feed to the watchdog)",
+}
+
 
 def _replay_changes(now: datetime) -> dict:
     """A dead letter made due again: same notification, fresh attempt budget."""
@@ -547,6 +554,17 @@ def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
 @transaction.atomic
 def endpoint_rotate_secret(*, endpoint: Endpoint, now: datetime) -> str:
     """A new signing secret for ``endpoint``, shown once; the old one keeps signing for
-    ``secret_overlap_seconds``."""
+    ``secret_overlap_seconds``.
+
+    Raises:
+        EndpointHasNoSecret: ``endpoint`` is not a webhook (409): a team's email or Slack
+            contact and the watchdog are not sent signed requests.
+    """
+    if endpoint.kind != Endpoint.Kind.WEBHOOK:
+        raise errors.EndpointHasNoSecret(
+            f"endpoint {endpoint.pk} is {_KIND_NAMES[endpoint.kind]}; only webhook endpoints "
+            "sign what they send, so only they have a secret to rotate",
+            extra={"endpoint_kind": endpoint.kind},
+        )
     endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
     return endpoint_set_new_secret(endpoint=endpoint, now=now)

@@ -6,7 +6,7 @@ from catalog import delivery
 from catalog.actors import Actor
 from catalog.models import Delivery, Endpoint
 from catalog.services.publishing import readiness_publish
-from tests.catalog.factories import DatasetFactory, TeamFactory
+from tests.catalog.factories import DatasetFactory, EndpointFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -179,3 +179,20 @@ def test_delivery_list_query_count_is_bounded(world, httpserver, django_assert_n
         assert len(client.get("/api/v1/deliveries").json()["results"]) == 7
     with django_assert_num_queries(1):
         client.get("/api/v1/endpoints")
+
+
+@pytest.mark.parametrize(
+    ("kind", "url"),
+    [("email", "mailto:analytics@example.com"), ("watchdog", "http://127.0.0.1:8001")],
+)
+def test_rotate_secret_is_refused_for_endpoints_that_sign_nothing(world, consumer, kind, url):
+    client, _, _ = world
+    endpoint = EndpointFactory(team=consumer, kind=kind, url=url, secret_encrypted="")
+    response = client.post(f"/api/v1/endpoints/{endpoint.id}/rotate-secret")
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "endpoint_has_no_secret"
+    assert (body["endpoint_kind"], f"{kind} endpoint" in body["detail"]) == (kind, True)
+    assert "only webhook endpoints" in body["detail"]
+    endpoint.refresh_from_db()
+    assert (endpoint.secret_encrypted, endpoint.previous_secrets) == ("", [])
