@@ -542,11 +542,20 @@ def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
 @transaction.atomic
 def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
     """Re-enable a disabled endpoint (after a 410 or a day of failures); what waited for
-    it is delivered again."""
-    Endpoint.objects.filter(pk=endpoint.pk).update(
-        is_active=True, disabled_reason="", failing_since=None
+    it is delivered again.
+
+    Idempotent: an endpoint that is already active is left exactly as it is (a failing
+    streak it is in stays recorded). A disabled one starts afresh: no disabled reason,
+    no failing streak (``failing_since`` None, ``consecutive_failures`` 0), so the next
+    day of failures is judged on its own. The flip is compare-and-set.
+
+    Side effects: rings the delivery doorbell after commit when it re-enabled.
+    """
+    flipped = Endpoint.objects.filter(pk=endpoint.pk, is_active=False).update(
+        is_active=True, disabled_reason="", failing_since=None, consecutive_failures=0
     )
-    doorbell.ring_deliveries()
+    if flipped:
+        doorbell.ring_deliveries()
     endpoint.refresh_from_db()
     return endpoint
 

@@ -196,3 +196,38 @@ def test_rotate_secret_is_refused_for_endpoints_that_sign_nothing(world, consume
     assert "only webhook endpoints" in body["detail"]
     endpoint.refresh_from_db()
     assert (endpoint.secret_encrypted, endpoint.previous_secrets) == ("", [])
+
+
+def test_enable_on_an_active_failing_endpoint_changes_nothing(world, consumer):
+    client, _, _ = world
+    endpoint = Endpoint.objects.get(kind="webhook")
+    failing_since = timezone.now() - timezone.timedelta(hours=3)
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        failing_since=failing_since, consecutive_failures=292
+    )
+    [before] = [
+        e for e in client.get("/api/v1/endpoints").json()["results"] if e["id"] == endpoint.id
+    ]
+    response = client.post(f"/api/v1/endpoints/{endpoint.id}/enable")
+    assert (response.status_code, response.json()) == (200, before)
+    endpoint.refresh_from_db()
+    assert (endpoint.failing_since, endpoint.consecutive_failures) == (failing_since, 292)
+
+
+def test_enable_on_a_disabled_endpoint_starts_its_failure_streak_afresh(world):
+    client, _, _ = world
+    endpoint = Endpoint.objects.get(kind="webhook")
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        is_active=False,
+        disabled_reason="every attempt failed",
+        failing_since=timezone.now() - timezone.timedelta(days=2),
+        consecutive_failures=40,
+    )
+    enabled = client.post(f"/api/v1/endpoints/{endpoint.id}/enable").json()
+    assert (enabled["is_active"], enabled["disabled_reason"], enabled["failing_since"]) == (
+        True,
+        "",
+        None,
+    )
+    endpoint.refresh_from_db()
+    assert endpoint.consecutive_failures == 0
