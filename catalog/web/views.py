@@ -207,8 +207,12 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 actor=_actor(request, membership.team),
                 dataset=dataset,
                 override_reason=form.cleaned_data["override_reason"],
+                lifecycle_advice=change_notices.ADVICE_WEB,
                 **form.changes(),
             )
+        except errors.LifecycleNoticeRequired as problem:
+            add_problem(form, problem)
+            form.add_error(None, problem.detail)  # the rule and what to do about it
         except Problem as problem:
             add_problem(form, problem)
         except ValidationError as error:
