@@ -532,8 +532,25 @@ _LIFECYCLE_NOTICE = {
 }
 
 
+# What a refused lifecycle change is told to do, by entry point (``lifecycle_check``'s
+# ``advice``), formatted with ``dataset_id``, ``kind`` (the notice) and ``becomes``. Only
+# a PATCH (and the web form) can carry an override reason; a declarations file cannot.
+ADVICE_API = (
+    "announce one (POST /api/v1/datasets/{dataset_id}/change-notices), or give an override_reason"
+)
+ADVICE_WEB = (
+    "announce one (POST /api/v1/datasets/{dataset_id}/change-notices), or fill in the "
+    "lifecycle override reason"
+)
+
+
 def lifecycle_check(
-    *, dataset: Dataset, changes: dict[str, Any], override_reason: str, now: datetime
+    *,
+    dataset: Dataset,
+    changes: dict[str, Any],
+    override_reason: str,
+    now: datetime,
+    advice: str = ADVICE_API,
 ) -> str:
     """Check a change of ``lifecycle`` or ``sunset_at`` of ``dataset`` (locked, as it is
     before ``changes``) against the lifecycle rules.
@@ -550,6 +567,9 @@ def lifecycle_check(
         changes: the fields being changed (``lifecycle``, ``sunset_at``, others ignored).
         override_reason: a written reason to change the lifecycle without that notice.
         now: aware UTC.
+        advice: what the caller's entry point lets a person do about a missing notice
+            (``ADVICE_API``, ``ADVICE_WEB``, ``declarations.LIFECYCLE_ADVICE``...), a
+            format string with ``{dataset_id}``, ``{kind}`` and ``{becomes}``.
 
     Returns:
         The override reason used, or ``""`` when none was needed.
@@ -594,8 +614,8 @@ def lifecycle_check(
         return reason
     raise errors.LifecycleNoticeRequired(
         f"{dataset} becomes {becomes} only after a {kind} change notice has taken effect "
-        f"(announced at least {dataset.change_notice_days} days ahead); announce one, or "
-        "give an override_reason",
+        f"(announced at least {dataset.change_notice_days} days ahead); "
+        + advice.format(dataset_id=dataset.pk, kind=kind, becomes=becomes),
         errors=[FieldError("lifecycle", f"needs a {kind} notice in effect", "change_notice")],
         extra={"rule": "change_notice", "notice_kind": kind},
     )

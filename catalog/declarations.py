@@ -74,6 +74,21 @@ CREATE_FIELDS: dict[str, dict[str, Any]] = {
     "change_notice_days": {"type": int, "min": 0, "max": Dataset.MAX_CHANGE_NOTICE_DAYS},
     "accepts_future_partitions": {"type": bool},
 }
+# What a lifecycle change refused for want of its change notice is told to do (see
+# ``change_notices.lifecycle_check``): a file carries no override_reason, so an override
+# stays a one-off PATCH; a new dataset cannot have had a notice, so it starts active.
+LIFECYCLE_ADVICE = (
+    "announce a {kind} change notice (POST /api/v1/datasets/{dataset_id}/change-notices) "
+    "and apply the file again once it has taken effect; a declarations file carries no "
+    "override_reason: to change the lifecycle without the notice, use "
+    "PATCH /api/v1/datasets/{dataset_id} with an override_reason, or the dataset's page"
+)
+NEW_DATASET_LIFECYCLE_ADVICE = (
+    "a new dataset cannot be {becomes} yet: declare it active first (leave lifecycle "
+    "out), apply, then announce a {kind} change notice and declare it {becomes} once the "
+    "notice has taken effect"
+)
+
 # Fields the lifecycle rules guard: set after registration through dataset_update.
 LIFECYCLE_FIELDS: dict[str, dict[str, Any]] = {
     "lifecycle": _choice(Dataset.Lifecycle),

@@ -487,6 +487,13 @@ def sender_from_settings() -> outbound.Sender:
 
 DEAD_LETTER_STATES = (Delivery.State.REJECTED, Delivery.State.DEAD)
 
+_KIND_NAMES = {
+    Endpoint.Kind.WEBHOOK: "a webhook endpoint",
+    Endpoint.Kind.EMAIL: "an email endpoint (the team's email contact)",
+    Endpoint.Kind.SLACK: "a slack endpoint (the team's Slack contact)",
+    Endpoint.Kind.WATCHDOG: "a watchdog endpoint (Tidemark's feed to the watchdog)",
+}
+
 
 def _replay_changes(now: datetime) -> dict:
     """A dead letter made due again: same notification, fresh attempt budget."""
@@ -535,11 +542,20 @@ def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
 @transaction.atomic
 def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
     """Re-enable a disabled endpoint (after a 410 or a day of failures); what waited for
-    it is delivered again."""
-    Endpoint.objects.filter(pk=endpoint.pk).update(
-        is_active=True, disabled_reason="", failing_since=None
+    it is delivered again.
+
+    Idempotent: an endpoint that is already active is left exactly as it is (a failing
+    streak it is in stays recorded). A disabled one starts afresh: no disabled reason,
+    no failing streak (``failing_since`` None, ``consecutive_failures`` 0), so the next
+    day of failures is judged on its own. The flip is compare-and-set.
+
+    Side effects: rings the delivery doorbell after commit when it re-enabled.
+    """
+    flipped = Endpoint.objects.filter(pk=endpoint.pk, is_active=False).update(
+        is_active=True, disabled_reason="", failing_since=None, consecutive_failures=0
     )
-    doorbell.ring_deliveries()
+    if flipped:
+        doorbell.ring_deliveries()
     endpoint.refresh_from_db()
     return endpoint
 
@@ -547,6 +563,17 @@ def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
 @transaction.atomic
 def endpoint_rotate_secret(*, endpoint: Endpoint, now: datetime) -> str:
     """A new signing secret for ``endpoint``, shown once; the old one keeps signing for
-    ``secret_overlap_seconds``."""
+    ``secret_overlap_seconds``.
+
+    Raises:
+        EndpointHasNoSecret: ``endpoint`` is not a webhook (409): a team's email or Slack
+            contact and the watchdog are not sent signed requests.
+    """
+    if endpoint.kind != Endpoint.Kind.WEBHOOK:
+        raise errors.EndpointHasNoSecret(
+            f"endpoint {endpoint.pk} is {_KIND_NAMES[endpoint.kind]}; only webhook endpoints "
+            "sign what they send, so only they have a secret to rotate",
+            extra={"endpoint_kind": endpoint.kind},
+        )
     endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
     return endpoint_set_new_secret(endpoint=endpoint, now=now)

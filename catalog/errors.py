@@ -122,6 +122,14 @@ class EndpointNotFound(NotFound):
     title = "Endpoint not found"
 
 
+class EndpointHasNoSecret(Conflict):
+    """Only webhook endpoints sign what they send; a team's contact (email, Slack) and the
+    watchdog have no signing secret to rotate. ``endpoint_kind`` names the endpoint's kind."""
+
+    code = "endpoint_has_no_secret"
+    title = "Only webhook endpoints have a signing secret"
+
+
 class ChangeNoticeNotFound(NotFound):
     code = "change_notice_not_found"
     title = "Change notice not found"

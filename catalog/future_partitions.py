@@ -8,7 +8,8 @@ partition's period starts after now plus a small clock-skew allowance
 (``TIDEMARK_PARTITION_CLOCK_SKEW_SECONDS``, for a producer whose clock runs a little fast).
 A dataset that really has future partitions (forecasts, schedules) sets
 ``accepts_future_partitions``; even then the latest ready partition, and the freshness
-built on it, only count periods that have started (``started``).
+built on it, only count periods that have started (``started``). The rule itself is
+``schedules.has_started``, which the watchdog applies to its pings too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from problems import FieldError
-from schedules.periods import LogicalInterval, period_containing
+from schedules.periods import LogicalInterval, has_started, newest_started
 
 from . import errors
 from .models import Dataset
@@ -37,18 +38,14 @@ def accepted(dataset: Dataset, interval: LogicalInterval | None, *, now: datetim
     """Whether a partition of ``dataset`` with logical ``interval`` may be recorded at
     ``now`` (aware UTC): unpartitioned (``interval`` None), started by now plus the
     allowance, or the dataset accepts future partitions."""
-    return (
-        interval is None
-        or dataset.accepts_future_partitions
-        or interval.start <= now + clock_skew()
-    )
+    return dataset.accepts_future_partitions or has_started(interval, now=now, skew=clock_skew())
 
 
 def newest_accepted_key(dataset: Dataset, *, now: datetime) -> str:
     """The key of the newest period a partitioned ``dataset`` accepts at ``now`` without
     accepting future partitions: the period containing now plus the allowance."""
-    return period_containing(
-        now + clock_skew(), dataset.partitioning, dataset.partition_timezone
+    return newest_started(
+        dataset.partitioning, dataset.partition_timezone, now=now, skew=clock_skew()
     ).key
 
 

@@ -82,12 +82,20 @@ def notification_write(
     return notification
 
 
-def queue(notification: Notification, endpoint_ids: set[int], *, now: datetime) -> int:
-    """One delivery per endpoint, and the doorbell after commit."""
+def queue(
+    notification: Notification,
+    endpoint_ids: set[int],
+    *,
+    now: datetime,
+    not_before: datetime | None = None,
+) -> int:
+    """One delivery per endpoint, and the doorbell after commit; due at ``now``, or at
+    ``not_before`` (aware UTC) when that is later."""
+    due_at = max(now, not_before) if not_before else now
     if endpoint_ids:
         Delivery.objects.bulk_create(
             [
-                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=now)
+                Delivery(notification=notification, endpoint_id=endpoint_id, next_attempt_at=due_at)
                 for endpoint_id in sorted(endpoint_ids)
             ]
         )

@@ -21,9 +21,9 @@ from urllib.parse import quote
 from django.conf import settings
 
 import outbound
-from schedules import FreshnessSla
+from schedules import FreshnessSla, parse_partition_key
 
-from . import freshness_state, notices
+from . import freshness_state, future_partitions, notices
 from .models import Dataset, Endpoint, Notification, Partition, PartitionRevision
 
 # At most this many ready partitions travel with a data monitor's definition (the
@@ -72,9 +72,17 @@ def horizon_start(sla: FreshnessSla, *, now: datetime) -> datetime:
     return sla.previous_deadline(first_unjudged - timedelta(seconds=1))
 
 
-def ready_partitions(dataset: Dataset, *, now: datetime) -> list[tuple[str, int]]:
+def ready_partitions(
+    dataset: Dataset, *, now: datetime, started: bool = True
+) -> list[tuple[str, int]]:
     """The dataset's partitions whose current revision is ready and whose period ends
     after ``horizon_start``: what its data monitor's deadlines may still expect.
+
+    Args:
+        started: those whose period has started by ``now`` (what a definition carries:
+            the watchdog refuses a partition from the future); False: the others, ready
+            ahead of their period (a dataset that accepts future partitions), which are
+            pinged when their period starts (``ping_partition``).
 
     Returns:
         ``[(key, current revision id)]``, oldest period first; empty without an SLA.
@@ -82,8 +90,10 @@ def ready_partitions(dataset: Dataset, *, now: datetime) -> list[tuple[str, int]
     sla = freshness_state.sla_of(dataset)
     if sla is None:
         return []
+    in_period = future_partitions.started(now)
     return list(
         Partition.objects.filter(
+            in_period if started else ~in_period,
             dataset=dataset,
             end_at__gt=horizon_start(sla, now=now),
             current_revision__state=PartitionRevision.State.READY,
@@ -169,7 +179,8 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
             now=now,
         )
         notices.queue(notification, {endpoint_id}, now=now)
-    _ping_unsent(dataset, overflow, now=now)
+    ahead = ready_partitions(dataset, now=now, started=False) if watched else []
+    _ping_unsent(dataset, overflow + ahead, now=now)
     return notification
 
 
@@ -204,9 +215,15 @@ def pipeline_ping_url(dataset: Dataset) -> str | None:
 
 
 def ping_partition(dataset: Dataset, *, partition_key: str, revision_id: int, now: datetime):
-    """Queue a ping for a partition of a watched dataset that became ready."""
+    """Queue a ping for a partition of a watched dataset that became ready.
+
+    A partition whose period has not started (a dataset that ``accepts_future_partitions``)
+    is pinged when it starts: the watchdog refuses a ping from the future, as the catalog
+    refuses such a publish otherwise, and its deadline for that period is met then.
+    """
     if not watches(dataset):
         return None
+    interval = parse_partition_key(dataset.partitioning, partition_key, dataset.partition_timezone)
     notification = notices.notification_write(
         type=Notification.Type.WATCHDOG_PING,
         dataset=dataset,
@@ -214,7 +231,12 @@ def ping_partition(dataset: Dataset, *, partition_key: str, revision_id: int, no
         data={"external_id": external_id(dataset), "partition": partition_key},
         now=now,
     )
-    notices.queue(notification, {_endpoint(dataset).pk}, now=now)
+    notices.queue(
+        notification,
+        {_endpoint(dataset).pk},
+        now=now,
+        not_before=interval.start if interval else None,
+    )
     return notification
 
 

@@ -4,11 +4,14 @@ The same rules for every URL Tidemark will call on someone's behalf: a consumer'
 (the catalog), a team's Slack webhook, a watchdog channel. They refuse early what can
 never be delivered; the guard is still the connect-time check in ``outbound.http``, since
 a host name can resolve to anything later (DNS rebinding), so names are not resolved here.
+A PagerDuty target is not a URL but a routing key (``routing_key_refusal``), judged the
+same way for a watchdog channel and a catalog team's on-call channel.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -19,6 +22,11 @@ from .http import AddressPolicy, BlockedAddress, IPAddress
 HTTPS_URL = "https_url"
 NO_CREDENTIALS = "no_credentials"
 PUBLIC_ADDRESS = "public_address"
+PAGERDUTY_ROUTING_KEY = "pagerduty_routing_key"
+
+# PagerDuty Events API v2: "routing_key: the 32 character Integration Key for an
+# integration on a service or on a global ruleset".
+_ROUTING_KEY = re.compile(r"[A-Za-z0-9]{32}")
 
 # ``localhost`` is judged as 127.0.0.1: where it also resolves to ::1, the connect-time
 # guard judges that address too.
@@ -81,6 +89,20 @@ def url_refusal(url: str, *, policy: AddressPolicy) -> Refusal | None:
     """The first of ``scheme_refusal`` and ``address_refusal`` that refuses ``url``, or
     None when it may be a target."""
     return scheme_refusal(url, allow_http=policy.allow_http) or address_refusal(url, policy=policy)
+
+
+def routing_key_refusal(key: str) -> Refusal | None:
+    """Refuse what is not a PagerDuty Events API v2 routing key (an integration key:
+    exactly 32 ASCII letters or digits), rule ``pagerduty_routing_key``; None when ``key``
+    has that form. Whether PagerDuty knows the key is only learned when it is paged."""
+    if _ROUTING_KEY.fullmatch(key):
+        return None
+    return Refusal(
+        PAGERDUTY_ROUTING_KEY,
+        "must be a PagerDuty Events API v2 routing key (the integration key): "
+        f"32 letters or digits, not {len(key)} characters"
+        + ("" if key.isascii() and key.isalnum() else " with other signs"),
+    )
 
 
 def _addresses(host: str) -> tuple[IPAddress, ...]:

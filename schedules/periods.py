@@ -187,3 +187,30 @@ def periods_ending_in(
             period.start - timedelta(microseconds=1), partitioning, time_zone
         )
     return found[::-1]
+
+
+def has_started(interval: LogicalInterval | None, *, now: datetime, skew: timedelta) -> bool:
+    """Whether a partition whose logical period is ``interval`` (UTC; None for
+    unpartitioned data, which has no period) has started by ``now`` plus ``skew``.
+
+    The rule behind refusing partitions from the future: data for a period that has not
+    started is a mistyped key (``2027-06-01`` for ``2026-06-01``), not data; ``skew`` is
+    the allowance for a sender whose clock runs a little fast.
+
+    Args:
+        now: aware datetime the partition is judged at.
+        skew: how far a period may start after ``now`` and still count as started.
+    """
+    return interval is None or interval.start <= now + skew
+
+
+def newest_started(
+    partitioning: str, time_zone: str = "UTC", *, now: datetime, skew: timedelta
+) -> Period:
+    """The newest period of ``partitioning`` (cut in ``time_zone``) that ``has_started`` at
+    ``now``: the one containing ``now + skew``, for telling a sender what it may name.
+
+    Raises:
+        ValueError: ``partitioning`` is ``none``.
+    """
+    return period_containing(now + skew, partitioning, time_zone)

@@ -44,11 +44,16 @@ class TooEarly(Problem):
 
 
 class PingProblem(Problem):
+    """The ping URLs' refusals, for the API ping: a partition of another format (400),
+    a partition whose period has not started (422: ``rule`` ``partition_started``,
+    ``partition``, ``starts_at``, ``newest_accepted_partition``, ``clock_skew_seconds``),
+    or over the monitor's rate (429)."""
+
     code = "ping_rejected"
     title = "The ping was not accepted"
 
-    def __init__(self, detail: str, *, status: int):
-        super().__init__(detail)
+    def __init__(self, detail: str, *, status: int, extra: dict | None = None):
+        super().__init__(detail, extra=extra)
         self.status = status
 
 
@@ -422,7 +427,9 @@ class ExternalPingApi(WatchdogApiView):
                 now=timezone.now(),
             )
         except pings.PingRejected as exc:
-            response = self.handle_exception(PingProblem(str(exc), status=exc.status))
+            response = self.handle_exception(
+                PingProblem(str(exc), status=exc.status, extra=exc.extra)
+            )
             if exc.retry_after is not None:
                 response["Retry-After"] = str(exc.retry_after)
             return response

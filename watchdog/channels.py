@@ -5,8 +5,9 @@ to consumer webhooks (``outbound.targets`` with the outbound guard's policy from
 ``TIDEMARK_OUTBOUND_ALLOW_NETWORKS`` and ``TIDEMARK_OUTBOUND_ALLOW_HTTP``): https, no
 credentials, and no host that is a loopback, link-local or private address unless
 allow-listed. Email targets are one valid address, so user text never reaches a header
-through ``To``. At send time the connect-time guard still checks every resolved address,
-and a refusal there fails the page at once (``paging``).
+through ``To``. PagerDuty targets are Events API v2 routing keys (32 letters or digits).
+At send time the connect-time guard still checks every resolved address, and a refusal
+there fails the page at once (``paging``).
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ def target_refusal(*, kind: str, target: str) -> targets.Refusal | None:
 
     Slack and webhook targets: ``outbound.targets.url_refusal`` (rules ``https_url``,
     ``no_credentials``, ``public_address``). Email: one valid address (rule
-    ``email_address``). A PagerDuty routing key is not a URL (the Events API URL is
-    ``WATCHDOG_PAGING["pagerduty_url"]``, an operator's setting): any is accepted.
+    ``email_address``). PagerDuty: a routing key, not a URL (the Events API URL is
+    ``WATCHDOG_PAGING["pagerduty_url"]``, an operator's setting), of 32 letters or digits
+    (``outbound.targets.routing_key_refusal``, rule ``pagerduty_routing_key``).
     """
     if kind in URL_KINDS:
         return targets.url_refusal(target, policy=address_policy())
+    if kind == Channel.Kind.PAGERDUTY:
+        return targets.routing_key_refusal(target)
     if kind == Channel.Kind.EMAIL:
         try:
             validate_email(target)

@@ -10,6 +10,7 @@ from django.core import checks
 
 from outbound import targets
 
+from . import channels
 from .channels import address_policy, target_refusal
 
 
@@ -44,6 +45,16 @@ def separate_database(app_configs=None, **kwargs):
     return []
 
 
+_URL_HINT = (
+    "Give a public https URL, or allow-list its network in TIDEMARK_OUTBOUND_ALLOW_NETWORKS."
+)
+_HINTS = {
+    targets.PAGERDUTY_ROUTING_KEY: "Give the integration key of the PagerDuty service's "
+    "Events API v2 integration.",
+    channels.EMAIL_ADDRESS: "Give one email address.",
+}
+
+
 @checks.register(deploy=False)
 def paging_targets(app_configs=None, **kwargs):
     """The operators' channels (``WATCHDOG_OPERATORS_CHANNELS``) and the PagerDuty Events
@@ -58,8 +69,7 @@ def paging_targets(app_configs=None, **kwargs):
             errors.append(
                 checks.Error(
                     f"WATCHDOG_OPERATORS_CHANNELS[{index}] target {target!r}: {refusal.detail}.",
-                    hint="Give a public https URL, or allow-list its network in "
-                    "TIDEMARK_OUTBOUND_ALLOW_NETWORKS.",
+                    hint=_HINTS.get(refusal.rule, _URL_HINT),
                     id="watchdog.E002",
                 )
             )

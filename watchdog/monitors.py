@@ -392,7 +392,7 @@ def monitor_upsert_external(
         elif active and monitor.state == Monitor.State.PAUSED and monitor.paused_by_definition:
             monitor = monitor_resume(monitor, now=now)
         if ready_partitions:
-            problems = pings.ready_partition_problems(monitor, ready_partitions)
+            problems = pings.ready_partition_problems(monitor, ready_partitions, now=now)
             if problems:  # raised inside the transaction: the definition is not applied
                 raise ValidationProblem("Some ready partitions are not valid.", errors=problems)
             pings.record_ready(monitor, ready_partitions, now=now)

@@ -29,9 +29,10 @@ from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.decorators import decorator_from_middleware
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from httpkit.client_address import client_address
+from httpkit.methods import post_only
 from httpkit.storable import has_unstorable
 from schedules import local_and_utc
 
@@ -93,6 +94,19 @@ def _not_found(request: HttpRequest) -> HttpResponse:
         {"title": "Not found", "detail": "No such monitor, or not one of your teams'."},
         status=404,
     )
+
+
+LAYOUT = "watchdog/oncall/base.html"  # for post_only's page
+
+
+def _to_monitors() -> tuple[str, str]:
+    """post_only's way back from signing out: the monitors page."""
+    return reverse("oncall:monitor-list"), "the on-call monitors page"
+
+
+def _to_monitor(*, monitor_id: int) -> tuple[str, str]:
+    """post_only's way back from pausing or resuming: the monitor's page."""
+    return reverse("oncall:monitor-detail", args=[monitor_id]), "the monitor's page"
 
 
 def _cookie_path() -> str:
@@ -179,7 +193,7 @@ def login(request: HttpRequest) -> HttpResponse:
 
 @login_not_required
 @csrf_protect
-@require_POST
+@post_only(what="Signing out", back=_to_monitors, layout=LAYOUT, headers=SECURITY_HEADERS)
 def logout(request: HttpRequest) -> HttpResponse:
     operators.sign_out(request.COOKIES.get(COOKIE, ""))
     response = HttpResponseRedirect(reverse("oncall:login"))
@@ -274,7 +288,7 @@ def _act(request: HttpRequest, monitor_id: int, action) -> HttpResponse:
 
 @login_not_required
 @csrf_protect
-@require_POST
+@post_only(what="Pausing a monitor", back=_to_monitor, layout=LAYOUT, headers=SECURITY_HEADERS)
 @operator_required
 def monitor_pause(request: HttpRequest, monitor_id: int) -> HttpResponse:
     """Pause: no deadlines judged, open incidents resolved (their resolves paged)."""
@@ -283,7 +297,7 @@ def monitor_pause(request: HttpRequest, monitor_id: int) -> HttpResponse:
 
 @login_not_required
 @csrf_protect
-@require_POST
+@post_only(what="Resuming a monitor", back=_to_monitor, layout=LAYOUT, headers=SECURITY_HEADERS)
 @operator_required
 def monitor_resume(request: HttpRequest, monitor_id: int) -> HttpResponse:
     """Resume: judged again from the next deadline."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from problems import FieldError
-from schedules import PartitionKeyError, parse_partition_key
+from schedules import PartitionKeyError, has_started, newest_started, parse_partition_key
 
 from . import db, incidents, ping_statement, schedule
 from .models import Incident, Monitor, Ping, Run
@@ -22,13 +23,25 @@ NOT_FOUND = "not found"
 
 
 class PingRejected(Exception):
-    """The ping cannot be taken; ``status`` is the HTTP status to answer, and
-    ``retry_after`` (seconds) when it is 429."""
+    """The ping cannot be taken; ``status`` is the HTTP status to answer, ``retry_after``
+    (seconds) when it is 429, and ``extra`` what the API's problem document adds for
+    programs (e.g. the rule broken)."""
 
-    def __init__(self, status: int, message: str, *, retry_after: int | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        retry_after: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.extra = extra or {}
+
+
+FUTURE_RULE = "partition_started"
 
 
 def body_limit() -> int:
@@ -83,7 +96,8 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
 
     Raises:
         PingRejected: 404 unknown key, 429 over the per-monitor rate (with
-        ``retry_after``), 400 bad partition.
+            ``retry_after``), 400 bad partition, 422 a partition whose period has not
+            started (``_checked_partition``).
     """
     limit = settings.WATCHDOG_PING_RATE_PER_MINUTE
     first = _first_look(ping_key, ping, limit=limit, now=now)
@@ -105,7 +119,7 @@ def record(*, ping_key: uuid.UUID, ping: PingInput, now: datetime) -> str:
         if ping.kind == Ping.Kind.LOG:
             _record_log(monitor, ping, now=now)
             return "ok"
-        partition = _checked_partition(monitor, ping.partition)
+        partition = _checked_partition(monitor, ping.partition, now=now)
         kind = ping.kind
         if ping.exit_status is not None:
             kind = Ping.Kind.SUCCESS if ping.exit_status == 0 else Ping.Kind.FAIL
@@ -143,9 +157,13 @@ FEED_METHOD = "FEED"
 FEED_USER_AGENT = "definition ready_partitions"
 
 
-def ready_partition_problems(monitor: Monitor, partitions: list[str]) -> list[FieldError]:
+def ready_partition_problems(
+    monitor: Monitor, partitions: list[str], *, now: datetime
+) -> list[FieldError]:
     """What is wrong with ``partitions`` fed to ``monitor`` with its definition: they need
-    a deadline monitor with a partition rule, and each must be a key of that rule.
+    a deadline monitor with a partition rule, and each must be a key of that rule whose
+    period has started by ``now`` plus the clock-skew allowance (as a ping's, rule
+    ``partition_started``).
 
     Returns:
         One FieldError per broken rule, naming ``ready_partitions`` or
@@ -165,8 +183,11 @@ def ready_partition_problems(monitor: Monitor, partitions: list[str]) -> list[Fi
     for index, key in enumerate(partitions):
         try:
             parse_partition_key(monitor.partitioning, key, monitor.partition_timezone)
+            _checked_partition(monitor, key, now=now)
         except PartitionKeyError as exc:
             problems.append(FieldError(f"ready_partitions.{index}", str(exc), "partition_key"))
+        except PingRejected as exc:
+            problems.append(FieldError(f"ready_partitions.{index}", str(exc), FUTURE_RULE))
     return problems
 
 
@@ -364,16 +385,49 @@ def _record_log(monitor: Monitor, ping: PingInput, *, now: datetime) -> None:
     monitor.save(update_fields=["rate_window_start", "rate_count"])
 
 
-def _checked_partition(monitor: Monitor, partition: str) -> str:
+def _checked_partition(monitor: Monitor, partition: str, *, now: datetime) -> str:
+    """The ping's partition key as recorded: free text (cut) for an unpartitioned monitor;
+    else a key of the monitor's partitioning whose period has started by ``now`` plus
+    ``WATCHDOG_PARTITION_CLOCK_SKEW_SECONDS`` (``schedules.has_started``, the catalog's
+    rule): a key from the future is a typo, and taken it would be the monitor's newest
+    partition, satisfying deadlines whose data never came.
+
+    Raises:
+        PingRejected: 400 a key of another format; 422 a period that has not started.
+    """
     if not partition:
         return ""
     if not monitor.partitioning:
         return partition[:32]
     try:
-        parse_partition_key(monitor.partitioning, partition, monitor.partition_timezone)
+        interval = parse_partition_key(monitor.partitioning, partition, monitor.partition_timezone)
     except PartitionKeyError as exc:
         raise PingRejected(400, f"partition: {exc}") from exc
+    skew = timedelta(seconds=settings.WATCHDOG_PARTITION_CLOCK_SKEW_SECONDS)
+    if not has_started(interval, now=now, skew=skew):
+        newest = newest_started(
+            monitor.partitioning, monitor.partition_timezone, now=now, skew=skew
+        ).key
+        starts_at = _iso(interval.start)
+        seconds = int(skew.total_seconds())
+        raise PingRejected(
+            422,
+            f"partition {partition!r} starts at {starts_at}, after now ({_iso(now)}) plus "
+            f"the {seconds} s clock-skew allowance: its period has not started. The newest "
+            f"partition accepted now is {newest!r}",
+            extra={
+                "rule": FUTURE_RULE,
+                "partition": partition,
+                "starts_at": starts_at,
+                "newest_accepted_partition": newest,
+                "clock_skew_seconds": seconds,
+            },
+        )
     return partition
+
+
+def _iso(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _duration_ms(monitor: Monitor, run_id: str, kind: str, *, now: datetime) -> int | None:

@@ -48,7 +48,7 @@ TEAMS = [
         "finance",
         "Finance data",
         "finance-data@example.com",
-        paging_routing_key="demofinance0000000000000000000001",
+        paging_routing_key="demofinance000000000000000000001",
         job_namespace="dbt://finance",
     ),
 ]

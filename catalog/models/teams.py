@@ -6,7 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from outbound import targets
 
 
 class Team(models.Model):
@@ -26,6 +29,21 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        """Refuse a ``paging_routing_key`` that is not a PagerDuty Events API v2 routing
+        key (``outbound.targets.routing_key_refusal``: 32 letters or digits), the rule the
+        watchdog applies to the channel it becomes; its message names the value and rule.
+
+        Raises:
+            ValidationError: ``{"paging_routing_key": ...}`` with code
+                ``pagerduty_routing_key``.
+        """
+        key = self.paging_routing_key
+        refusal = targets.routing_key_refusal(key) if key else None
+        if refusal is not None:
+            message = f"{key!r}: {refusal.detail} (rule {refusal.rule})"
+            raise ValidationError({"paging_routing_key": ValidationError(message, refusal.rule)})
 
 
 class Membership(models.Model):

@@ -146,7 +146,12 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
 
 @transaction.atomic
 def dataset_update(
-    *, actor: Actor, dataset: Dataset, override_reason: str = "", **changes: Any
+    *,
+    actor: Actor,
+    dataset: Dataset,
+    override_reason: str = "",
+    lifecycle_advice: str = change_notices.ADVICE_API,
+    **changes: Any,
 ) -> Dataset:
     """Change a dataset's fields; only its owner team may.
 
@@ -156,6 +161,8 @@ def dataset_update(
     sunset at least the notice period away; becoming deprecated or retired needs a
     deprecation or retirement change notice in effect, unless ``override_reason`` gives
     a written reason, which is audited as ``dataset.lifecycle_override``.
+    ``lifecycle_advice`` is what a refusal tells the person to do instead, for the
+    caller's entry point (``change_notices.lifecycle_check``'s ``advice``).
 
     Raises:
         NotDatasetOwner: the actor's team does not own the dataset (403).
@@ -168,7 +175,11 @@ def dataset_update(
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
     _check_partitioning_change(dataset, changes)
     override = change_notices.lifecycle_check(
-        dataset=dataset, changes=changes, override_reason=override_reason, now=timezone.now()
+        dataset=dataset,
+        changes=changes,
+        override_reason=override_reason,
+        now=timezone.now(),
+        advice=lifecycle_advice,
     )
     if override:
         AuditEntry.objects.create(
@@ -245,12 +256,22 @@ def declarations_apply(*, actor: Actor, document: declarations.Document) -> decl
                 )
                 later = {k: v for k, v in changes.items() if k in declarations.LIFECYCLE_FIELDS}
                 if later:
-                    dataset_update(actor=actor, dataset=dataset, **later)
+                    dataset_update(
+                        actor=actor,
+                        dataset=dataset,
+                        lifecycle_advice=declarations.NEW_DATASET_LIFECYCLE_ADVICE,
+                        **later,
+                    )
             else:
                 dataset = Dataset.objects.get(
                     namespace=declaration.namespace, name=declaration.name
                 )
-                dataset_update(actor=actor, dataset=dataset, **changes)
+                dataset_update(
+                    actor=actor,
+                    dataset=dataset,
+                    lifecycle_advice=declarations.LIFECYCLE_ADVICE,
+                    **changes,
+                )
         except Problem as exc:
             raise _in_declaration(exc, declaration) from exc
     return result

@@ -3,6 +3,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from httpkit.methods import post_only
+
 from . import views
 
 app_name = "web"
@@ -36,5 +38,11 @@ urlpatterns = [
 # Django's own login and logout views (namespaced ``login``/``logout`` at the root).
 auth_urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/logout/",
+        post_only(what="Signing out", back=lambda: ("/", "the catalog"), layout="base.html")(
+            auth_views.LogoutView.as_view()
+        ),
+        name="logout",
+    ),
 ]

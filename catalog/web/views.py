@@ -16,8 +16,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
+from httpkit.methods import post_only
 from problems import Problem
 
 from .. import (
@@ -47,6 +48,19 @@ from .forms import (
 )
 
 PAGE_SIZE = 50
+
+
+LAYOUT = "base.html"  # the catalog's pages' layout (its navigation) for post_only's page
+
+
+def _to_dataset(*, dataset_id: int, **_: object) -> tuple[str, str]:
+    """post_only's way back from an action on a dataset: its page."""
+    return reverse("web:dataset", args=[dataset_id]), "the dataset's page"
+
+
+def _to_team(*, slug: str, **_: object) -> tuple[str, str]:
+    """post_only's way back from an action on a team's deliveries or keys: its page."""
+    return reverse("web:team", args=[slug]), f"team {slug}'s page"
 
 
 def _render(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
@@ -191,12 +205,15 @@ def _dataset_response(
     return _render(request, "catalog/dataset.html", context, status=status)
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """An owner changes the dataset through ``dataset_update`` (every API rule holds;
-    its problems are shown on the form). Others get 403."""
+    its problems are shown on the form). Others get 403. A GET (the address left in the
+    bar after a refused save, reloaded) is the dataset's page with its form."""
     dataset = _dataset_or_404(dataset_id)
+    if request.method != "POST":
+        return _dataset_response(request, dataset)
     membership = browse.person_team(user=request.user, slug=dataset.owner.slug)
     if membership is None:
         raise PermissionDenied(f"only members of team {dataset.owner.slug} edit {dataset}")
@@ -207,8 +224,12 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 actor=_actor(request, membership.team),
                 dataset=dataset,
                 override_reason=form.cleaned_data["override_reason"],
+                lifecycle_advice=change_notices.ADVICE_WEB,
                 **form.changes(),
             )
+        except errors.LifecycleNoticeRequired as problem:
+            add_problem(form, problem)
+            form.add_error(None, problem.detail)  # the rule and what to do about it
         except Problem as problem:
             add_problem(form, problem)
         except ValidationError as error:
@@ -221,12 +242,15 @@ def dataset_edit(request: HttpRequest, dataset_id: int) -> HttpResponse:
     return _dataset_response(request, dataset, edit_form=form, status=400)
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def dataset_subscribe(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """One of the person's teams declares it reads the dataset (``subscription_create``).
-    A new webhook endpoint's signing secret is shown once, on the page this answers."""
+    A new webhook endpoint's signing secret is shown once, on the page this answers. A
+    GET is the dataset's page with its form."""
     dataset = _dataset_or_404(dataset_id)
+    if request.method != "POST":
+        return _dataset_response(request, dataset)
     teams = [m.team for m in browse.person_memberships(user=request.user)]
     form = SubscribeForm(request.POST, teams=[t.slug for t in teams])
     if form.is_valid():
@@ -252,7 +276,7 @@ def dataset_subscribe(request: HttpRequest, dataset_id: int) -> HttpResponse:
     return _dataset_response(request, dataset, subscribe_form=form, status=400)
 
 
-@require_POST
+@post_only(what="Acknowledging a change notice", back=_to_dataset, layout=LAYOUT)
 @login_required
 def change_notice_acknowledge(
     request: HttpRequest, dataset_id: int, notice_id: int
@@ -359,7 +383,7 @@ def _team_response(
     return _render(request, "catalog/team.html", context, status=status)
 
 
-@require_POST
+@post_only(what="Replaying a dead letter", back=_to_team, layout=LAYOUT)
 @login_required
 def delivery_replay(request: HttpRequest, slug: str, delivery_id: int) -> HttpResponse:
     """Replay one dead letter of the team's endpoints (``delivery_replay``); another
@@ -377,7 +401,7 @@ def delivery_replay(request: HttpRequest, slug: str, delivery_id: int) -> HttpRe
     return redirect(f"{reverse('web:team', args=[slug])}#deliveries")
 
 
-@require_POST
+@post_only(what="Replaying an endpoint's dead letters", back=_to_team, layout=LAYOUT)
 @login_required
 def endpoint_replay(request: HttpRequest, slug: str, endpoint_id: int) -> HttpResponse:
     """Replay every dead letter of one of the team's endpoints
@@ -392,11 +416,14 @@ def endpoint_replay(request: HttpRequest, slug: str, endpoint_id: int) -> HttpRe
     return redirect(f"{reverse('web:team', args=[slug])}#deliveries")
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
     """A team admin creates an API key (``api_key_create``); its token is shown once, on
-    the page this answers, and never stored."""
+    the page this answers, and never stored. A GET is the team's page (with the form, for
+    its admins)."""
+    if request.method != "POST":
+        return _team_response(request, _member_or_404(request, slug))
     membership = _admin_or_403(request, slug)
     form = ApiKeyCreateForm(request.POST, governance=browse.person_is_governance(user=request.user))
     if form.is_valid():
@@ -416,7 +443,7 @@ def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
     return _team_response(request, membership, key_form=form, status=400)
 
 
-@require_POST
+@post_only(what="Revoking an API key", back=_to_team, layout=LAYOUT)
 @login_required
 def api_key_revoke(request: HttpRequest, slug: str, public_id: str) -> HttpResponse:
     """A team admin revokes one of its keys (``api_key_revoke``); another team's key is

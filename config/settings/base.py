@@ -310,6 +310,9 @@ WATCHDOG_PING_RATE_PER_MINUTE = env.int("WATCHDOG_PING_RATE_PER_MINUTE", default
 WATCHDOG_PING_BODY_LIMIT = env.int("WATCHDOG_PING_BODY_LIMIT", default=10_000)
 # ?create=1 on a slug URL creates no monitor for an owner that has this many already.
 WATCHDOG_AUTO_CREATE_LIMIT = env.int("WATCHDOG_AUTO_CREATE_LIMIT", default=500)
+# A ping naming a partition whose period starts more than this after now is refused (the
+# watchdog's own copy of TIDEMARK_PARTITION_CLOCK_SKEW: it reads no catalog setting).
+WATCHDOG_PARTITION_CLOCK_SKEW_SECONDS = env.int("WATCHDOG_PARTITION_CLOCK_SKEW", default=300)
 # Its own dead-man's switch (another watchdog, or any healthchecks-style URL).
 WATCHDOG_HEARTBEAT_URL = env.str("WATCHDOG_HEARTBEAT_URL", default="")
 WATCHDOG_HEARTBEAT_SECONDS = env.int("WATCHDOG_HEARTBEAT_SECONDS", default=60)

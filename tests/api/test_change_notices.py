@@ -218,6 +218,9 @@ def test_deprecating_with_a_sunset_too_soon_is_a_problem(client_for, team, datas
         format="json",
     )
     assert (response.status_code, response.json()["code"]) == (409, "lifecycle_notice_required")
+    detail = response.json()["detail"]
+    assert f"POST /api/v1/datasets/{dataset.id}/change-notices" in detail
+    assert "or give an override_reason" in detail
     response = client.patch(
         f"/api/v1/datasets/{dataset.id}",
         {"lifecycle": "deprecated", "sunset_at": in_days(30), "override_reason": "urgent"},

@@ -6,7 +6,7 @@ from catalog import delivery
 from catalog.actors import Actor
 from catalog.models import Delivery, Endpoint
 from catalog.services.publishing import readiness_publish
-from tests.catalog.factories import DatasetFactory, TeamFactory
+from tests.catalog.factories import DatasetFactory, EndpointFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -179,3 +179,55 @@ def test_delivery_list_query_count_is_bounded(world, httpserver, django_assert_n
         assert len(client.get("/api/v1/deliveries").json()["results"]) == 7
     with django_assert_num_queries(1):
         client.get("/api/v1/endpoints")
+
+
+@pytest.mark.parametrize(
+    ("kind", "url"),
+    [("email", "mailto:analytics@example.com"), ("watchdog", "http://127.0.0.1:8001")],
+)
+def test_rotate_secret_is_refused_for_endpoints_that_sign_nothing(world, consumer, kind, url):
+    client, _, _ = world
+    endpoint = EndpointFactory(team=consumer, kind=kind, url=url, secret_encrypted="")
+    response = client.post(f"/api/v1/endpoints/{endpoint.id}/rotate-secret")
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "endpoint_has_no_secret"
+    assert (body["endpoint_kind"], f"{kind} endpoint" in body["detail"]) == (kind, True)
+    assert "only webhook endpoints" in body["detail"]
+    endpoint.refresh_from_db()
+    assert (endpoint.secret_encrypted, endpoint.previous_secrets) == ("", [])
+
+
+def test_enable_on_an_active_failing_endpoint_changes_nothing(world, consumer):
+    client, _, _ = world
+    endpoint = Endpoint.objects.get(kind="webhook")
+    failing_since = timezone.now() - timezone.timedelta(hours=3)
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        failing_since=failing_since, consecutive_failures=292
+    )
+    [before] = [
+        e for e in client.get("/api/v1/endpoints").json()["results"] if e["id"] == endpoint.id
+    ]
+    response = client.post(f"/api/v1/endpoints/{endpoint.id}/enable")
+    assert (response.status_code, response.json()) == (200, before)
+    endpoint.refresh_from_db()
+    assert (endpoint.failing_since, endpoint.consecutive_failures) == (failing_since, 292)
+
+
+def test_enable_on_a_disabled_endpoint_starts_its_failure_streak_afresh(world):
+    client, _, _ = world
+    endpoint = Endpoint.objects.get(kind="webhook")
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        is_active=False,
+        disabled_reason="every attempt failed",
+        failing_since=timezone.now() - timezone.timedelta(days=2),
+        consecutive_failures=40,
+    )
+    enabled = client.post(f"/api/v1/endpoints/{endpoint.id}/enable").json()
+    assert (enabled["is_active"], enabled["disabled_reason"], enabled["failing_since"]) == (
+        True,
+        "",
+        None,
+    )
+    endpoint.refresh_from_db()
+    assert endpoint.consecutive_failures == 0

@@ -129,3 +129,17 @@ def test_a_team_slack_webhook_follows_the_rules_of_webhooks(admin_client, settin
     )
     assert accepted.status_code == 302
     assert Team.objects.get().contact_slack_webhook == "https://hooks.slack.com/services/T0/B0/x"
+
+
+def test_a_team_paging_routing_key_is_a_pagerduty_routing_key(admin_client):
+    from catalog.models import Team
+
+    form = {"slug": "orders", "name": "Orders", "membership_set-TOTAL_FORMS": "0"}
+    form["membership_set-INITIAL_FORMS"] = "0"
+    refused = admin_client.post("/admin/catalog/team/add/", {**form, "paging_routing_key": "abc"})
+    assert refused.status_code == 200 and "32 letters or digits" in refused.content.decode()
+    assert not Team.objects.exists()
+    key = "r3FPuDv0a1b2c3d4yQYCc7trBkymIFcy"
+    accepted = admin_client.post("/admin/catalog/team/add/", {**form, "paging_routing_key": key})
+    assert accepted.status_code == 302
+    assert Team.objects.get().paging_routing_key == key

@@ -23,6 +23,16 @@ def test_create_team_with_paging_routing_key_sets_the_on_call_channel():
     assert Team.objects.get(slug="orders").paging_routing_key == "0123456789abcdef" * 2
 
 
+@pytest.mark.parametrize("key", ["abc", "0123456789abcdef" * 2 + "0", "0123-456789abcdef" * 2])
+def test_create_team_refuses_what_is_not_a_pagerduty_routing_key(key):
+    with pytest.raises(CommandError) as refused:
+        call_command("create_team", "orders", name="Orders", paging_routing_key=key)
+    message = str(refused.value)
+    assert message.startswith("paging_routing_key: ")
+    assert repr(key) in message and "32" in message and "pagerduty_routing_key" in message
+    assert not Team.objects.exists()
+
+
 def test_create_team_twice_is_a_clear_error():
     call_command("create_team", "orders", name="Orders")
     with pytest.raises(CommandError, match="slug"):

@@ -257,6 +257,47 @@ def test_a_lifecycle_change_without_its_notice_refuses_the_whole_apply(actor):
 
 
 @pytest.mark.django_db
+def test_a_refused_lifecycle_change_advises_what_a_declarations_file_can_do(actor):
+    refunds = DatasetFactory(owner=actor.team, namespace="s3://lake", name="raw/refunds")
+    text = DOC + "    lifecycle: deprecated\n    sunset_at: 2099-01-01T00:00:00Z\n"
+    with pytest.raises(LifecycleNoticeRequired) as caught:
+        datasets.declarations_apply(actor=actor, document=_doc(text))
+    detail = caught.value.detail
+    assert "give an override_reason" not in detail  # a file cannot carry one
+    assert f"POST /api/v1/datasets/{refunds.pk}/change-notices" in detail
+    assert "apply the file again once it has taken effect" in detail
+    assert f"PATCH /api/v1/datasets/{refunds.pk} with an override_reason" in detail
+
+
+@pytest.mark.django_db
+def test_a_new_dataset_declared_deprecated_is_told_to_start_active(actor):
+    text = DOC.replace(
+        "    change_notice_days: 7\n",
+        "    change_notice_days: 7\n    lifecycle: deprecated\n"
+        "    sunset_at: 2099-01-01T00:00:00Z\n",
+    )
+    with pytest.raises(LifecycleNoticeRequired) as caught:
+        datasets.declarations_apply(actor=actor, document=_doc(text))
+    detail = caught.value.detail
+    assert "give an override_reason" not in detail and "/api/v1/datasets/" not in detail
+    assert "declare it active first" in detail
+    assert not Dataset.objects.exists()
+
+
+@pytest.mark.django_db
+def test_apply_catalog_command_gives_the_files_advice(team, tmp_path):
+    DatasetFactory(owner=team, namespace="s3://lake", name="raw/refunds")
+    path = tmp_path / "catalog.yaml"
+    path.write_text(DOC + "    lifecycle: retired\n")
+    with pytest.raises(CommandError) as refused:
+        call_command("apply_catalog", str(path), "--apply")
+    message = str(refused.value)
+    assert message.startswith("lifecycle_notice_required: datasets[1]")
+    assert "give an override_reason" not in message
+    assert "apply the file again" in message and "retirement change notice" in message
+
+
+@pytest.mark.django_db
 def test_a_declaration_for_another_team_or_dataset_is_refused(actor):
     with pytest.raises(DeclarationForAnotherTeam):
         datasets.declarations_apply(actor=actor, document=_doc(DOC.replace("orders\n", "x\n", 1)))

@@ -5,9 +5,10 @@ server on 127.0.0.1)."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
+from django.utils import timezone
 
 from catalog import delivery
 from catalog.actors import Actor
@@ -117,6 +118,29 @@ def test_an_sla_change_updates_the_monitor_and_an_older_definition_loses(watchdo
     assert result.status_code == 208  # already reported: nothing changed
     monitor.refresh_from_db()
     assert monitor.cron == "0 7 * * *"
+
+
+def test_a_future_partition_is_pinged_when_its_period_starts(watchdog_api):
+    """The watchdog refuses a ping from the future; a dataset that accepts future
+    partitions has its ready ones pinged when their period starts, not lost."""
+    team = TeamFactory(slug="orders")
+    dataset = register(team, accepts_future_partitions=True)
+    deliver()
+    now = timezone.now()
+    future = (now + timedelta(days=3)).date().isoformat()
+    for key in (now.date().isoformat(), future):
+        publishing.readiness_publish(
+            actor=Actor(team=team), namespace="s3://lake", name="orders", partition=key, now=now
+        )
+    deliver()
+
+    monitor = Monitor.objects.get(external_id=f"tidemark:dataset:{dataset.pk}:data")
+    assert list(Ping.objects.filter(monitor=monitor).values_list("partition", flat=True)) == [
+        now.date().isoformat()
+    ]
+    held = Delivery.objects.get(notification__payload__data__partition=future)
+    assert (held.state, held.attempts) == ("pending", 0)
+    assert held.next_attempt_at == datetime.combine(date.fromisoformat(future), time(0), tzinfo=UTC)
 
 
 def test_datasets_that_are_not_critical_feed_nothing(watchdog_api):

@@ -273,3 +273,32 @@ def test_ready_partitions_beyond_what_a_definition_carries_follow_as_pings(
     assert sorted(n.payload["data"]["partition"] for n in pings) == week[2:]
     # 2026-11-22 closed before the deadline the week's first partition is due at.
     assert sorted(Ping.objects.filter(monitor=monitor).values_list("partition", flat=True)) == week
+
+
+def test_partitions_ready_ahead_of_their_period_are_pinged_when_it_starts(watchdog_api):
+    """A forecast (accepts future partitions) made critical: its started partitions travel
+    with the definition; the watchdog refuses partitions from the future, so one ready
+    ahead of its period is queued as a ping due when its period starts."""
+    team = TeamFactory(slug="orders")
+    with time_machine.travel(utc(2026, 11, 25, 12), tick=False):
+        dataset = register(team, accepts_future_partitions=True)
+    publish(team, "2026-11-27", "2099-12-05", at=utc(2026, 11, 27, 2))
+    with time_machine.travel(utc(2026, 11, 27, 3), tick=False):
+        datasets.dataset_update(
+            actor=Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.CRITICAL
+        )
+        # The ping waits for its period (deliveries are due by the database's clock).
+        delivery.deliver_due(sender=delivery.sender_from_settings())
+
+    [definition] = Notification.objects.filter(
+        type=Notification.Type.WATCHDOG_MONITOR,
+        payload__data__external_id=f"tidemark:dataset:{dataset.pk}:data",
+    )
+    assert definition.payload["data"]["monitor"]["ready_partitions"] == ["2026-11-27"]
+    ahead = Delivery.objects.get(notification__type=Notification.Type.WATCHDOG_PING)
+    assert ahead.notification.payload["data"]["partition"] == "2099-12-05"
+    assert (ahead.state, ahead.next_attempt_at) == ("pending", utc(2099, 12, 5))
+    monitor = data_monitor(dataset)
+    assert list(Ping.objects.filter(monitor=monitor).values_list("partition", flat=True)) == [
+        "2026-11-27"
+    ]

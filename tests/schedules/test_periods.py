@@ -1,8 +1,13 @@
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from schedules.periods import PartitionKeyError, parse_partition_key
+from schedules.periods import (
+    PartitionKeyError,
+    has_started,
+    newest_started,
+    parse_partition_key,
+)
 
 
 def utc(*args):
@@ -73,3 +78,40 @@ def test_unpartitioned_dataset_has_one_partition_without_interval():
 def test_parse_partition_key_refuses_periods_beyond_the_calendar(partitioning, key, tz):
     with pytest.raises(PartitionKeyError):
         parse_partition_key(partitioning, key, tz)
+
+
+SKEW = timedelta(minutes=5)
+NOW = datetime(2026, 11, 29, 22, 57, tzinfo=UTC)  # 23:57 in Berlin, 22:57 in UTC
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "key", "zone", "started"),
+    [
+        ("daily", "2026-11-29", "UTC", True),
+        ("daily", "2026-11-30", "UTC", False),
+        ("daily", "2026-11-30", "Europe/Berlin", True),  # starts 23:00 UTC, within the skew
+        ("daily", "2026-12-01", "Europe/Berlin", False),
+        ("daily", "2027-01-01", "UTC", False),
+        ("hourly", "2026-11-29T23", "UTC", True),  # starts in 3 min, within the skew
+        ("hourly", "2026-11-30T00", "UTC", False),
+        ("monthly", "2026-11", "UTC", True),
+        ("monthly", "2026-12", "Europe/Berlin", False),  # starts 2026-11-30 23:00 UTC
+    ],
+)
+def test_has_started_allows_the_skew_and_cuts_periods_in_their_zone(
+    partitioning, key, zone, started
+):
+    interval = parse_partition_key(partitioning, key, zone)
+    assert has_started(interval, now=NOW, skew=SKEW) is started
+
+
+def test_has_started_counts_unpartitioned_data_as_started():
+    assert has_started(None, now=NOW, skew=timedelta(0))
+
+
+@pytest.mark.parametrize(
+    ("partitioning", "zone", "newest"),
+    [("daily", "UTC", "2026-11-29"), ("daily", "Europe/Berlin", "2026-11-30")],
+)
+def test_newest_started_is_the_period_containing_now_plus_the_skew(partitioning, zone, newest):
+    assert newest_started(partitioning, zone, now=NOW, skew=SKEW).key == newest

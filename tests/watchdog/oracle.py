@@ -23,6 +23,9 @@ The rules:
   each has a success ping naming it by the end of the grace.
 - **Missed.** A slot not filled is a ``missed`` incident (partition: the first period
   missing). A period monitor then waits for its next success before it expects another.
+- **No pings from the future.** A ping naming a partition whose period has not started
+  (the wall clock in the partition's zone, at the ping plus the 300 s clock-skew
+  allowance, shows an earlier key) is refused: it changes nothing at all.
 - **Failed.** A failure ping (``/fail``, non-zero exit status) of a monitor not paused
   is a ``failed`` incident at its instant.
 - **Partitions named.** Every incident of a monitor with a partition rule names a
@@ -71,6 +74,7 @@ MINUTE = timedelta(minutes=1)
 KEY_FORMATS = {"hourly": "%Y-%m-%dT%H", "daily": "%Y-%m-%d", "monthly": "%Y-%m"}
 
 PING, JUDGE, CONTROL = 0, 1, 2
+CLOCK_SKEW = timedelta(seconds=300)  # WATCHDOG_PARTITION_CLOCK_SKEW's default
 
 
 @dataclass(frozen=True)
@@ -426,6 +430,11 @@ class _World:
 
     def ping(self, m: _Monitor, event: Event) -> None:
         kind, when, spec = event.ping, event.at, m.spec
+        if event.partition and spec.partitioning:
+            zone = ZoneInfo(spec.partition_timezone)
+            shown = (when + CLOCK_SKEW).astimezone(zone).strftime(KEY_FORMATS[spec.partitioning])
+            if event.partition > shown:
+                return  # from the future: refused
         if kind == "start" or m.last_start is not None:
             self.track_run(m, event)
         if kind == "start":

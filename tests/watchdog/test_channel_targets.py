@@ -44,6 +44,11 @@ REFUSED = [
     ("webhook", "https://user:secret@hooks.example.com/hook", "no_credentials"),
     ("email", "ops@example.com\r\nBcc: victim@example.com", "email_address"),
     ("email", "ops@example.com, victim@example.com", "email_address"),
+    ("pagerduty", "abc", "pagerduty_routing_key"),
+    ("pagerduty", "R" * 31, "pagerduty_routing_key"),
+    ("pagerduty", "R" * 33, "pagerduty_routing_key"),
+    ("pagerduty", "R" * 31 + "-", "pagerduty_routing_key"),
+    ("pagerduty", "https://events.pagerduty.com/v2/enqueue", "pagerduty_routing_key"),
 ]
 
 
@@ -88,6 +93,7 @@ def test_public_and_allow_listed_targets_are_accepted(api, no_loopback, settings
         ("webhook", "https://hooks.example.com/wd"),
         ("email", "orders-oncall@example.com"),
         ("pagerduty", "R" * 32),
+        ("pagerduty", "r3FPuDv0a1b2c3d4yQYCc7trBkymIFcy"),
     ]:
         response = api.post(
             "/api/v1/channels", {"name": kind, "kind": kind, "target": target}, format="json"
@@ -102,6 +108,11 @@ def test_the_service_refuses_what_the_api_refuses(no_loopback):
     with pytest.raises(ValidationProblem) as refused:
         monitors.channel_create(kind="slack", name="x", target="https://10.0.0.5/hook")
     assert [(e.field, e.rule) for e in refused.value.errors] == [("target", "public_address")]
+    with pytest.raises(ValidationProblem) as refused:
+        monitors.channel_create(kind="pagerduty", name="x", target="abc")
+    [error] = refused.value.errors
+    assert (error.field, error.rule) == ("target", "pagerduty_routing_key")
+    assert "'abc'" in error.detail and "32" in error.detail
 
 
 @pytest.mark.urls("config.urls")  # the admin is the main deployment's
@@ -121,6 +132,11 @@ def test_operator_channels_and_the_pagerduty_url_are_checked_at_startup(settings
     with pytest.raises(SystemCheckError) as failed:
         call_command("check")
     assert "watchdog.E002" in str(failed.value) and "watchdog.E003" in str(failed.value)
+    settings.WATCHDOG_OPERATORS_CHANNELS = [{"kind": "pagerduty", "target": "abc"}]
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "pagerduty_url": "https://pd.test/"}
+    with pytest.raises(SystemCheckError) as failed:
+        call_command("check")
+    assert "watchdog.E002" in str(failed.value) and "integration key" in str(failed.value)
 
 
 def test_a_target_refused_at_send_time_fails_its_page_at_once(httpserver, settings):

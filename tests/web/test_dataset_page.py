@@ -310,6 +310,7 @@ def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
         ({"sla_cron": "0 6 30 2 *"}, "sla_cron", "never fires"),
         ({"sla_timezone": "Mars/Olympus"}, "sla_timezone", "Mars/Olympus"),
         ({"lifecycle": "retired"}, "lifecycle", "retirement notice"),
+        ({"lifecycle": "retired"}, None, "or fill in the lifecycle override reason"),
         ({"sla_grace_seconds": "-5"}, "sla_grace_seconds", "greater than or equal to 0"),
         ({"sla_grace_seconds": "9999999"}, "sla_grace_seconds", "less than or equal to 2678400"),
         (
