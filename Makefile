@@ -52,13 +52,13 @@ docs: $(DOCS_TOOLS)
 docs-serve: $(DOCS_TOOLS)
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8002
 
-# The oracle property tests (watchdog judgement, catalog freshness, the DST policy) at
+# The oracle property tests (watchdog judgement, catalog freshness, the DST policy, cron checks) at
 # length: TIDEMARK_ORACLE_EXAMPLES examples each (2000 by default; about an hour here).
 test-oracle: $(DEV)
 	bin/ensure-services
-	TIDEMARK_ORACLE_EXAMPLES=$${TIDEMARK_ORACLE_EXAMPLES:-2000} $(PY) -m pytest -p no:timeout \
+	TIDEMARK_ORACLE_EXAMPLES=$${TIDEMARK_ORACLE_EXAMPLES:-2000} $(PY) -m pytest -o timeout=0 \
 		tests/watchdog/test_oracle.py tests/catalog/test_freshness_oracle.py \
-		tests/schedules/test_dst_policy.py
+		tests/schedules/test_dst_policy.py tests/schedules/test_cron_checks_oracle.py
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .

@@ -235,6 +235,18 @@ def _check_term(name: str, text: str, term: str) -> None:
             raise _refused(name, text, f"steps {start!r}, which takes no step", term)
         if start != "*":
             _range_or_value(name, text, start)
+            low_text, _, high_text = start.partition("-")
+            if high_text and _value(name, text, low_text) == _value(name, text, high_text):
+                # cronsim reads a one-value range with a step as "from there, every step"
+                # (5-5/10: 5, 15, 25, ...), POSIX as the one value: say it, do not guess.
+                raise _refused(
+                    name,
+                    text,
+                    f"is a one-value range with a step, read as every {step} from "
+                    f"{low_text}: write '{low_text}' for the one value or "
+                    f"'{low_text}/{step}' for every {step} from it",
+                    term,
+                )
         return
     if name == DAY_OF_MONTH and term.upper() in ("L", "LW"):
         return

@@ -35,7 +35,7 @@ from django.utils import timezone
 from catalog.models import ApiKey, Delivery, Membership
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
 from tests.watchdog.conftest import OPERATOR_PASSWORD
-from watchdog import monitors, operators, tokens
+from watchdog import monitors, operators, ping_keys, tokens
 from watchdog.oncall import COOKIE
 
 pytestmark = [
@@ -218,6 +218,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         now=timezone.now(), name="nightly", period_seconds=3600, external_id="dataset:1"
     )
     _, watchdog_token = tokens.create("hostile routes")
+    ping_key, ping_key_token = ping_keys.ping_key_create(owner="orders", now=timezone.now())
     operators.operator_create(
         username="olga", password=OPERATOR_PASSWORD, labels=[], all_labels=True
     )
@@ -254,6 +255,8 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "monitor_id": str(monitor.id),
         "external_id": monitor.external_id,
         "slug": "not-found",
+        "ping_key": ping_key_token,
+        "key_id": str(ping_key.id),
         "name": "tidemark.css",
     }
     session = browser.cookies[settings.SESSION_COOKIE_NAME].value

@@ -37,6 +37,9 @@ from schedules.cron_checks import (
         ("0 6 1,,2 * *", "day-of-month", "1,,2", "an empty list item"),
         ("0 6 L/2 * *", "day-of-month", "L/2", "takes no step"),
         ("0 6 * * 5L/2", "day-of-week", "5L/2", "'L' follows a weekday number"),
+        ("* * * * 0-0/2", "day-of-week", "0-0/2", "write '0' for the one value or '0/2'"),
+        ("5-5/10 * * * *", "minute", "5-5/10", "a one-value range with a step"),
+        ("0 6 * * SUN-SUN/2", "day-of-week", "SUN-SUN/2", "a one-value range with a step"),
     ],
 )
 def test_check_cron_names_field_value_and_range(expression, field, value, message):

@@ -233,8 +233,10 @@ def _reads_either(spec: Spec) -> bool:
 
 
 def _valid(spec: Spec) -> bool:
-    """Items the grammar takes: ranges ascending (drawn so), names of real months and days."""
-    return all(i.kind != "range" or i.a <= i.b for i in spec.dom + spec.month + spec.dow)
+    """Items the grammar takes: ranges ascending (drawn so), names of real months and days,
+    no one-value range with a step (refused: cronsim and POSIX read it differently)."""
+    items = spec.minute + spec.hour + spec.dom + spec.month + spec.dow
+    return all(i.kind != "range" or i.a < i.b or (i.a == i.b and i.step == 1) for i in items)
 
 
 # --- the property -------------------------------------------------------------------------
