@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a request's time covers every other middleware (no database, no settings).
+    "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",
@@ -366,6 +369,19 @@ WATCHDOG_ONCALL = {
     "login_failures_per_user": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_USER", default=10),
     "login_failures_per_addr": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_ADDR", default=50),
 }
+
+# GET /metrics (Prometheus text format) on the catalog's server and the watchdog's: off
+# (404), open, or token (Authorization: Bearer TIDEMARK_METRICS_TOKEN). Default: open in
+# the embedded mode; elsewhere token when a token is set, else off.
+TIDEMARK_METRICS_TOKEN = env.str("TIDEMARK_METRICS_TOKEN", default="")
+TIDEMARK_METRICS = env.str(
+    "TIDEMARK_METRICS",
+    default="open" if EMBEDDED else ("token" if TIDEMARK_METRICS_TOKEN else "off"),
+).lower()
+if TIDEMARK_METRICS not in ("off", "open", "token"):
+    raise ImproperlyConfigured(f"TIDEMARK_METRICS must be off, open or token: {TIDEMARK_METRICS!r}")
+if TIDEMARK_METRICS == "token" and not TIDEMARK_METRICS_TOKEN:
+    raise ImproperlyConfigured("TIDEMARK_METRICS=token needs TIDEMARK_METRICS_TOKEN")
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 

@@ -20,6 +20,7 @@ INSTALLED_APPS = [
 TIDEMARK_PRUNE_APPS = ["watchdog"]
 TIDEMARK_PRUNE = WATCHDOG_PRUNE
 MIDDLEWARE = [
+    "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",
     "django.middleware.common.CommonMiddleware",
