@@ -31,6 +31,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -52,6 +53,14 @@ HTTP_REQUEST_DURATION = Histogram(
     "Time from a request reaching Django to its response, by route.",
     ["route"],
     buckets=LATENCY_BUCKETS,
+)
+
+# Summed over the living processes only: gunicorn's child_exit hook (config/gunicorn.py)
+# drops an exited worker's value.
+HTTP_IN_FLIGHT = Gauge(
+    "tidemark_http_requests_in_flight",
+    "Requests being answered now.",
+    multiprocess_mode="livesum",
 )
 
 UNMATCHED = "unmatched"  # no URL pattern matched (a 404 for an unknown path)
@@ -77,7 +86,11 @@ class RequestMetricsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
-        response = self.get_response(request)
+        HTTP_IN_FLIGHT.inc()
+        try:
+            response = self.get_response(request)
+        finally:
+            HTTP_IN_FLIGHT.dec()
         elapsed = time.perf_counter() - started
         match = getattr(request, "resolver_match", None)
         route = match.view_name if match is not None else UNMATCHED
