@@ -32,7 +32,7 @@ class WebServer(LoggedProcess):
 
     def argv(self) -> list[str]:
         return [
-            *(str(GUNICORN), "-c", "config/gunicorn.py", "config.wsgi:application"),
+            *(str(GUNICORN), "config.wsgi:application", "-c", "config/gunicorn.py"),
             *("--bind", f"127.0.0.1:{self.port}", "--workers", "2", "--worker-class", "sync"),
             "--no-control-socket",
         ]
