@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -29,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from httpkit import metrics as http_metrics
+from httpkit import outage
 
 from . import self_monitoring
 from .models import Dataset, Delivery, LatePartition
@@ -105,10 +107,28 @@ def record_sweep(*, error: bool, list_calls: int, missed_events: int) -> None:
 
 
 class CatalogCollector(Collector):
-    """The catalog's state, read at scrape time (``state``)."""
+    """The catalog's state, read at scrape time (``state``), and the broker's queues.
+
+    A database that does not answer leaves the state out (``tidemark_database_up`` 0)
+    rather than failing the scrape: the processes' counters are still worth reading.
+    """
 
     def collect(self) -> Iterable[Metric]:
-        return state(now=timezone.now())
+        up = GaugeMetricFamily(
+            "tidemark_database_up",
+            "1 when the catalog's database answered this scrape's state queries, else 0 "
+            "(and no state gauges).",
+        )
+        try:
+            families = state(now=timezone.now())
+        except DatabaseError as exc:
+            if not outage.is_database_unavailable(exc):
+                raise
+            outage.handled(exc)  # logged once per outage; its broken connections closed
+            up.add_metric([], 0)
+            return [up, *_broker_queues()]
+        up.add_metric([], 1)
+        return [up, *families, *_broker_queues()]
 
 
 def state(*, now: datetime) -> list[Metric]:
@@ -116,8 +136,10 @@ def state(*, now: datetime) -> list[Metric]:
 
     Queries: the oldest due work of each queue (``self_monitoring.lags``, one aggregate
     each), deliveries waiting by state, dead letters by team, late partitions and
-    datasets; the broker's queue lengths (skipped, with ``tidemark_broker_up`` 0, when the
-    broker does not answer).
+    datasets, datasets.
+
+    Raises:
+        DatabaseError when the database does not answer.
     """
     families: list[Metric] = []
     oldest = GaugeMetricFamily(
@@ -192,14 +214,14 @@ def state(*, now: datetime) -> list[Metric]:
             value=Dataset.objects.filter(~Q(lifecycle=Dataset.Lifecycle.RETIRED)).count(),
         )
     )
-    families.extend(_broker_queues())
     for reader in _STATE_READERS:
         families.extend(reader(now))
     return families
 
 
 def _broker_queues() -> list[Metric]:
-    """The Celery queues' lengths (doorbells waiting) and whether the broker answered."""
+    """The Celery queues' lengths (doorbells waiting) and whether the broker answered
+    (when it does not: ``tidemark_broker_up`` 0 and no lengths)."""
     up = GaugeMetricFamily(
         "tidemark_broker_up", "1 when the Celery broker answered this scrape, else 0."
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.db import DatabaseError
 from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -23,6 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from httpkit import metrics as http_metrics
+from httpkit import outage
 
 from .models import Incident, LoopState, Monitor, Page
 
@@ -58,15 +60,35 @@ def record_cycle(*, duration_ms: float, missed: int) -> None:
 
 
 class WatchdogCollector(Collector):
-    """The watchdog's state, read at scrape time (``state``)."""
+    """The watchdog's state, read at scrape time (``state``); without it, when its
+    database does not answer (``tidemark_watchdog_database_up`` 0), the scrape still
+    gives the processes' counters."""
 
     def collect(self) -> Iterable[Metric]:
-        return state(now=timezone.now())
+        up = GaugeMetricFamily(
+            "tidemark_watchdog_database_up",
+            "1 when the watchdog's database answered this scrape's state queries, else 0 "
+            "(and no state gauges).",
+        )
+        try:
+            families = state(now=timezone.now())
+        except DatabaseError as exc:
+            if not outage.is_database_unavailable(exc):
+                raise
+            outage.handled(exc)  # logged once per outage; its broken connections closed
+            up.add_metric([], 0)
+            return [up]
+        up.add_metric([], 1)
+        return [up, *families]
 
 
 def state(*, now: datetime) -> list[Metric]:
     """The watchdog's state gauges at ``now`` (aware UTC): four aggregate queries (monitors
-    by state, open incidents by reason, pages waiting, the loop's state row)."""
+    by state, open incidents by reason, pages waiting, the loop's state row).
+
+    Raises:
+        DatabaseError when the database does not answer.
+    """
     monitors = GaugeMetricFamily(
         "tidemark_watchdog_monitors",
         "Monitors by state (new, up, down, paused) and whether they watch Tidemark itself "

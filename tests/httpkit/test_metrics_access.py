@@ -11,7 +11,8 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import clear_url_caches, set_urlconf
 
-from tests.metrics_helpers import scrape, value
+from tests.db_relay import relayed
+from tests.metrics_helpers import names, scrape, value
 
 pytestmark = pytest.mark.django_db(databases=["default", "watchdog"])
 
@@ -132,3 +133,27 @@ def test_the_default_is_open_embedded_else_token_when_a_token_is_set_else_off(tm
     assert "must be off, open or token" in _settings_error(
         TIDEMARK_VAR_DIR=str(tmp_path), TIDEMARK_METRICS="public"
     )
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "watchdog"])
+def test_a_database_that_does_not_answer_leaves_the_state_out_not_the_scrape(server):
+    alias, up, state = (
+        ("default", "tidemark_database_up", "tidemark_late_datasets")
+        if server == "config.urls"
+        else ("watchdog", "tidemark_watchdog_database_up", "tidemark_watchdog_open_incidents")
+    )
+    with relayed(alias) as relays:
+        samples = scrape(Client())
+        assert value(samples, up) == 1
+        assert state in names(samples)
+        relays[alias].cut()
+        during = scrape(Client())
+        assert value(during, up) == 0
+        assert state not in names(during)
+        # The processes' own metrics are still there.
+        scrapes = {"route": "metrics", "method": "GET", "status": "200"}
+        if server == "config.urls_watchdog":
+            scrapes["route"] = "watchdog-metrics"
+        assert value(during, "tidemark_http_requests_total", **scrapes) >= 1
+        relays[alias].restore()
+        assert value(scrape(Client()), up) == 1
