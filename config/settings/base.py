@@ -374,14 +374,21 @@ WATCHDOG_ONCALL = {
 # (404), open, or token (Authorization: Bearer TIDEMARK_METRICS_TOKEN). Default: open in
 # the embedded mode; elsewhere token when a token is set, else off.
 TIDEMARK_METRICS_TOKEN = env.str("TIDEMARK_METRICS_TOKEN", default="")
-TIDEMARK_METRICS = env.str(
-    "TIDEMARK_METRICS",
-    default="open" if EMBEDDED else ("token" if TIDEMARK_METRICS_TOKEN else "off"),
-).lower()
-if TIDEMARK_METRICS not in ("off", "open", "token"):
-    raise ImproperlyConfigured(f"TIDEMARK_METRICS must be off, open or token: {TIDEMARK_METRICS!r}")
-if TIDEMARK_METRICS == "token" and not TIDEMARK_METRICS_TOKEN:
-    raise ImproperlyConfigured("TIDEMARK_METRICS=token needs TIDEMARK_METRICS_TOKEN")
+
+
+def _metrics_mode(*, embedded: bool) -> str:
+    """``TIDEMARK_METRICS``, checked, with the default for a process that is ``embedded``
+    (no server database) or not."""
+    default = "open" if embedded else ("token" if TIDEMARK_METRICS_TOKEN else "off")
+    mode = env.str("TIDEMARK_METRICS", default=default).lower()
+    if mode not in ("off", "open", "token"):
+        raise ImproperlyConfigured(f"TIDEMARK_METRICS must be off, open or token: {mode!r}")
+    if mode == "token" and not TIDEMARK_METRICS_TOKEN:
+        raise ImproperlyConfigured("TIDEMARK_METRICS=token needs TIDEMARK_METRICS_TOKEN")
+    return mode
+
+
+TIDEMARK_METRICS = _metrics_mode(embedded=EMBEDDED)
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 

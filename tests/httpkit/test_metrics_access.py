@@ -103,9 +103,9 @@ def _settings_error(**env: str) -> str:
     return result.stderr.strip().splitlines()[-1] if result.returncode else ""
 
 
-def _mode(tmp_path, **env: str) -> str:
+def _mode(tmp_path, module: str = "local", **env: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", "import config.settings.local as s; print(s.TIDEMARK_METRICS)"],
+        [sys.executable, "-c", f"import config.settings.{module} as s; print(s.TIDEMARK_METRICS)"],
         cwd=django_settings.BASE_DIR,
         env={
             "PATH": "/usr/bin:/bin",
@@ -127,6 +127,11 @@ def test_the_default_is_open_embedded_else_token_when_a_token_is_set_else_off(tm
     assert _mode(tmp_path, **configured) == "off"
     assert _mode(tmp_path, **configured, TIDEMARK_METRICS_TOKEN=TOKEN) == "token"
     assert _mode(tmp_path, **configured, TIDEMARK_METRICS="OPEN") == "open"
+    # The watchdog deployed alone: its own database decides.
+    alone = {"WATCHDOG_DATABASE_URL": "postgres://tidemark@wd.invalid:5432/watchdog"}
+    assert _mode(tmp_path, "watchdog") == "open"
+    assert _mode(tmp_path, "watchdog", **alone) == "off"
+    assert _mode(tmp_path, "watchdog", **alone, TIDEMARK_METRICS_TOKEN=TOKEN) == "token"
     assert "needs TIDEMARK_METRICS_TOKEN" in _settings_error(
         TIDEMARK_VAR_DIR=str(tmp_path), TIDEMARK_METRICS="token"
     )
