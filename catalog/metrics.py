@@ -249,11 +249,14 @@ def _queue_lengths() -> dict[str, int]:
         # config.filesystem_broker names each message <ms>_<uuid>.<queue>.msg.
         folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
         lengths = dict.fromkeys(QUEUES, 0)
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                queue = entry.name.rsplit(".", 2)[-2] if entry.name.endswith(".msg") else ""
-                if queue in lengths:
-                    lengths[queue] += 1
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    queue = entry.name.rsplit(".", 2)[-2] if entry.name.endswith(".msg") else ""
+                    if queue in lengths:
+                        lengths[queue] += 1
+        except FileNotFoundError:  # made by the first process to use the broker: none yet
+            pass
         return lengths
     if url.startswith(("redis://", "rediss://", "unix://")):
         import redis
