@@ -34,7 +34,7 @@ from django.utils import timezone
 import outbound
 from outbound import mail, slack, targets
 
-from . import doorbell, errors, notices, secrets, watchdog_feed
+from . import doorbell, errors, metrics, notices, secrets, watchdog_feed
 from .crashpoints import crashpoint
 from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
@@ -309,6 +309,7 @@ def delivery_record(
         )
         if updated != 1:
             logger.warning("delivery %s: claim lost before write-back", claim.delivery_id)
+            metrics.record_delivery(kind=claim.kind, outcome="claim_lost", duration_ms=None)
             return None
         DeliveryAttempt.objects.create(
             delivery_id=claim.delivery_id,
@@ -323,6 +324,7 @@ def delivery_record(
             next_attempt_in_seconds=delay,
         )
         _endpoint_health(claim, verdict.decision, now=now, config=config)
+    metrics.record_delivery(kind=claim.kind, outcome=state, duration_ms=result.duration_ms)
     return state
 
 

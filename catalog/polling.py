@@ -40,7 +40,7 @@ from django.db.models import Min, Q
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
 
-from . import future_partitions, storage
+from . import future_partitions, metrics, storage
 from .models import (
     Dataset,
     Partition,
@@ -275,6 +275,11 @@ def sweep_group(
             report.objects_seen = lister.counts.objects
         report.duration_ms = int((time.monotonic() - started) * 1000)
     _finish(group, report, now=now, found_any=found_any, publishes_events=publishes_events)
+    metrics.record_sweep(
+        error=bool(report.error),
+        list_calls=report.list_calls,
+        missed_events=report.missed_events,
+    )
     logger.info("poll %s: %s in %d ms", group, report.counts(), report.duration_ms)
     return report
 

@@ -8,8 +8,9 @@ class LineageConfig(AppConfig):
     def ready(self) -> None:
         # Tidemark watching itself measures the lineage queue's lag too; the catalog never
         # imports lineage, so lineage hands the measure over.
-        from catalog import self_monitoring
+        from catalog import metrics, self_monitoring
 
+        from . import metrics as lineage_metrics
         from . import selectors
 
         self_monitoring.register_lag(
@@ -20,3 +21,5 @@ class LineageConfig(AppConfig):
                 measure=selectors.event_lag,
             )
         )
+        # Its backlog is on the catalog's /metrics, which cannot import lineage either.
+        metrics.register_state(lineage_metrics.backlog)

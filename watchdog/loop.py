@@ -21,7 +21,7 @@ from django.utils import timezone
 import outbound
 from pruning import engine
 
-from . import evaluation, heartbeat, paging, retention
+from . import evaluation, heartbeat, metrics, paging, retention
 from .models import LoopState
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ def run_cycle(
         except Exception:  # pruning must never stop paging either
             logger.exception("watchdog pruning failed")
     report.duration_ms = (time.perf_counter() - started) * 1000
+    metrics.record_cycle(duration_ms=report.duration_ms, missed=len(report.missed))
     return report
 
 

@@ -34,7 +34,7 @@ import outbound
 from outbound import mail, pagerduty, secretbox, slack
 from outbound.secretbox import InvalidToken
 
-from . import db
+from . import db, metrics
 from .channels import address_policy
 from .models import Channel, Incident, Monitor, Page, PageGroup
 
@@ -374,6 +374,7 @@ def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) ->
         changes["state"] = Page.State.FAILED
     written = Page.objects.filter(pk=page.pk, claim_token=token).update(**changes)
     if written:
+        metrics.record_page(channel=page.channel.kind, result=changes.get("state", "retrying"))
         logger.info(
             "page %s %s to %s: %s", page.action, _subject(page).dedup_key, page.channel, outcome
         )

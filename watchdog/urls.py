@@ -2,7 +2,7 @@
 
 from django.urls import include, path, register_converter
 
-from . import api, api_ping_keys, views
+from . import api, api_ping_keys, metrics, views
 
 
 class ExitStatus:
@@ -67,4 +67,5 @@ urlpatterns = [
     ),
     path("healthz", views.healthz, name="watchdog-healthz"),
     path("readyz", views.readyz, name="watchdog-readyz"),
+    path("metrics", metrics.metrics_view, name="watchdog-metrics"),
 ]

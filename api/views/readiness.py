@@ -21,6 +21,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from catalog import errors
+from catalog import metrics as catalog_metrics
 from catalog.models import ApiKey
 from catalog.services import publishing
 from httpkit.exceptions import problem_exception_handler
@@ -33,6 +34,9 @@ from ..serializers import catalog as s
 ALLOW = "POST, OPTIONS"
 _RENDERER = JSONRenderer()
 _AUTHENTICATION = ApiKeyAuthentication()
+_PUBLISHES = {
+    result: catalog_metrics.PUBLISHES.labels(result) for result in catalog_metrics.PUBLISH_RESULTS
+}
 
 
 @csrf_exempt
@@ -56,10 +60,14 @@ def readiness_publish_view(request: HttpRequest) -> HttpResponse:
                 response[name] = value
         # A database outage's 503 is logged once by httpkit.outage, not per request.
         response._has_been_logged = getattr(problem, "_has_been_logged", False)
+        _PUBLISHES["failed" if problem.status_code >= 500 else "refused"].inc()
         return response
     response = _response(_RENDERER.render(body), status_code, "application/json")
     if replayed:
         response["Idempotent-Replayed"] = "true"
+        _PUBLISHES["replayed"].inc()
+    else:
+        _PUBLISHES["recorded" if status_code == 201 else "unchanged"].inc()
     return response
 
 

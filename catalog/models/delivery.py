@@ -155,6 +155,13 @@ class Delivery(models.Model):
                 name="delivery_due",
                 condition=Q(state__in=["pending", "retrying"]),
             ),
+            # Dead letters by endpoint: /metrics counts them by team at every scrape, which
+            # would otherwise read every delivery kept (30 days of them).
+            models.Index(
+                fields=["endpoint"],
+                name="delivery_dead_letter",
+                condition=Q(state__in=["rejected", "dead"]),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a request's time covers every other middleware (no database, no settings).
+    "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",
@@ -372,6 +375,26 @@ WATCHDOG_ONCALL = {
     "login_failures_per_user": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_USER", default=10),
     "login_failures_per_addr": env.int("WATCHDOG_ONCALL_LOGIN_FAILURES_ADDR", default=50),
 }
+
+# GET /metrics (Prometheus text format) on the catalog's server and the watchdog's: off
+# (404), open, or token (Authorization: Bearer TIDEMARK_METRICS_TOKEN). Default: open in
+# the embedded mode; elsewhere token when a token is set, else off.
+TIDEMARK_METRICS_TOKEN = env.str("TIDEMARK_METRICS_TOKEN", default="")
+
+
+def _metrics_mode(*, embedded: bool) -> str:
+    """``TIDEMARK_METRICS``, checked, with the default for a process that is ``embedded``
+    (no server database) or not."""
+    default = "open" if embedded else ("token" if TIDEMARK_METRICS_TOKEN else "off")
+    mode = env.str("TIDEMARK_METRICS", default=default).lower()
+    if mode not in ("off", "open", "token"):
+        raise ImproperlyConfigured(f"TIDEMARK_METRICS must be off, open or token: {mode!r}")
+    if mode == "token" and not TIDEMARK_METRICS_TOKEN:
+        raise ImproperlyConfigured("TIDEMARK_METRICS=token needs TIDEMARK_METRICS_TOKEN")
+    return mode
+
+
+TIDEMARK_METRICS = _metrics_mode(embedded=EMBEDDED)
 
 IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", default=48 * 3600)
 

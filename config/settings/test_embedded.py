@@ -16,3 +16,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test receivers listen on loopback over plain HTTP.
 TIDEMARK_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8", "::1/128"]
 TIDEMARK_OUTBOUND_ALLOW_HTTP = True
+
+# Anyone may read /metrics in the tests (the access modes' tests override it).
+TIDEMARK_METRICS = "open"

@@ -7,7 +7,14 @@ run_watchdog``, ``manage.py migrate`` and gunicorn ``config.wsgi_watchdog``.
 """
 
 from .base import *  # noqa: F403
-from .base import WATCHDOG_PRUNE, WATCHDOG_PUBLIC_URL, _database, _prepare_threshold, env
+from .base import (
+    WATCHDOG_PRUNE,
+    WATCHDOG_PUBLIC_URL,
+    _database,
+    _metrics_mode,
+    _prepare_threshold,
+    env,
+)
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -20,6 +27,7 @@ INSTALLED_APPS = [
 TIDEMARK_PRUNE_APPS = ["watchdog"]
 TIDEMARK_PRUNE = WATCHDOG_PRUNE
 MIDDLEWARE = [
+    "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -34,6 +42,8 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool(
     "WATCHDOG_SECURE_COOKIES", default=WATCHDOG_PUBLIC_URL.startswith("https://")
 )
 WSGI_APPLICATION = "config.wsgi_watchdog.application"
+# Deployed alone it has no DATABASE_URL: its own database's says whether it is embedded.
+TIDEMARK_METRICS = _metrics_mode(embedded="WATCHDOG_DATABASE_URL" not in env)
 DATABASES = {
     "default": _database(
         "WATCHDOG_DATABASE_URL",

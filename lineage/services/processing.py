@@ -24,7 +24,7 @@ from catalog import schema_changes
 from catalog.models import DatasetUsage, SchemaObservation
 from catalog.services import aliases, subscriptions, usage
 
-from .. import openlineage, runstate
+from .. import metrics, openlineage, runstate
 from ..models import LineageEvent
 from . import runs
 
@@ -138,6 +138,7 @@ def lineage_events_process_claimed(
     states: dict[int, str | None] = {}
     for start in range(0, len(claims), EVENTS_PER_TRANSACTION):
         states.update(_process_chunk(claims[start : start + EVENTS_PER_TRANSACTION], now=now))
+    metrics.record_processed(states.values())
     return states
 
 

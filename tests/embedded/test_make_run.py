@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from .helpers import wait_until
 
@@ -30,6 +31,17 @@ def _doorbell_answered(stack, deliveries_sql: str) -> bool:
     swept = out.count("Sending due task sweep-deliveries")
     delivered = [state for state, _ in _query(stack, deliveries_sql)] == ["succeeded"]
     return delivered and received > swept
+
+
+def _metrics(url: str) -> dict[tuple[str, tuple], float]:
+    """A /metrics answer's samples: (name, sorted label pairs) -> value."""
+    response = httpx.get(url, timeout=10)
+    assert response.status_code == 200, response.text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
 
 
 def _sign_in_on_call(stack) -> str:
@@ -101,6 +113,14 @@ def test_make_run_publish_writes_outbox_rings_worker_and_ctrl_c_stops_all(start_
         f"demo receiver analytics: verified partition.ready for raw/orders partition {today}"
         in stack.stdout
     )
+    # Metrics: the web's /metrics sums every catalog process's counters (the Celery worker
+    # made the delivery), the watchdog's its loop's.
+    catalog = _metrics(f"{stack.url}/metrics")
+    assert catalog[("tidemark_publishes_total", (("result", "recorded"),))] >= 1
+    delivered = (("kind", "webhook"), ("outcome", "succeeded"))
+    assert catalog[("tidemark_deliveries_total", delivered)] >= 1
+    watchdog = _metrics(f"{stack.watchdog_url}/metrics")
+    assert watchdog[("tidemark_watchdog_cycle_duration_seconds_count", ())] >= 1
 
     took = stack.stop(signal.SIGINT)
 
