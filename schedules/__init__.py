@@ -7,6 +7,7 @@ watchdog both use it.
 from .cron_checks import CheckedCron, CronRefused, CronWarning, check_cron, validate_cron
 from .deadlines import (
     CronError,
+    as_read,
     describe,
     local_and_utc,
     next_deadline,
@@ -42,6 +43,7 @@ __all__ = [
     "LogicalInterval",
     "PartitionKeyError",
     "Period",
+    "as_read",
     "check_cron",
     "describe",
     "has_started",

@@ -101,3 +101,15 @@ def local_and_utc(instant: datetime, time_zone: str) -> dict[str, str]:
         "local": instant.astimezone(ZoneInfo(time_zone)).isoformat(),
         "utc": instant.astimezone(UTC).isoformat().replace("+00:00", "Z"),
     }
+
+
+def as_read(instant: datetime, time_zone: str) -> dict[str, str]:
+    """An instant as a page shows it, to the minute: ``{"local": "Wed 2026-12-02 06:30"
+    (the wall time in ``time_zone``), "offset": "+01:00" (the zone's offset then),
+    "utc": "2026-12-02 05:30"}``."""
+    local = instant.astimezone(ZoneInfo(time_zone))
+    return {
+        "local": local.strftime("%a %Y-%m-%d %H:%M"),
+        "offset": local.isoformat()[-6:],
+        "utc": instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+    }

@@ -34,7 +34,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from httpkit.client_address import client_address
 from httpkit.methods import post_only
 from httpkit.storable import has_unstorable
-from schedules import local_and_utc
+from schedules import as_read
 
 from . import monitors, operators, schedule, selectors
 
@@ -257,7 +257,7 @@ def monitor_detail(request: HttpRequest, monitor_id: int) -> HttpResponse:
             "shown_state": monitors.display_state(monitor, now=now),
             "schedule": schedule.describe(monitor),
             "deadlines": [
-                local_and_utc(at, monitor.timezone)
+                as_read(at, monitor.timezone)
                 for at in schedule.upcoming_deadlines(monitor, now=now)
             ],
             "warnings": monitors.warnings(monitor),

@@ -5,8 +5,6 @@ change follows their team memberships (``catalog.browse.person_*``)."""
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -20,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from httpkit.methods import post_only
 from problems import Problem
+from schedules import as_read
 
 from .. import (
     browse,
@@ -143,15 +142,12 @@ def _dataset_response(
     teams = [m.team.slug for m in memberships]
     is_owner = dataset.owner.slug in teams
     sla = freshness_state.sla_of(dataset)
-    deadlines = []  # (UTC instant, its wall time in the SLA's zone, that zone's offset)
+    deadlines = []  # each as_read: in the SLA's zone with its offset, and in UTC
     if sla is not None:
-        zone = ZoneInfo(dataset.sla_timezone)
         at = now
         for _ in range(NEXT_DEADLINES):
             at = sla.next_deadline(at)
-            local = at.astimezone(zone)
-            offset = local.isoformat()[-6:]
-            deadlines.append((at, local.strftime("%a %Y-%m-%d %H:%M"), offset))
+            deadlines.append(as_read(at, dataset.sla_timezone))
     cells, picture = [], None
     if dataset.partitioning != Dataset.Partitioning.NONE:
         periods = timeline.last_periods(

@@ -83,10 +83,10 @@ def test_dataset_page_shows_owner_sla_deadlines_and_freshness(consumer, orders_d
     assert "readiness event" in body  # the completion signal in words
     assert "At 06:30 every day, Europe/Berlin" in body
     # 06:30 Berlin is 05:30 UTC in winter; the next three deadlines from 09:00 UTC.
-    assert [d[0].isoformat() for d in response.context["deadlines"]] == [
-        "2026-11-29T05:30:00+00:00",
-        "2026-11-30T05:30:00+00:00",
-        "2026-12-01T05:30:00+00:00",
+    assert [d["utc"] for d in response.context["deadlines"]] == [
+        "2026-11-29 05:30",
+        "2026-11-30 05:30",
+        "2026-12-01 05:30",
     ]
     assert "Sun 2026-11-29 06:30 Europe/Berlin" in body
 
@@ -516,7 +516,7 @@ def test_owner_edit_with_a_suspicious_cron_saves_and_shows_the_warning(owner, or
 def test_dataset_page_shows_next_deadlines_in_its_zone_and_utc_across_dst(consumer, orders_daily):
     Dataset.objects.filter(pk=orders_daily.pk).update(sla_cron="30 2 * * *")
     response, body = page(consumer, orders_daily)
-    assert [d[1:] for d in response.context["deadlines"]] == [
+    assert [(d["local"], d["offset"]) for d in response.context["deadlines"]] == [
         ("Sat 2026-03-28 02:30", "+01:00"),
         ("Sun 2026-03-29 03:00", "+02:00"),  # 02:30 does not occur: the end of the gap
         ("Mon 2026-03-30 02:30", "+02:00"),
