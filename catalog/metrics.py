@@ -20,17 +20,13 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from httpkit import metrics as http_metrics
-from httpkit import outage
 
 from . import self_monitoring
 from .models import Dataset, Delivery, LatePartition
@@ -106,29 +102,21 @@ def record_sweep(*, error: bool, list_calls: int, missed_events: int) -> None:
     POLL_MISSED_EVENTS.inc(missed_events)
 
 
-class CatalogCollector(Collector):
-    """The catalog's state, read at scrape time (``state``), and the broker's queues.
+class CatalogCollector(http_metrics.StateCollector):
+    """The catalog's state, read at scrape time (``state``), and the broker's queues,
+    which are read even when the database does not answer."""
 
-    A database that does not answer leaves the state out (``tidemark_database_up`` 0)
-    rather than failing the scrape: the processes' counters are still worth reading.
-    """
+    up_name = "tidemark_database_up"
+    up_help = (
+        "1 when the catalog's database answered this scrape's state queries, else 0 "
+        "(and no state gauges)."
+    )
 
-    def collect(self) -> Iterable[Metric]:
-        up = GaugeMetricFamily(
-            "tidemark_database_up",
-            "1 when the catalog's database answered this scrape's state queries, else 0 "
-            "(and no state gauges).",
-        )
-        try:
-            families = state(now=timezone.now())
-        except DatabaseError as exc:
-            if not outage.is_database_unavailable(exc):
-                raise
-            outage.handled(exc)  # logged once per outage; its broken connections closed
-            up.add_metric([], 0)
-            return [up, *_broker_queues()]
-        up.add_metric([], 1)
-        return [up, *families, *_broker_queues()]
+    def read(self, now: datetime) -> list[Metric]:
+        return state(now=now)
+
+    def always(self) -> list[Metric]:
+        return list(_broker_queues())
 
 
 def state(*, now: datetime) -> list[Metric]:

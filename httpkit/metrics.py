@@ -23,9 +23,12 @@ import hmac
 import os
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -35,10 +38,13 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from problems import PROBLEM_CONTENT_TYPE, problem_document
+
+from . import outage
 
 # Seconds; the publish hot path answers in a few milliseconds, a page in tens.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -105,6 +111,39 @@ class _ThisProcess(Collector):
 
     def collect(self):
         return REGISTRY.collect()
+
+
+class StateCollector(Collector):
+    """State gauges read from a database at scrape time, with a gauge saying whether it
+    answered: when it does not (an outage, ``httpkit.outage``), the scrape still answers
+    with the processes' counters, ``up_name`` at 0 and no state gauges.
+
+    Subclasses set ``up_name`` and ``up_help`` and define ``read(now)`` (the state's
+    metric families; may raise ``DatabaseError``) and, optionally, ``always()`` (families
+    read without the database, such as the broker's queues).
+    """
+
+    up_name: str
+    up_help: str
+
+    def read(self, now: datetime) -> list[Metric]:
+        raise NotImplementedError
+
+    def always(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        up = GaugeMetricFamily(self.up_name, self.up_help)
+        try:
+            families = self.read(timezone.now())
+        except DatabaseError as exc:
+            if not outage.is_database_unavailable(exc):
+                raise
+            outage.handled(exc)  # logged once per outage; its broken connections closed
+            up.add_metric([], 0)
+            return [up, *self.always()]
+        up.add_metric([], 1)
+        return [up, *families, *self.always()]
 
 
 def exposition(collectors: Iterable[Collector]) -> bytes:

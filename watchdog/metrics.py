@@ -11,20 +11,15 @@ database at scrape time. The watchdog deployed alone imports nothing of the cata
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 
-from django.db import DatabaseError
 from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from httpkit import metrics as http_metrics
-from httpkit import outage
 
 from .models import Incident, LoopState, Monitor, Page
 
@@ -59,27 +54,17 @@ def record_cycle(*, duration_ms: float, missed: int) -> None:
     DEADLINES_MISSED.inc(missed)
 
 
-class WatchdogCollector(Collector):
-    """The watchdog's state, read at scrape time (``state``); without it, when its
-    database does not answer (``tidemark_watchdog_database_up`` 0), the scrape still
-    gives the processes' counters."""
+class WatchdogCollector(http_metrics.StateCollector):
+    """The watchdog's state, read at scrape time (``state``)."""
 
-    def collect(self) -> Iterable[Metric]:
-        up = GaugeMetricFamily(
-            "tidemark_watchdog_database_up",
-            "1 when the watchdog's database answered this scrape's state queries, else 0 "
-            "(and no state gauges).",
-        )
-        try:
-            families = state(now=timezone.now())
-        except DatabaseError as exc:
-            if not outage.is_database_unavailable(exc):
-                raise
-            outage.handled(exc)  # logged once per outage; its broken connections closed
-            up.add_metric([], 0)
-            return [up]
-        up.add_metric([], 1)
-        return [up, *families]
+    up_name = "tidemark_watchdog_database_up"
+    up_help = (
+        "1 when the watchdog's database answered this scrape's state queries, else 0 "
+        "(and no state gauges)."
+    )
+
+    def read(self, now: datetime) -> list[Metric]:
+        return state(now=now)
 
 
 def state(*, now: datetime) -> list[Metric]:
