@@ -10,6 +10,8 @@ from zoneinfo import ZoneInfo
 from cronsim import CronSim, CronSimError
 from hypothesis import strategies as st
 
+from schedules import CronError, check_cron
+
 ZONES = [
     "UTC",
     "Europe/Berlin",
@@ -43,9 +45,12 @@ def _field(low: int, high: int, steps: list[int]) -> st.SearchStrategy[str]:
 
 
 def _valid(expression: str) -> bool:
+    """What Tidemark accepts as a deadline cron (``check_cron``: cronsim's grammar, less
+    what never fires or reads differently in cronsim and POSIX)."""
     try:
         CronSim(expression, datetime(2026, 1, 1))
-    except CronSimError:
+        check_cron(expression)
+    except (CronSimError, CronError):
         return False
     return True
 
