@@ -133,12 +133,12 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
 
     Both definitions carry the page severity for the dataset's criticality
     (``SEVERITY_OF_CRITICALITY``) and a link to the dataset's page (``dataset_url``), so
-    the watchdog's pages link to it. The data monitor's definition carries the partitions already ready that its deadlines
-    may still expect (``ready_partitions``, oldest first, at most
-    ``READY_PARTITIONS_IN_DEFINITION``), which the watchdog records with the definition in
-    one transaction: a monitor created for a dataset that already has its data is never
-    judged without it. Any more ready partitions in the horizon are queued as pings after
-    the definition.
+    the watchdog's pages link to it. The data monitor's definition carries the partitions
+    already ready that its deadlines may still expect (``ready_partitions``, oldest
+    first, at most ``READY_PARTITIONS_IN_DEFINITION``), which the watchdog records with
+    the definition in one transaction: a monitor created for a dataset that already has
+    its data is never judged without it. Any more ready partitions in the horizon are
+    queued as pings after the definition.
 
     Must run in the transaction that changed the dataset. The definition carries the
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.

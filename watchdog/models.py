@@ -103,7 +103,9 @@ class Monitor(models.Model):
     )
     # Pages about it link here too: ``[{"href": "https://...", "text": "..."}]`` (a catalog-
     # fed monitor: its dataset's page), http(s) only (``monitors.link_problems``).
-    links = models.JSONField(default=list, blank=True)
+    links = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
     # Watches Tidemark itself (beat, workers, poll, deliveries). While one is down, pages of
     # the other monitors are held: the outage is Tidemark's, and operators are paged for it.
     system = models.BooleanField(default=False)

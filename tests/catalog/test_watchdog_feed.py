@@ -234,9 +234,7 @@ def test_the_owner_sees_the_pipeline_ping_url_its_last_task_calls(watchdog_api, 
     assert pipeline.pings.get().kind == "success"
 
 
-def test_the_monitors_link_to_the_dataset_page_and_page_by_its_criticality(
-    watchdog_api, settings
-):
+def test_the_monitors_link_to_the_dataset_page_and_page_by_its_criticality(watchdog_api, settings):
     settings.TIDEMARK_PUBLIC_URL = "https://catalog.example/"
     team = TeamFactory(slug="orders")
     dataset = register(team)
