@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from django.conf import settings
+from django.urls import reverse
 
 import outbound
 from schedules import FreshnessSla, parse_partition_key
@@ -29,6 +30,14 @@ from .models import Dataset, Endpoint, Notification, Partition, PartitionRevisio
 # At most this many ready partitions travel with a data monitor's definition (the
 # watchdog takes up to 1,000); any more in the horizon follow as pings of their own.
 READY_PARTITIONS_IN_DEFINITION = 1000
+# The severity of a monitor's pages (PagerDuty Events API v2 values) by its dataset's
+# criticality.
+SEVERITY_OF_CRITICALITY = {
+    Dataset.Criticality.CRITICAL: "critical",
+    Dataset.Criticality.HIGH: "error",
+    Dataset.Criticality.MEDIUM: "warning",
+    Dataset.Criticality.LOW: "info",
+}
 
 
 def configured() -> bool:
@@ -50,6 +59,20 @@ def watches(dataset: Dataset) -> bool:
         and bool(dataset.sla_cron)
         and dataset.partitioning != Dataset.Partitioning.NONE
     )
+
+
+def dataset_url(dataset: Dataset) -> str | None:
+    """The dataset's page in the catalog as people reach it (``TIDEMARK_PUBLIC_URL``), or
+    None when that is not set."""
+    base = settings.TIDEMARK_PUBLIC_URL.rstrip("/")
+    return f"{base}{reverse('web:dataset', args=[dataset.pk])}" if base else None
+
+
+def _links(dataset: Dataset) -> list[dict[str, str]]:
+    url = dataset_url(dataset)
+    if url is None:
+        return []
+    return [{"href": url, "text": f"Dataset {dataset.namespace}/{dataset.name}"[:200]}]
 
 
 def _endpoint(dataset: Dataset) -> Endpoint:
@@ -108,12 +131,14 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     critical dataset, and their pause when a watched dataset stops being one (criticality,
     SLA, retirement).
 
-    The data monitor's definition carries the partitions already ready that its deadlines
-    may still expect (``ready_partitions``, oldest first, at most
-    ``READY_PARTITIONS_IN_DEFINITION``), which the watchdog records with the definition in
-    one transaction: a monitor created for a dataset that already has its data is never
-    judged without it. Any more ready partitions in the horizon are queued as pings after
-    the definition.
+    Both definitions carry the page severity for the dataset's criticality
+    (``SEVERITY_OF_CRITICALITY``) and a link to the dataset's page (``dataset_url``), so
+    the watchdog's pages link to it. The data monitor's definition carries the partitions
+    already ready that its deadlines may still expect (``ready_partitions``, oldest
+    first, at most ``READY_PARTITIONS_IN_DEFINITION``), which the watchdog records with
+    the definition in one transaction: a monitor created for a dataset that already has
+    its data is never judged without it. Any more ready partitions in the horizon are
+    queued as pings after the definition.
 
     Must run in the transaction that changed the dataset. The definition carries the
     dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
@@ -144,6 +169,8 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
         "timezone": dataset.sla_timezone,
         "grace_seconds": dataset.sla_grace_seconds,
         "channels": channels,
+        "severity": SEVERITY_OF_CRITICALITY.get(dataset.criticality, "critical"),
+        "links": _links(dataset),
         # No longer critical, no SLA, or retired: the monitors are paused, not lost.
         "active": watched,
     }

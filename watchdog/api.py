@@ -107,7 +107,18 @@ DEFINITION_FIELDS = [
     "storage_marker",
     "post_only",
     "system",
+    "severity",
+    "links",
 ]
+
+
+class LinkSerializer(serializers.Serializer):
+    """A page's link: an http(s) address and the text shown for it."""
+
+    href = serializers.CharField(max_length=2048, help_text="An http(s) URL with a host.")
+    text = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, help_text="Shown for the link."
+    )
 
 
 class MonitorInputSerializer(ModelSerializer):
@@ -120,6 +131,12 @@ class MonitorInputSerializer(ModelSerializer):
     grace_seconds = serializers.IntegerField(min_value=0, max_value=31 * 86400, required=False)
     start_grace_seconds = serializers.IntegerField(
         min_value=0, max_value=31 * 86400, required=False, allow_null=True
+    )
+    links = LinkSerializer(
+        many=True,
+        required=False,
+        max_length=monitors.LINKS_MAX,
+        help_text="Pages about the monitor link to each (e.g. a dataset's page).",
     )
 
     class Meta:

@@ -56,6 +56,14 @@ class Monitor(models.Model):
         DOWN = "down"
         PAUSED = "paused"
 
+    class Severity(models.TextChoices):
+        """PagerDuty Events API v2 ``payload.severity`` values, most urgent first."""
+
+        CRITICAL = "critical"
+        ERROR = "error"
+        WARNING = "warning"
+        INFO = "info"
+
     ping_key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
     owner = models.CharField(max_length=64, blank=True, help_text="Owner label (a team slug).")
@@ -88,6 +96,16 @@ class Monitor(models.Model):
     storage_template = models.CharField(max_length=512, blank=True)
     storage_marker = models.CharField(max_length=128, blank=True, default="_SUCCESS")
     post_only = models.BooleanField(default=False, help_text="Ignore GET pings (link unfurlers).")
+    # How urgent its pages are (PagerDuty's severity; a catalog-fed monitor's follows its
+    # dataset's criticality).
+    severity = models.CharField(
+        max_length=16, choices=Severity.choices, default=Severity.CRITICAL, db_default="critical"
+    )
+    # Pages about it link here too: ``[{"href": "https://...", "text": "..."}]`` (a catalog-
+    # fed monitor: its dataset's page), http(s) only (``monitors.link_problems``).
+    links = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
     # Watches Tidemark itself (beat, workers, poll, deliveries). While one is down, pages of
     # the other monitors are held: the outage is Tidemark's, and operators are paged for it.
     system = models.BooleanField(default=False)

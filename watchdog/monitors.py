@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 import outbound
+from outbound import pagerduty
 from problems import REQUIRED_DETAIL, FieldError, FieldWarning, ValidationProblem, invalid_choice
 from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron, cron_checks
 from schedules.periods import validate_timezone
@@ -82,6 +83,7 @@ def validate(monitor: Monitor) -> None:
     problems += _start_problems(monitor)
     problems += datacheck.definition_problems(monitor)
     problems += slug_problems(monitor)
+    problems += link_problems(monitor.links)
     if problems:
         raise ValidationProblem.of("Some monitor fields are not valid.", problems)
 
@@ -117,6 +119,43 @@ def slug_problems(monitor: Monitor) -> list[FieldError]:
             )
         ]
     return []
+
+
+LINKS_MAX = 5
+LINK_TEXT_MAX_CHARS = 200
+
+
+def link_problems(links: object) -> list[FieldError]:
+    """Links (optional) are a list of at most ``LINKS_MAX`` objects ``{"href", "text"}``:
+    ``href`` an http(s) address with a host (``outbound.pagerduty.web_address``), ``text``
+    (optional) at most ``LINK_TEXT_MAX_CHARS`` characters. Pages link to each; what the
+    text may become in each receiving system is ``outbound``'s to decide.
+
+    Returns:
+        FieldErrors naming ``links`` or ``links.N.href``/``links.N.text`` (rules
+        ``links_shape``, ``http_url``, ``link_text``), or none.
+    """
+    if not isinstance(links, list) or len(links) > LINKS_MAX:
+        return [FieldError("links", f"a list of at most {LINKS_MAX} {{href, text}}", "links_shape")]
+    problems = []
+    for index, entry in enumerate(links):
+        if not isinstance(entry, dict) or set(entry) - {"href", "text"}:
+            problems.append(FieldError(f"links.{index}", "an object {href, text}", "links_shape"))
+            continue
+        href, text = entry.get("href"), entry.get("text", "")
+        if not isinstance(href, str) or not pagerduty.web_address(href):
+            problems.append(
+                FieldError(f"links.{index}.href", "must be an http(s) URL with a host", "http_url")
+            )
+        if not isinstance(text, str) or len(text) > LINK_TEXT_MAX_CHARS:
+            problems.append(
+                FieldError(
+                    f"links.{index}.text",
+                    f"must be text of at most {LINK_TEXT_MAX_CHARS} characters",
+                    "link_text",
+                )
+            )
+    return problems
 
 
 def _cron_problem(field: str, expression: str) -> FieldError | None:

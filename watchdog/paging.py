@@ -9,7 +9,8 @@ trigger is never sent after its resolve.
 
 Channels: PagerDuty Events API v2 (``dedup_key`` per incident, so trigger and resolve
 pair and a repeated trigger attaches to the open alert), Slack incoming webhooks, signed
-webhooks (Standard Webhooks v1) and email through Django's mail backend. What user-supplied
+webhooks (Standard Webhooks v1) and email through Django's mail backend. What a page says
+(summary, severity, links, the failing ping's body tail) is ``page_words``'. What user-supplied
 words (monitor names, owners, run ids, partitions) may become for each is decided in
 ``outbound``: ``pagerduty`` (a one-line summary, details as JSON values), ``slack`` (every
 piece escaped, links built there) and ``mail`` (a one-line subject, a plain-text body).
@@ -28,13 +29,12 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
-from django.urls import NoReverseMatch, reverse
 
 import outbound
 from outbound import mail, pagerduty, secretbox, slack
 from outbound.secretbox import InvalidToken
 
-from . import db, metrics
+from . import db, metrics, page_words
 from .channels import address_policy
 from .models import Channel, Incident, Monitor, Page, PageGroup
 
@@ -195,7 +195,7 @@ def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
     channel = page.channel
     try:
         if channel.kind == Channel.Kind.EMAIL:
-            subject, text = _words(page)
+            subject, text = page_words.words(page)
             # A subject of one line, cut: a monitor's name never adds a header.
             subject, text = mail.subject(subject), mail.body(text)
             send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [channel.target])
@@ -212,92 +212,9 @@ def _send(page: Page, *, sender: outbound.Sender, now: datetime) -> Outcome:
     )
 
 
-@dataclass(frozen=True)
-class _Subject:
-    """What a page is about: an incident, or a group of them."""
-
-    summary: str
-    dedup_key: str
-    opened_at: datetime
-    component: str
-    group: str
-    kind: str
-    details: dict
-
-
-def _subject(page: Page) -> _Subject:
-    if page.incident is None:
-        group = page.group
-        return _Subject(
-            summary=group.summary,
-            dedup_key=group.dedup_key,
-            opened_at=group.opened_at,
-            component="tidemark-watchdog",
-            group="tidemark",
-            kind="grouped",
-            details={"monitors": group.monitors, "count": len(group.monitors)},
-        )
-    incident = page.incident
-    monitor = incident.monitor
-    return _Subject(
-        summary=incident.summary,
-        dedup_key=incident.dedup_key,
-        opened_at=incident.opened_at,
-        component=monitor.name,
-        group=monitor.owner or "tidemark",
-        kind=incident.reason,
-        details={
-            "monitor": monitor.name,
-            "owner": monitor.owner,
-            "reason": incident.reason,
-            "deadline_at": incident.deadline_at.isoformat(),
-            "partition": incident.partition or None,
-            "last_ping_at": monitor.last_ping_at.isoformat() if monitor.last_ping_at else None,
-        },
-    )
-
-
-def _words(page: Page) -> tuple[str, str]:
-    """(subject, text) in plain text; the text ends with the on-call page, if known."""
-    summary = _subject(page).summary
-    if page.action == Page.Action.RESOLVE:
-        subject, text = f"[resolved] {summary}", f"Resolved: {summary}"
-    else:
-        subject, text = f"[down] {summary}", summary
-    url = _oncall_url(page)
-    return subject, f"{text}\n\nOn-call page: {url}" if url else text
-
-
-def _oncall_url(page: Page) -> str | None:
-    """Where on-call sees what the page is about, on the watchdog's own server
-    (``WATCHDOG_PUBLIC_URL``): the monitor's page, or the incident list for a group."""
-    base = settings.WATCHDOG_PUBLIC_URL.rstrip("/")
-    try:
-        if page.incident is None:
-            path = reverse("oncall:incident-list")
-        else:
-            path = reverse("oncall:monitor-detail", args=[page.incident.monitor_id])
-    except NoReverseMatch:  # a deployment without the on-call pages
-        return None
-    return f"{base}{path}" if base else None
-
-
-def _slack_text(page: Page) -> str:
-    """The Slack message: the subject escaped, and a link to the on-call page labelled
-    with the monitor's name (escaped as well: ``outbound.slack``)."""
-    icon = ":white_check_mark:" if page.action == Page.Action.RESOLVE else ":rotating_light:"
-    subject, _ = _words(page)
-    text = f"{icon} {slack.escape_text(subject)}"
-    url = _oncall_url(page)
-    if url:
-        label = "open incidents" if page.incident is None else page.incident.monitor.name
-        text += f" ({slack.link(url, label)})"
-    return text
-
-
 def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
     channel = page.channel
-    subject = _subject(page)
+    subject = page_words.subject(page, with_failing_ping=True)
     details = subject.details
     if channel.kind == Channel.Kind.PAGERDUTY:
         if page.action == Page.Action.TRIGGER:
@@ -307,10 +224,14 @@ def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
                 summary=subject.summary,
                 source="tidemark-watchdog",
                 timestamp=subject.opened_at,
+                severity=subject.severity,
                 component=subject.component,
                 group=subject.group,
                 kind=subject.kind,
                 custom_details=details,
+                client=page_words.CLIENT,
+                client_url=page_words.oncall_url(page) or "",
+                links=page_words.links(page),
             )
         else:
             event = pagerduty.resolve(routing_key=channel.target, dedup_key=subject.dedup_key)
@@ -318,7 +239,7 @@ def _request(page: Page, *, now: datetime) -> tuple[str, bytes, dict[str, str]]:
     if channel.kind == Channel.Kind.SLACK:
         return (
             channel.target,
-            slack.payload(_slack_text(page)),
+            slack.payload(page_words.slack_text(page), page_words.slack_blocks(page, subject)),
             {"Content-Type": "application/json"},
         )
     # Signed webhook, Standard Webhooks v1: the page id is the stable webhook-id.
@@ -376,7 +297,11 @@ def _record(page: Page, token: uuid.UUID, outcome: Outcome, *, now: datetime) ->
     if written:
         metrics.record_page(channel=page.channel.kind, result=changes.get("state", "retrying"))
         logger.info(
-            "page %s %s to %s: %s", page.action, _subject(page).dedup_key, page.channel, outcome
+            "page %s %s to %s: %s",
+            page.action,
+            page_words.subject(page).dedup_key,
+            page.channel,
+            outcome,
         )
 
 

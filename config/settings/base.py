@@ -305,6 +305,10 @@ TIDEMARK_POLL = {
     "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
 }
 
+# The catalog's own base URL as people reach it: pages about a dataset's monitors link to
+# its page there (empty: they do not).
+TIDEMARK_PUBLIC_URL = env.str("TIDEMARK_PUBLIC_URL", default="http://127.0.0.1:8000")
+
 # The watchdog (its own loop and database; see config/settings/watchdog.py to run it alone).
 WATCHDOG_PUBLIC_URL = env.str("WATCHDOG_PUBLIC_URL", default="http://127.0.0.1:8001")
 WATCHDOG_LOOP_SECONDS = env.float("WATCHDOG_LOOP_SECONDS", default=1.0)

@@ -232,3 +232,29 @@ def test_the_owner_sees_the_pipeline_ping_url_its_last_task_calls(watchdog_api, 
 
     assert Client().post(f"/ping/{pipeline.ping_key}/0").status_code == 200
     assert pipeline.pings.get().kind == "success"
+
+
+def test_the_monitors_link_to_the_dataset_page_and_page_by_its_criticality(watchdog_api, settings):
+    settings.TIDEMARK_PUBLIC_URL = "https://catalog.example/"
+    team = TeamFactory(slug="orders")
+    dataset = register(team)
+    deliver()
+    link = {
+        "href": f"https://catalog.example/datasets/{dataset.pk}/",
+        "text": "Dataset s3://lake/orders",
+    }
+    assert {(m.severity, json.dumps(m.links)) for m in Monitor.objects.all()} == {
+        ("critical", json.dumps([link]))
+    }
+    datasets.dataset_update(
+        actor=Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.HIGH
+    )
+    deliver()  # paused, and as urgent as a high dataset would be
+    assert set(Monitor.objects.values_list("severity", flat=True)) == {"error"}
+
+    settings.TIDEMARK_PUBLIC_URL = ""
+    datasets.dataset_update(
+        actor=Actor(team=team), dataset=dataset, criticality=Dataset.Criticality.CRITICAL
+    )
+    deliver()
+    assert [m.links for m in Monitor.objects.all()] == [[], []]

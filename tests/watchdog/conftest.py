@@ -7,19 +7,27 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from tests.watchdog import pagerduty_events
 from watchdog import tokens
 from watchdog.models import Channel
 
 
 @pytest.fixture
 def pagerduty(httpserver, settings):
-    """A PagerDuty Events API v2 stand-in that records every event."""
+    """A PagerDuty Events API v2 stand-in that records every event it accepts: one that
+    breaks the Events API v2 rules (``pagerduty_events.errors``) is answered 400, as
+    PagerDuty answers it, and not recorded."""
     events = []
 
     def handler(request):
         from werkzeug import Response
 
-        events.append(json.loads(request.data))
+        event = json.loads(request.data)
+        refused = pagerduty_events.errors(event)
+        if refused:
+            body = {"status": "invalid event", "message": "Event object is invalid"}
+            return Response(json.dumps({**body, "errors": refused}), status=400)
+        events.append(event)
         return Response(json.dumps({"status": "success"}), status=202)
 
     httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(handler)

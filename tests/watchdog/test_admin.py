@@ -21,6 +21,8 @@ FORM = {
     "partition_timezone": "UTC",
     "grace_seconds": "600",
     "storage_marker": "_SUCCESS",
+    "severity": "critical",
+    "links": "[]",
 }
 
 
