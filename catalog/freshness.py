@@ -80,11 +80,14 @@ def evaluate_due(*, now: datetime, limit: int = 200) -> list[LateReport]:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One batch of ``evaluate_batch``: the partitions it found ``late`` and how many
-    datasets it ``judged``; ``judged == limit`` means more may be due."""
+    """One batch of ``evaluate_batch``: the partitions it found ``late``, how many
+    datasets it ``judged``, and whether one of them is still ``behind`` (more deadlines
+    past their grace than one evaluation judges: ``MAX_DEADLINES_PER_EVALUATION``).
+    ``judged == limit`` or ``behind`` means more may be due."""
 
     late: list[LateReport]
     judged: int
+    behind: bool = False
 
 
 def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
@@ -100,9 +103,12 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
             .filter(next_check_at__lte=now)
             .order_by("next_check_at")[:limit]
         )
+        behind = False
         for dataset in datasets:
-            reports += _judge(dataset, now=now)
-    return Evaluation(late=reports, judged=len(datasets))
+            found, still_due = _judge(dataset, now=now)
+            reports += found
+            behind = behind or still_due
+    return Evaluation(late=reports, judged=len(datasets), behind=behind)
 
 
 def evaluate_pass(
@@ -130,7 +136,7 @@ def evaluate_pass(
         evaluation = evaluate_batch(now=clock(), limit=limit)
         for report in evaluation.late:
             on_late(report)
-        return len(evaluation.late), evaluation.judged == limit
+        return len(evaluation.late), evaluation.judged == limit or evaluation.behind
 
     summary = passes.run_batches(batch, budget_seconds=budget_seconds)
     if recover_arrived(now=clock(), limit=limit) == limit:
@@ -138,11 +144,13 @@ def evaluate_pass(
     return summary
 
 
-def _judge(dataset: Dataset, *, now: datetime) -> list[LateReport]:
+def _judge(dataset: Dataset, *, now: datetime) -> tuple[list[LateReport], bool]:
+    """Judge up to ``MAX_DEADLINES_PER_EVALUATION`` of the dataset's deadlines whose grace
+    has passed by ``now``; returns the partitions newly late and whether more are due."""
     sla = sla_of(dataset)
     if sla is None:
         Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
-        return []
+        return [], False
     reports = []
     deadline = dataset.next_deadline_at
     for _ in range(MAX_DEADLINES_PER_EVALUATION):
@@ -160,7 +168,7 @@ def _judge(dataset: Dataset, *, now: datetime) -> list[LateReport]:
     Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
         next_deadline_at=deadline, next_check_at=sla.late_after(deadline)
     )
-    return reports
+    return reports, sla.late_after(deadline) <= now
 
 
 def _is_ready(dataset: Dataset, key: str) -> bool:

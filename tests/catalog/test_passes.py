@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from catalog import doorbell, passes, tasks
+from catalog import doorbell, freshness, passes, tasks
 from catalog.models import ChangeNotice, Dataset, LatePartition, Notification
 from tests.catalog.factories import DatasetFactory, TeamFactory
 
@@ -84,6 +84,32 @@ def test_one_tick_judges_every_dataset_of_a_shared_deadline(rings):
     assert LatePartition.objects.count() == late_notices() == 450
     assert not Dataset.objects.filter(next_check_at__lte=NOW).exists()
     assert rings == []  # nothing left: no further pass
+
+
+@pytest.mark.django_db
+def test_one_tick_catches_up_a_dataset_more_deadlines_behind_than_one_evaluation_judges(rings):
+    """A minute cron after a day without evaluations: more deadlines than one evaluation
+    of a dataset judges (``MAX_DEADLINES_PER_EVALUATION``); the pass carries on with it."""
+    owner = TeamFactory(slug="orders")
+    behind_since = NOW - timedelta(minutes=freshness.MAX_DEADLINES_PER_EVALUATION + 90)
+    start = behind_since.replace(second=0) + timedelta(minutes=1)
+    dataset = Dataset.objects.create(
+        namespace="s3://lake",
+        name="raw/clicks",
+        owner=owner,
+        partitioning=Dataset.Partitioning.HOURLY,
+        sla_cron="* * * * *",
+        next_deadline_at=start,
+        next_check_at=start,
+    )
+
+    tasks.evaluate_freshness()
+
+    dataset.refresh_from_db()
+    assert dataset.next_check_at > NOW  # every deadline up to now judged in this tick
+    newest_closed = (NOW.replace(minute=0, second=0) - timedelta(hours=1)).strftime("%Y-%m-%dT%H")
+    assert LatePartition.objects.filter(dataset=dataset, partition_key=newest_closed).exists()
+    assert rings == []
 
 
 @pytest.mark.django_db
