@@ -503,6 +503,31 @@ def _next_hour(step) -> Scenario:
 # What the oracle found on the code before partitions from the future were refused, shrunk:
 # the publish of a partition that starts in an hour was 201, and the poll's find of one
 # became the latest ready partition.
+# Found by the oracle: a minute cron after 22 hours without evaluations is more deadlines
+# behind than one evaluation judges; the pass stopped there and told the last late
+# partition a tick later.
+@example(
+    scenario=Scenario(
+        partitioning="hourly",
+        partition_zone="Europe/Berlin",
+        cron="0-45 * * * *",
+        sla_zone="Europe/Berlin",
+        grace=timedelta(0),
+        accepts_future=False,
+        registered_at=datetime(2025, 1, 1, 0, 0, tzinfo=UTC),
+        steps=(
+            (
+                datetime(2025, 1, 1, 0, 1, tzinfo=UTC),
+                Publish(offset=0, state="ready", version=None, idempotent=False),
+            ),
+            (
+                datetime(2025, 1, 1, 0, 59, tzinfo=UTC),
+                Publish(offset=0, state="ready", version=None, idempotent=False),
+            ),
+        ),
+        until=datetime(2025, 1, 1, 22, 0, tzinfo=UTC),
+    )
+)
 @example(scenario=_next_hour(Publish(offset=1, state="ready", version=None, idempotent=False)))
 @example(scenario=_next_hour(PollSees(offset=1, complete=True)))
 @settings(
