@@ -490,3 +490,21 @@ def test_the_monitor_page_shows_next_deadlines_in_its_zone_and_utc_and_warnings(
     ]
     assert "(UTC+02:00) · 2026-03-29 01:00 UTC" in deadlines
     assert "start_cron: minute is &#x27;*&#x27; with hour &#x27;1&#x27;" in body
+
+
+def test_the_monitor_page_shows_severity_and_only_web_links(oncall_world, orders_oncall):
+    nightly = oncall_world["nightly"]
+    Monitor.objects.filter(pk=nightly.pk).update(
+        severity="error",
+        links=[
+            {"href": "https://catalog.example.com/datasets/7/", "text": "raw/orders <b>page</b>"},
+            {"href": "javascript:alert(1)", "text": "written around the API"},
+        ],
+    )
+    body = _client_for(orders_oncall).get(f"/oncall/monitors/{nightly.pk}").content.decode()
+    assert "<dt>Severity</dt><dd>error</dd>" in body
+    links = re.search(r'<ul class="plain" id="monitor-links">(.*?)</ul>', body)[1]
+    assert links == (
+        '<li><a href="https://catalog.example.com/datasets/7/" rel="noopener noreferrer">'
+        "raw/orders &lt;b&gt;page&lt;/b&gt;</a></li>"
+    )
