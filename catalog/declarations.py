@@ -34,11 +34,11 @@ from problems import (
     invalid_choice,
     required,
 )
+from schedules import cron_checks
 
 from . import bounded_yaml
 from .identity import IdentityError, normalise_dataset_identity
 from .models import Dataset
-from .sla_schedule import cron_problem, cron_warnings
 
 MAX_BYTES = 256 * 1024
 MAX_DATASETS = 500
@@ -267,7 +267,9 @@ def plan(
     items = []
     for declaration in document.datasets:
         existing = current.get((declaration.namespace, declaration.name))
-        warnings = tuple(cron_warnings("sla_cron", declaration.fields.get("sla_cron") or ""))
+        warnings = tuple(
+            cron_checks.field_warnings("sla_cron", declaration.fields.get("sla_cron") or "")
+        )
         if existing is None:
             changes = tuple(FieldChange(f, None, v) for f, v in declaration.fields.items())
             items.append(PlanItem(declaration, "create", changes, warnings))
@@ -351,7 +353,7 @@ def _declaration(index: int, entry: Any, problems: list[FieldError]) -> Declarat
     cron = fields.get("sla_cron")
     if isinstance(cron, str) and cron and len(problems) == before:
         # Refused in the dry run as in the API, naming the path ("datasets[0].sla_cron").
-        refused = cron_problem("sla_cron", cron)
+        refused = cron_checks.field_problem("sla_cron", cron)
         if refused is not None:
             problems.append(FieldError(f"{path}.sla_cron", refused.detail, refused.rule))
     if identity is None or len(problems) > before:

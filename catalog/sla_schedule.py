@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from problems import FieldError, FieldWarning
-from schedules import CronError, check_cron, cron_checks, local_and_utc
+from problems import FieldWarning
+from schedules import cron_checks, local_and_utc
 
 from . import freshness_state
 from .models import Dataset
@@ -18,28 +18,9 @@ from .models import Dataset
 NEXT_DEADLINES = 3
 
 
-def cron_problem(field: str, expression: str) -> FieldError | None:
-    """The error of a cron field (``sla_cron``), or None when ``schedules.check_cron``
-    accepts it. The detail names the cron field, the value and the allowed range ("minute
-    field '75' is out of range 0-59"; the problem's detail puts the field before it); the
-    rule is ``cron_expression`` or ``cron_never_fires``."""
-    try:
-        check_cron(expression)
-    except CronError as exc:
-        return FieldError(field, str(exc), getattr(exc, "rule", "cron_expression"))
-    return None
-
-
-def cron_warnings(field: str, expression: str) -> list[FieldWarning]:
-    """The warnings of a cron field's accepted value (none for a blank or refused one)."""
-    if not expression:
-        return []
-    return [FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)]
-
-
 def sla_warnings(dataset: Dataset) -> list[FieldWarning]:
     """The warnings of the dataset's stored ``sla_cron``."""
-    return cron_warnings("sla_cron", dataset.sla_cron)
+    return cron_checks.field_warnings("sla_cron", dataset.sla_cron)
 
 
 def next_deadlines(

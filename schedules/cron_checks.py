@@ -31,6 +31,8 @@ from datetime import UTC, date, datetime
 from cronsim import CronSim, CronSimError
 from cronsim.cronsim import Field
 
+from problems import FieldError, FieldWarning
+
 from .deadlines import CRON_FIELDS, CronError
 
 MINUTE, HOUR, DAY_OF_MONTH, MONTH, DAY_OF_WEEK = (
@@ -441,3 +443,22 @@ def _not_every_year_warning(days: _Days) -> CronWarning:
         f"day-of-month {days.dom_text!r}, month and day-of-week {days.dow_text!r} match "
         f"{what}: some years have no deadline at all",
     )
+
+
+def field_problem(field: str, expression: str) -> FieldError | None:
+    """The error of an input field holding a cron (``sla_cron``, ``cron``, ``start_cron``),
+    or None when ``check_cron`` accepts it. The detail names the cron field, the value and
+    the allowed range ("minute field '75' is out of range 0-59"; a problem's detail puts
+    the input field before it); the rule is ``cron_expression`` or ``cron_never_fires``."""
+    try:
+        check_cron(expression)
+    except CronError as exc:
+        return FieldError(field, str(exc), getattr(exc, "rule", RULE_SYNTAX))
+    return None
+
+
+def field_warnings(field: str, expression: str) -> list[FieldWarning]:
+    """The warnings of an input field's accepted cron (none for a blank or refused one)."""
+    if not expression:
+        return []
+    return [FieldWarning(w.code, field, w.message) for w in warnings_of(expression)]

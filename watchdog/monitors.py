@@ -11,7 +11,7 @@ from django.db import transaction
 import outbound
 from outbound import pagerduty
 from problems import REQUIRED_DETAIL, FieldError, FieldWarning, ValidationProblem, invalid_choice
-from schedules import DAILY, HOURLY, MONTHLY, CronError, check_cron, cron_checks
+from schedules import DAILY, HOURLY, MONTHLY, cron_checks
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, pings, schedule
@@ -65,7 +65,7 @@ def validate(monitor: Monitor) -> None:
     else:
         if not monitor.cron:
             problems.append(FieldError("cron", "required for a deadline monitor", "required"))
-        elif (refused := _cron_problem("cron", monitor.cron)) is not None:
+        elif (refused := cron_checks.field_problem("cron", monitor.cron)) is not None:
             problems.append(refused)
     for field in ("timezone", "partition_timezone"):
         try:
@@ -158,17 +158,6 @@ def link_problems(links: object) -> list[FieldError]:
     return problems
 
 
-def _cron_problem(field: str, expression: str) -> FieldError | None:
-    """A cron field's error naming the field, the cron field, the value and the allowed
-    range ("minute field '75' is out of range 0-59"), or None when accepted; rule
-    ``cron_expression``, or ``cron_never_fires`` for an expression that never fires."""
-    try:
-        check_cron(expression)
-    except CronError as exc:
-        return FieldError(field, str(exc), getattr(exc, "rule", "cron_expression"))
-    return None
-
-
 def warnings(monitor: Monitor) -> list[FieldWarning]:
     """Warnings about the monitor's ``cron`` and ``start_cron`` (accepted, but probably
     meaning something else: ``schedules.check_cron``); none for a period monitor's."""
@@ -176,11 +165,7 @@ def warnings(monitor: Monitor) -> list[FieldWarning]:
     if monitor.kind != Monitor.Kind.DEADLINE:
         return found
     for field in ("cron", "start_cron"):
-        expression = getattr(monitor, field)
-        if expression:
-            found += [
-                FieldWarning(w.code, field, w.message) for w in cron_checks.warnings_of(expression)
-            ]
+        found += cron_checks.field_warnings(field, getattr(monitor, field))
     return found
 
 
@@ -198,7 +183,7 @@ def _start_problems(monitor: Monitor) -> list[FieldError]:
                     "deadline_only",
                 )
             )
-        if (refused := _cron_problem("start_cron", monitor.start_cron)) is not None:
+        if (refused := cron_checks.field_problem("start_cron", monitor.start_cron)) is not None:
             problems.append(refused)
         if monitor.start_grace_seconds is None:
             problems.append(

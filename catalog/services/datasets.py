@@ -13,6 +13,7 @@ from django.utils import timezone
 
 import objectstore
 from problems import REQUIRED_DETAIL, FieldError, Problem, ValidationProblem, invalid_choice
+from schedules import cron_checks
 from schedules.periods import validate_timezone
 
 from .. import (
@@ -21,7 +22,6 @@ from .. import (
     errors,
     freshness,
     selectors,
-    sla_schedule,
     watchdog_feed,
 )
 from ..actors import Actor
@@ -68,7 +68,7 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
             except ValueError as exc:
                 problems.append(FieldError(tz_field, str(exc), "iana_time_zone"))
     if values.get("sla_cron"):
-        cron_problem = sla_schedule.cron_problem("sla_cron", values["sla_cron"])
+        cron_problem = cron_checks.field_problem("sla_cron", values["sla_cron"])
         if cron_problem is not None:
             problems.append(cron_problem)
     source = values.get("storage_source")
