@@ -23,17 +23,27 @@ def sla_warnings(dataset: Dataset) -> list[FieldWarning]:
     return cron_checks.field_warnings("sla_cron", dataset.sla_cron)
 
 
-def next_deadlines(
+def upcoming_deadlines(
     dataset: Dataset, *, now: datetime, count: int = NEXT_DEADLINES
-) -> list[dict[str, str]]:
-    """The dataset's next ``count`` SLA deadlines after ``now`` (aware), oldest first, each
-    ``{"local": ISO 8601 with the sla_timezone's offset, "utc": ISO 8601 ending in Z}``;
-    empty without an SLA (no cron, or unpartitioned)."""
+) -> list[datetime]:
+    """The dataset's next ``count`` SLA deadlines strictly after ``now`` (aware UTC),
+    oldest first; empty without an SLA (no cron, or unpartitioned)."""
     sla = freshness_state.sla_of(dataset)
     if sla is None:
         return []
     found, at = [], now
     for _ in range(count):
         at = sla.next_deadline(at)
-        found.append(local_and_utc(at, sla.time_zone))
+        found.append(at)
     return found
+
+
+def next_deadlines(
+    dataset: Dataset, *, now: datetime, count: int = NEXT_DEADLINES
+) -> list[dict[str, str]]:
+    """``upcoming_deadlines`` as the API gives them, each ``{"local": ISO 8601 with the
+    sla_timezone's offset, "utc": ISO 8601 ending in Z}``."""
+    return [
+        local_and_utc(at, dataset.sla_timezone)
+        for at in upcoming_deadlines(dataset, now=now, count=count)
+    ]

@@ -114,7 +114,6 @@ def dataset_list_page(request: HttpRequest) -> HttpResponse:
 
 
 TIMELINE_PERIODS = 30
-NEXT_DEADLINES = 3
 
 
 @require_GET
@@ -142,12 +141,11 @@ def _dataset_response(
     teams = [m.team.slug for m in memberships]
     is_owner = dataset.owner.slug in teams
     sla = freshness_state.sla_of(dataset)
-    deadlines = []  # each as_read: in the SLA's zone with its offset, and in UTC
-    if sla is not None:
-        at = now
-        for _ in range(NEXT_DEADLINES):
-            at = sla.next_deadline(at)
-            deadlines.append(as_read(at, dataset.sla_timezone))
+    # Each in the SLA's zone with its offset, and in UTC.
+    deadlines = [
+        as_read(at, dataset.sla_timezone)
+        for at in sla_schedule.upcoming_deadlines(dataset, now=now)
+    ]
     cells, picture = [], None
     if dataset.partitioning != Dataset.Partitioning.NONE:
         periods = timeline.last_periods(
