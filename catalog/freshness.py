@@ -103,9 +103,11 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
             .filter(next_check_at__lte=now)
             .order_by("next_check_at")[:limit]
         )
+        plans = [_plan(dataset, now=now) for dataset in datasets]
+        ready = _ready_keys(plans)
         behind = False
-        for dataset in datasets:
-            found, still_due = _judge(dataset, now=now)
+        for plan in plans:
+            found, still_due = _judge(plan, ready=ready, now=now)
             reports += found
             behind = behind or still_due
     return Evaluation(late=reports, judged=len(datasets), behind=behind)
@@ -144,37 +146,69 @@ def evaluate_pass(
     return summary
 
 
-def _judge(dataset: Dataset, *, now: datetime) -> tuple[list[LateReport], bool]:
-    """Judge up to ``MAX_DEADLINES_PER_EVALUATION`` of the dataset's deadlines whose grace
-    has passed by ``now``; returns the partitions newly late and whether more are due."""
+@dataclass
+class _Plan:
+    """One dataset's judgement, worked out before any query: each deadline whose grace
+    has passed with the period keys due at it, and the first deadline left unjudged."""
+
+    dataset: Dataset
+    due: list[tuple[datetime, datetime, list[str]]]  # (deadline, late_at, period keys)
+    next_deadline: datetime | None
+    next_check: datetime | None
+
+
+def _plan(dataset: Dataset, *, now: datetime) -> _Plan:
+    """Walk up to ``MAX_DEADLINES_PER_EVALUATION`` of the dataset's deadlines whose grace
+    has passed by ``now`` (pure arithmetic: no query)."""
     sla = sla_of(dataset)
     if sla is None:
+        return _Plan(dataset, [], None, None)
+    due = []
+    deadline = dataset.next_deadline_at
+    for _ in range(MAX_DEADLINES_PER_EVALUATION):
+        late_at = sla.late_after(deadline)
+        if late_at > now:
+            break
+        due.append((deadline, late_at, [period.key for period in sla.due_at(deadline)]))
+        deadline = sla.next_deadline(deadline)
+    return _Plan(dataset, due, deadline, sla.late_after(deadline))
+
+
+def _ready_keys(plans: list[_Plan]) -> set[tuple[int, str]]:
+    """The ``(dataset id, partition key)`` pairs among the plans' due periods whose
+    current revision is ready: one query for a whole batch (a deadline shared by
+    thousands of datasets used to cost one query per dataset and period)."""
+    wanted = {(plan.dataset.pk, key) for plan in plans for *_, keys in plan.due for key in keys}
+    if not wanted:
+        return set()
+    rows = Partition.objects.filter(
+        dataset_id__in={pk for pk, _ in wanted},
+        key__in={key for _, key in wanted},
+        current_revision__state=PartitionRevision.State.READY,
+    ).values_list("dataset_id", "key")
+    return wanted & set(rows)
+
+
+def _judge(
+    plan: _Plan, *, ready: set[tuple[int, str]], now: datetime
+) -> tuple[list[LateReport], bool]:
+    """Open an incident for every due period of ``plan`` not in ``ready`` and move the
+    stored deadline on; returns the partitions newly late and whether more are due."""
+    dataset = plan.dataset
+    if plan.next_deadline is None:
         Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
         return [], False
     reports = []
-    deadline = dataset.next_deadline_at
-    for _ in range(MAX_DEADLINES_PER_EVALUATION):
-        if sla.late_after(deadline) > now:
-            break
-        for period in sla.due_at(deadline):
-            if _is_ready(dataset, period.key):
+    for deadline, late_at, keys in plan.due:
+        for key in keys:
+            if (dataset.pk, key) in ready:
                 continue
-            incident = _open_late(dataset, period.key, deadline, sla.late_after(deadline), now)
-            if incident is not None:
-                reports.append(
-                    LateReport(str(dataset), period.key, deadline, sla.late_after(deadline))
-                )
-        deadline = sla.next_deadline(deadline)
+            if _open_late(dataset, key, deadline, late_at, now) is not None:
+                reports.append(LateReport(str(dataset), key, deadline, late_at))
     Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
-        next_deadline_at=deadline, next_check_at=sla.late_after(deadline)
+        next_deadline_at=plan.next_deadline, next_check_at=plan.next_check
     )
-    return reports, sla.late_after(deadline) <= now
-
-
-def _is_ready(dataset: Dataset, key: str) -> bool:
-    return Partition.objects.filter(
-        dataset=dataset, key=key, current_revision__state=PartitionRevision.State.READY
-    ).exists()
+    return reports, plan.next_check <= now
 
 
 def _open_late(

@@ -9,10 +9,18 @@ import pytest
 import time_machine
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from catalog import freshness, freshness_state, restatements, tasks
 from catalog.actors import Actor
-from catalog.models import Dataset, Delivery, LatePartition, Notification, PartitionRevision
+from catalog.models import (
+    Dataset,
+    Delivery,
+    LatePartition,
+    Notification,
+    Partition,
+    PartitionRevision,
+)
 from catalog.services.datasets import dataset_register, dataset_update
 from catalog.services.publishing import readiness_publish
 from tests.catalog.factories import EndpointFactory, SubscriptionFactory, TeamFactory
@@ -303,7 +311,9 @@ def test_recover_arrived_closes_the_incident_a_committing_publish_missed(owner):
     # Both committed: the partition is ready and its incident open, with nobody to close it.
     incident = LatePartition.objects.get()
     assert incident.recovered_at is None
-    assert freshness._is_ready(dataset, "2026-11-28")
+    assert Partition.objects.get(dataset=dataset, key="2026-11-28").current_revision.state == (
+        PartitionRevision.State.READY
+    )
     assert recovered_keys() == []
 
     assert freshness.recover_arrived(now=utc(2026, 11, 29, 6, 2)) == 1
@@ -462,3 +472,35 @@ def test_a_grace_longer_than_the_cron_is_due_for_each_deadline_inside_it(owner):
     assert (due.state, due.partition_due) == ("due", "2026-11-28T12")
     late = freshness_state.dataset_freshness(dataset, now=utc(2026, 11, 28, 15, 1))
     assert (late.state, late.partition_due, late.late_seconds) == ("late", "2026-11-28T12", 60)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("count", [3, 12])
+def test_a_shared_deadline_asks_for_readiness_once_per_batch(owner, count):
+    """Judging many datasets due at one deadline reads their readiness in one query, not
+    one per dataset: the batch's cost in partition lookups does not grow with its size."""
+    actor = Actor(team=owner, username="t")
+    with time_machine.travel(utc(2026, 11, 28, 12), tick=False):
+        for n in range(count):
+            dataset_register(
+                actor=actor, namespace="s3://lake", name=f"raw/t{n:03}", sla_cron="0 6 * * *"
+            )
+    for n in range(0, count, 3):  # every third is on time
+        readiness_publish(
+            actor=actor,
+            namespace="s3://lake",
+            name=f"raw/t{n:03}",
+            partition="2026-11-28",
+            now=utc(2026, 11, 29, 5),
+        )
+    with CaptureQueriesContext(connection) as queries:
+        reports = freshness.evaluate_due(now=utc(2026, 11, 29, 6, 1))
+    partition_reads = [
+        q["sql"]
+        for q in queries
+        if q["sql"].startswith("SELECT") and '"catalog_partition"' in q["sql"]
+    ]
+    assert len(partition_reads) == 1, partition_reads
+    assert sorted(r.dataset.split("/")[-1] for r in reports) == [
+        f"t{n:03}" for n in range(count) if n % 3
+    ]
