@@ -70,7 +70,7 @@ POLL_MISSED_EVENTS = Counter(
 )
 
 # The Celery queues Tidemark routes work to (settings.CELERY_TASK_ROUTES and the default).
-QUEUES = ("default", "delivery", "freshness", "poll", "lineage", "housekeeping")
+QUEUES = ("default", "delivery", "freshness", "poll", "lineage", "maintenance", "housekeeping")
 
 StateReader = Callable[[datetime], Iterable[Metric]]
 _STATE_READERS: list[StateReader] = []

@@ -404,7 +404,7 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", defaul
 
 # Retention (docs/operations.md, Retention): how long history is kept, in days. Pruning
 # deletes in batches of TIDEMARK_PRUNE["batch_size"] rows, each its own transaction, every
-# interval_seconds (beat, on the default queue) for at most budget_seconds a run.
+# interval_seconds (beat, on the maintenance queue) for at most budget_seconds a run.
 TIDEMARK_RETENTION = {
     "succeeded_deliveries_days": env.int("TIDEMARK_RETAIN_SUCCEEDED_DELIVERIES_DAYS", default=30),
     "dead_letters_days": env.int("TIDEMARK_RETAIN_DEAD_LETTERS_DAYS", default=90),
@@ -524,6 +524,9 @@ CELERY_TASK_ROUTES = {
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
     "lineage.tasks.fold_alias_usage": {"queue": "lineage"},
+    # Pruning runs for up to TIDEMARK_PRUNE["budget_seconds"]: on a queue of its own, so a
+    # run never holds up the time-critical passes (deadlines, change notices).
+    "catalog.tasks.prune_history": {"queue": "maintenance"},
     # Tidemark watching itself gets a queue and a worker of its own: a backlog on the
     # queues above must never hold back the heartbeat that says whether Tidemark is well.
     "catalog.tasks.heartbeat": {"queue": "housekeeping"},
@@ -550,7 +553,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(TIDEMARK_SELF_MONITORING["period_seconds"]),
         "options": {"expires": float(TIDEMARK_SELF_MONITORING["period_seconds"])},
     },
-    # On the default queue, not housekeeping: the heartbeat's queue carries nothing else.
+    # On the maintenance queue, not housekeeping: the heartbeat's queue carries nothing else.
     # Bounded by TIDEMARK_PRUNE["budget_seconds"]; what is left is pruned next time.
     "prune-history": {
         "task": "catalog.tasks.prune_history",

@@ -22,6 +22,8 @@ from watchdog.models import LoopState
 
 MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
 PROCFILE = Path(settings.BASE_DIR) / "Procfile"
+# The production topology (docs/operations.md): the work queues split across workers.
+PRODUCTION_PROCFILE = Path(settings.BASE_DIR) / "deploy" / "Procfile.production"
 
 
 def watchdog_environment(**extra: str) -> dict[str, str]:
@@ -103,10 +105,10 @@ def scaled_beat_schedule(scale: float) -> dict:
     return scaled
 
 
-def procfile_workers() -> dict[str, list[str]]:
+def procfile_workers(procfile: Path = PROCFILE) -> dict[str, list[str]]:
     """The Procfile's Celery workers: process name -> the arguments after ``worker``."""
     workers = {}
-    for line in PROCFILE.read_text().splitlines():
+    for line in procfile.read_text().splitlines():
         name, _, command = line.partition(":")
         words = shlex.split(command)
         if "celery" in " ".join(words[:1]) and "worker" in words:

@@ -189,3 +189,9 @@ def test_a_broker_that_does_not_answer_is_broker_up_0(settings):
     assert value(samples, "tidemark_broker_up") == 0
     assert not any(name == "tidemark_queue_messages" for name, _ in samples)
     assert value(samples, "tidemark_deliveries_waiting", state="pending") == 0  # the rest is there
+
+
+def test_every_routed_queue_has_a_depth_gauge():
+    """A queue added to the routes without a depth gauge would go unwatched."""
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    assert routed | {"default"} == set(metrics.QUEUES)

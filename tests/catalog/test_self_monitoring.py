@@ -13,7 +13,12 @@ from django.conf import settings
 from catalog import notices, self_monitoring, tasks
 from catalog.models import ChangeNotice, Delivery, StorageGroup
 from tests.catalog.factories import DatasetFactory, EndpointFactory, TeamFactory
-from tests.catalog.stack_helpers import procfile_queues, procfile_workers
+from tests.catalog.stack_helpers import (
+    PROCFILE,
+    PRODUCTION_PROCFILE,
+    procfile_queues,
+    procfile_workers,
+)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HEARTBEAT = "catalog.tasks.heartbeat"
@@ -32,19 +37,52 @@ def _tidemark_tasks() -> set[str]:
     return {name for name in app.tasks if not name.startswith("celery.")}
 
 
-def test_the_heartbeat_has_a_queue_and_a_worker_no_backlog_can_hold_up():
+BOTH_PROCFILES = pytest.mark.parametrize(
+    "procfile", [PROCFILE, PRODUCTION_PROCFILE], ids=["procfile", "production"]
+)
+
+
+@BOTH_PROCFILES
+def test_the_heartbeat_has_a_queue_and_a_worker_no_backlog_can_hold_up(procfile):
     """A backlog on any work queue must not delay the heartbeat: its queue carries nothing
     else, and the Procfile runs a worker that consumes that queue alone."""
     queue = _queue(HEARTBEAT)
     assert {name for name in _tidemark_tasks() if _queue(name) == queue} == {HEARTBEAT}
-    consumers = [q for q in map(procfile_queues, procfile_workers().values()) if queue in q]
+    workers = procfile_workers(procfile).values()
+    consumers = [q for q in map(procfile_queues, workers) if queue in q]
     assert consumers == [[queue]]
 
 
-def test_every_queue_a_task_goes_to_has_a_worker_in_the_procfile():
-    consumed = {q for args in procfile_workers().values() for q in procfile_queues(args)}
+@BOTH_PROCFILES
+def test_every_queue_a_task_goes_to_has_a_worker_in_the_procfile(procfile):
+    consumed = {q for args in procfile_workers(procfile).values() for q in procfile_queues(args)}
     assert {_queue(name) for name in _tidemark_tasks()} <= consumed
     assert set(settings.CELERY_TASK_ROUTES) <= _tidemark_tasks()
+
+
+def test_in_production_deliveries_lineage_and_deadlines_never_share_a_worker():
+    """A delivery backlog or a burst of lineage events must not hold up the judging of
+    deadlines, nor each other; pruning (a run of up to its budget) stays off the
+    time-critical passes' worker too."""
+    queues_of = [set(procfile_queues(a)) for a in procfile_workers(PRODUCTION_PROCFILE).values()]
+    apart = ["delivery", "lineage", _queue("catalog.tasks.evaluate_freshness")]
+    for queues in queues_of:
+        assert len(queues & set(apart)) <= 1, queues
+    passes = next(q for q in queues_of if _queue("catalog.tasks.evaluate_freshness") in q)
+    assert _queue("catalog.tasks.prune_history") not in passes
+    assert _queue("catalog.tasks.poll_storage") not in passes
+
+
+def test_both_procfiles_run_the_same_processes_but_the_celery_workers():
+    """The production topology differs from ``make run``'s only in how the work queues
+    are split: web, beat, the watchdog and its web server are started alike."""
+
+    def others(path):
+        lines = dict(line.split(":", 1) for line in path.read_text().splitlines() if line)
+        workers = procfile_workers(path)
+        return {name: command for name, command in lines.items() if name not in workers}
+
+    assert others(PRODUCTION_PROCFILE) == others(PROCFILE)
 
 
 def test_a_heartbeat_that_waited_a_period_is_dropped_not_run_late():
