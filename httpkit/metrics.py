@@ -174,7 +174,8 @@ def metrics_response(request: HttpRequest, collectors: Iterable[Collector]) -> H
     mode = settings.TIDEMARK_METRICS
     if mode not in ("open", "token"):
         raise Http404("metrics are off")
-    if mode == "token" and not _bearer_matches(request, settings.TIDEMARK_METRICS_TOKEN):
+    authorization = request.headers.get("Authorization", "")
+    if mode == "token" and not bearer_matches(authorization, settings.TIDEMARK_METRICS_TOKEN):
         response = JsonResponse(
             problem_document(
                 code="not_authenticated",
@@ -191,8 +192,10 @@ def metrics_response(request: HttpRequest, collectors: Iterable[Collector]) -> H
     return HttpResponse(exposition(collectors), content_type=CONTENT_TYPE_LATEST)
 
 
-def _bearer_matches(request: HttpRequest, token: str) -> bool:
-    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization`` header value is ``Bearer <token>`` (constant time);
+    never true for an empty ``token``."""
+    scheme, _, presented = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token:
         return False
     return hmac.compare_digest(presented.strip().encode(), token.encode())

@@ -16,5 +16,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 TIDEMARK_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8", "::1/128"]
 TIDEMARK_OUTBOUND_ALLOW_HTTP = True
 
-# Anyone may read /metrics in the tests (the access modes' tests override it).
-TIDEMARK_METRICS = "open"
+# Anyone may read /metrics in the tests (the access modes' tests override it, or set
+# TIDEMARK_METRICS for the processes they start).
+TIDEMARK_METRICS = os.environ.get("TIDEMARK_METRICS", "open")
