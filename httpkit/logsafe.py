@@ -16,11 +16,15 @@ def redact(text: str) -> str:
 
 
 class RedactPingSecrets(logging.Filter):
-    """A logging filter: redacts ping secrets in a record's message and string args."""
+    """A logging filter: redacts ping secrets in a record's message and string args, and
+    in the string values of a structlog record's event dict (its ``msg``, before
+    ``httpkit.logs``' formatter renders it as plain text or JSON)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
+        elif isinstance(record.msg, dict):
+            record.msg = {k: redact(v) if isinstance(v, str) else v for k, v in record.msg.items()}
         if isinstance(record.args, tuple):
             record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         return True
