@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Callable
 
 import structlog
+from django.core.signals import request_finished
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject
 
@@ -56,7 +58,10 @@ class AccessLogMiddleware:
     First in ``MIDDLEWARE``: its duration covers every other middleware, and the
     responses they make themselves (400 for unstorable input, 503 in a database outage,
     Django's 500 for an exception) get the header too. The context is cleared when the
-    request starts, so nothing bound by a previous request on this thread leaks in.
+    request starts, so nothing bound by a previous request on this thread leaks in, and
+    when the response is closed (``request_finished``), not when this returns: Django
+    logs a 4xx or 5xx answer (``django.request``) after the middleware, and that line
+    belongs to the request too.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
@@ -69,13 +74,16 @@ class AccessLogMiddleware:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
         started = time.perf_counter()
-        try:
-            response = self.get_response(request)
-            response[REQUEST_ID_HEADER] = request_id
-            access_log.info("request", **_access_fields(request, response, started))
-            return response
-        finally:
-            structlog.contextvars.clear_contextvars()
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        access_log.info("request", **_access_fields(request, response, started))
+        return response
+
+
+@receiver(request_finished, dispatch_uid="httpkit.access.forget_request")
+def forget_request(**_kwargs) -> None:
+    """Clear the finished request's context (its response has been sent and closed)."""
+    structlog.contextvars.clear_contextvars()
 
 
 def _access_fields(request: HttpRequest, response: HttpResponse, started: float) -> dict:

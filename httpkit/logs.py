@@ -131,7 +131,9 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
         "root": {"handlers": ["console"], "level": level},
         # httpx logs every request at INFO: one line per delivery attempt is noise.
         # axes logs every successful sign-in at INFO; its failures and lockouts are warnings.
+        # django-environ says at INFO that there is no .env file, which is the norm.
         "loggers": {
+            "environ": {"level": "WARNING"},
             "httpx": {"level": "WARNING"},
             "httpcore": {"level": "WARNING"},
             "axes": {"level": "WARNING"},

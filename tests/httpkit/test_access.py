@@ -128,6 +128,10 @@ def test_an_unmatched_path_is_logged_redacted_and_without_a_team(client, json_lo
     assert "route" not in line and "team" not in line
     assert line["path"] == "/nowhere/ping/6f9619ff…"
     assert KEY not in json.dumps(lines)
+    # Django logs the 404 after the middleware returned: the line still has the id.
+    django_line = next(line for line in lines if line["logger"] == "django.request")
+    assert django_line["request_id"] == response["X-Request-ID"]
+    assert structlog.contextvars.get_contextvars() == {}  # cleared once the response closed
 
 
 def test_the_watchdog_server_logs_and_answers_the_request_id_too(client, json_log):
