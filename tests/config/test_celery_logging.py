@@ -108,3 +108,26 @@ def test_the_worker_logs_the_enqueuing_request_id_in_json(broker, client_for, tm
     # The worker's own records, outside the task, carry no request id.
     ready = next(r for r in records if r["event"] == "logs@tidemark-test ready.")
     assert "request_id" not in ready and "task" not in ready
+
+
+def test_beat_logs_json_and_its_tasks_carry_no_request_id(broker, tmp_path):
+    from tests.catalog.stack_helpers import Beat
+
+    beat = Beat(
+        name="beat",
+        log_path=tmp_path / "beat.log",
+        env=worker_environment(broker_url=broker.url, lease_seconds=8, TIDEMARK_LOG_FORMAT="json"),
+        schedule={"ring": {"task": doorbell.DELIVER_DUE, "schedule": 0.2}},
+        schedule_file=tmp_path / "beat-schedule",
+    )
+    try:
+        beat.start().wait_ready()
+        wait_until(lambda: broker.queue_length("delivery") >= 2, 30, "beat to send twice")
+    finally:
+        beat.kill()
+
+    assert all(HEADER not in headers for headers in _queued_headers(broker, "delivery"))
+    # Celery prints its start-up banner on standard output; every log record is JSON.
+    records = [json.loads(line) for line in beat.log().splitlines() if line.startswith("{")]
+    starting = next(r for r in records if r["event"] == "beat: Starting...")
+    assert starting["logger"] == "celery.beat" and "request_id" not in starting

@@ -37,9 +37,9 @@ except ZeroDivisionError:
 PLAIN_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) [\w.]+ .*")
 
 
-def _stderr(log_format: str | None) -> str:
+def _stderr(log_format: str | None, settings_module: str = "config.settings.test") -> str:
     env = {k: v for k, v in os.environ.items() if k != "TIDEMARK_LOG_FORMAT"}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings.test", TIDEMARK_IGNORE_DOTENV="1")
+    env.update(DJANGO_SETTINGS_MODULE=settings_module, TIDEMARK_IGNORE_DOTENV="1")
     if log_format is not None:
         env["TIDEMARK_LOG_FORMAT"] = log_format
     done = subprocess.run(
@@ -54,8 +54,10 @@ def _stderr(log_format: str | None) -> str:
     return done.stderr
 
 
-def test_json_renders_every_record_as_one_object_per_line():
-    lines = [json.loads(line) for line in _stderr("json").splitlines()]
+# The catalog's processes (web, Celery) and the watchdog's (its loop and server).
+@pytest.mark.parametrize("settings_module", ["config.settings.test", "config.settings.watchdog"])
+def test_json_renders_every_record_as_one_object_per_line(settings_module):
+    lines = [json.loads(line) for line in _stderr("json", settings_module).splitlines()]
     assert [(line["logger"], line["level"]) for line in lines] == [
         ("django.request", "warning"),
         ("celery.worker.strategy", "info"),
