@@ -9,6 +9,8 @@ from pathlib import Path
 
 from celery import Celery
 
+from . import celery_logging  # noqa: F401 - connects the logging signals
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("tidemark")

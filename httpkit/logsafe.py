@@ -16,11 +16,22 @@ def redact(text: str) -> str:
 
 
 class RedactPingSecrets(logging.Filter):
-    """A logging filter: redacts ping secrets in a record's message and string args."""
+    """A logging filter: redacts ping secrets in a record's message and string args (a
+    tuple, or a mapping), and
+    in the string values of a structlog record's event dict (its ``msg``, before
+    ``httpkit.logs``' formatter renders it as plain text or JSON)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
+        elif isinstance(record.msg, dict):
+            record.msg = {key: _redacted(value) for key, value in record.msg.items()}
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(_redacted(arg) for arg in record.args)
+        elif isinstance(record.args, dict):  # "%(name)s" formats, as gunicorn's access log
+            record.args = {key: _redacted(value) for key, value in record.args.items()}
         return True
+
+
+def _redacted(value):
+    return redact(value) if isinstance(value, str) else value

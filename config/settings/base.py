@@ -14,6 +14,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from httpkit.logs import LOG_FORMATS, configure_structlog, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 env = environ.Env()
 if not env.bool("TIDEMARK_IGNORE_DOTENV", default=False):
@@ -49,7 +51,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First, so a request's time covers every other middleware (no database, no settings).
+    # First: the request id is bound for every other middleware, and every answer gets it.
+    "httpkit.access.AccessLogMiddleware",
+    # Next, so a request's time covers every other middleware (no database, no settings).
     "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -562,25 +566,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    # A ping URL's UUID or key is a secret: logged paths keep its first 8 characters.
-    "filters": {"ping_secrets": {"()": "httpkit.logsafe.RedactPingSecrets"}},
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["ping_secrets"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env.str("TIDEMARK_LOG_LEVEL", default="INFO")},
-    # httpx logs every request at INFO: one line per delivery attempt is noise.
-    # axes logs every successful sign-in at INFO; its failures and lockouts are warnings.
-    "loggers": {
-        "httpx": {"level": "WARNING"},
-        "httpcore": {"level": "WARNING"},
-        "axes": {"level": "WARNING"},
-    },
-}
+# Every process's logs, plain text or one JSON object per line (httpkit.logs).
+TIDEMARK_LOG_FORMAT = env.str("TIDEMARK_LOG_FORMAT", default="plain")
+if TIDEMARK_LOG_FORMAT not in LOG_FORMATS:
+    raise ImproperlyConfigured(
+        f"TIDEMARK_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}: {TIDEMARK_LOG_FORMAT!r}"
+    )
+LOGGING = logging_config(
+    log_format=TIDEMARK_LOG_FORMAT, level=env.str("TIDEMARK_LOG_LEVEL", default="INFO")
+)
+configure_structlog()

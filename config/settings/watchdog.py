@@ -27,6 +27,8 @@ INSTALLED_APPS = [
 TIDEMARK_PRUNE_APPS = ["watchdog"]
 TIDEMARK_PRUNE = WATCHDOG_PRUNE
 MIDDLEWARE = [
+    # First: the request id is bound for every other middleware, and every answer gets it.
+    "httpkit.access.AccessLogMiddleware",
     "httpkit.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "httpkit.middleware.UnstorableInputMiddleware",

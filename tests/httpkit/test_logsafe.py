@@ -46,3 +46,13 @@ def test_the_configured_console_handler_has_the_filter():
     assert "ping_secrets" in settings.LOGGING["handlers"]["console"]["filters"]
     handler = next(h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler))
     assert any(isinstance(f, RedactPingSecrets) for f in handler.filters)
+
+
+def test_the_filter_redacts_structlog_event_dicts_and_mapping_args():
+    event = logging.LogRecord("tidemark.access", logging.INFO, __file__, 1, {}, None, None)
+    event.msg = {"event": "request", "path": f"/ping/{KEY}", "status": 404}
+    mapping = logging.LogRecord("gunicorn.access", logging.INFO, __file__, 1, "%(r)s", None, None)
+    mapping.args = {"r": f"GET /ping/{KEY} HTTP/1.1", "s": 200}
+    assert RedactPingSecrets().filter(event) and RedactPingSecrets().filter(mapping)
+    assert event.msg == {"event": "request", "path": "/ping/6f9619ff…", "status": 404}
+    assert mapping.getMessage() == "GET /ping/6f9619ff… HTTP/1.1"
