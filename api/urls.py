@@ -118,8 +118,8 @@ urlpatterns = [
     path("subscriptions", catalog.SubscriptionListCreateApi.as_view(), name="subscription-list"),
     path(
         "subscriptions/<int:subscription_id>",
-        catalog.SubscriptionDeleteApi.as_view(),
-        name="subscription-delete",
+        catalog.SubscriptionDetailApi.as_view(),
+        name="subscription-detail",
     ),
     path(
         "datasets/<int:dataset_id>/transfers",
