@@ -4,6 +4,7 @@ from .views import (
     catalog,
     change_notices,
     delivery,
+    event_types,
     governance,
     lineage,
     readiness,
@@ -88,6 +89,10 @@ urlpatterns = [
         name="restatement-abandon",
     ),
     path("readiness", readiness.readiness_publish_view, name="readiness-publish"),
+    path("event-types", event_types.EventTypeListApi.as_view(), name="event-type-list"),
+    path(
+        "event-types/<str:type>", event_types.EventTypeDetailApi.as_view(), name="event-type-detail"
+    ),
     path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),
     path(
         "endpoints/<int:endpoint_id>/rotate-secret",
@@ -118,8 +123,8 @@ urlpatterns = [
     path("subscriptions", catalog.SubscriptionListCreateApi.as_view(), name="subscription-list"),
     path(
         "subscriptions/<int:subscription_id>",
-        catalog.SubscriptionDeleteApi.as_view(),
-        name="subscription-delete",
+        catalog.SubscriptionDetailApi.as_view(),
+        name="subscription-detail",
     ),
     path(
         "datasets/<int:dataset_id>/transfers",

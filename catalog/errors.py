@@ -23,6 +23,14 @@ class SubscriptionNotFound(NotFound):
     title = "Subscription not found"
 
 
+class EventTypeNotFound(NotFound):
+    """Tidemark sends no notification of this type; ``known`` lists the types it sends
+    (``GET /api/v1/event-types``)."""
+
+    code = "event_type_not_found"
+    title = "Event type not found"
+
+
 class SubscriptionExists(Conflict):
     """The team already declared this dataset (and job) with another webhook endpoint; a
     declaration never moves a subscription to a new URL. ``existing`` names it (``id``,

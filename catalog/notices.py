@@ -220,55 +220,95 @@ def fan_out(
     partition_key: str | None,
     now: datetime,
     extra_endpoints: Iterable[Endpoint] = (),
+    superseded: bool = False,
 ) -> int:
     """One delivery of ``notification`` per subscriber endpoint whose filters match (event
-    types, partition pattern; ``partition_key`` None: a notice about the whole dataset),
-    plus ``extra_endpoints`` (e.g. the owner's contacts).
+    types, partition pattern, newest only; ``partition_key`` None: a notice about the
+    whole dataset), plus ``extra_endpoints`` (e.g. the owner's contacts).
+
+    Args:
+        superseded: a newer partition of the dataset than ``partition_key`` is already
+            ready (``matching_endpoints``).
 
     Must run inside the transaction that wrote the notification. Returns the count.
     """
     endpoint_ids = subscriber_endpoints(
-        dataset_id=dataset.pk, type=notification.type, partition_key=partition_key
+        dataset_id=dataset.pk,
+        type=notification.type,
+        partition_key=partition_key,
+        superseded=superseded,
     )
     endpoint_ids.update(e.pk for e in extra_endpoints)
     return queue(notification, endpoint_ids, now=now)
 
 
-# A subscription that has an endpoint: (endpoint id, event types, partition pattern).
-Subscriber = tuple[int, list[str], str]
+# A subscription that has an endpoint: (endpoint id, event types, partition pattern,
+# newest only).
+Subscriber = tuple[int, list[str], str, bool]
 
 # Raw SQL: this runs on every publish, and compiling the ORM query cost more than running it.
 _SUBSCRIBERS_SQL = (
-    "SELECT endpoint_id, event_types, partition_pattern FROM catalog_subscription "
+    "SELECT endpoint_id, event_types, partition_pattern, newest_only FROM catalog_subscription "
     "WHERE dataset_id = %s AND endpoint_id IS NOT NULL"
 )
 
+# What a subscription asking for the newest partitions only is not told about a partition
+# older than the newest ready one: a backfill, or a restatement of an old period.
+NOT_FOR_NEWEST_ONLY = frozenset(
+    {Notification.Type.PARTITION_READY, Notification.Type.PARTITION_RESTATED}
+)
 
-def subscriber_endpoints(*, dataset_id: int, type: str, partition_key: str | None) -> set[int]:
-    """The endpoints of the dataset's subscribers whose filters let a ``type`` notification
-    about ``partition_key`` (None: the whole dataset) through (``matching_endpoints``)."""
+
+def dataset_subscribers(*, dataset_id: int) -> list[Subscriber]:
+    """The dataset's subscriptions that have an endpoint, as ``Subscriber`` rows."""
     with connection.cursor() as cursor:
         cursor.execute(_SUBSCRIBERS_SQL, [dataset_id])
         rows = cursor.fetchall()
     # jsonb and SQLite's JSON both read as text here.
-    subscribers = [
-        (endpoint_id, json.loads(types), pattern) for endpoint_id, types, pattern in rows
+    return [
+        (endpoint_id, json.loads(types), pattern, bool(newest_only))
+        for endpoint_id, types, pattern, newest_only in rows
     ]
-    return matching_endpoints(subscribers, type=type, partition_key=partition_key)
+
+
+def subscriber_endpoints(
+    *, dataset_id: int, type: str, partition_key: str | None, superseded: bool = False
+) -> set[int]:
+    """The endpoints of the dataset's subscribers whose filters let a ``type`` notification
+    about ``partition_key`` (None: the whole dataset) through (``matching_endpoints``)."""
+    return matching_endpoints(
+        dataset_subscribers(dataset_id=dataset_id),
+        type=type,
+        partition_key=partition_key,
+        superseded=superseded,
+    )
 
 
 def matching_endpoints(
-    subscribers: Iterable[Subscriber], *, type: str, partition_key: str | None
+    subscribers: Iterable[Subscriber],
+    *,
+    type: str,
+    partition_key: str | None,
+    superseded: bool = False,
 ) -> set[int]:
-    """The endpoints of ``subscribers`` whose event types (empty: all) and partition
-    pattern (fnmatch; empty: all) let a ``type`` notification about ``partition_key``
-    through. A notification about the whole dataset (``partition_key`` None, e.g. a
-    change notice) passes every partition pattern."""
+    """The endpoints of ``subscribers`` whose event types (empty: all), partition
+    pattern (fnmatch; empty: all) and newest-only flag let a ``type`` notification about
+    ``partition_key`` through. A notification about the whole dataset (``partition_key``
+    None, e.g. a change notice) passes every partition pattern.
+
+    Args:
+        superseded: a newer partition of the dataset was already ready when this one's
+            revision arrived; a newest-only subscriber is then not told its
+            ``NOT_FOR_NEWEST_ONLY`` types (a backfill, a restatement of an old period).
+            An endpoint still gets it through another subscription that lets it pass.
+    """
     # Disabled endpoints get their deliveries too: they wait, unclaimed, until the
     # endpoint is re-enabled, so nothing published meanwhile is lost.
+    hidden = superseded and type in NOT_FOR_NEWEST_ONLY
     return {
         endpoint_id
-        for endpoint_id, event_types, pattern in subscribers
+        for endpoint_id, event_types, pattern, newest_only in subscribers
         if (not event_types or type in event_types)
         and (not pattern or partition_key is None or fnmatch.fnmatchcase(partition_key, pattern))
+        and not (hidden and newest_only)
     }

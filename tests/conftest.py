@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -30,6 +32,79 @@ def _forget_kept_publish_targets() -> Iterator[None]:
 
     publish_targets._publish_targets.clear()
     yield
+
+
+# How many notification payloads the suite checked against the event catalog, by type.
+_PAYLOADS_CHECKED: Counter[str] = Counter()
+
+
+@pytest.fixture(autouse=True)
+def _notification_payloads_match_the_event_catalog(request, monkeypatch) -> Iterator[None]:
+    """Every notification payload a test makes Tidemark build validates against its
+    type's schema in the event catalog (``tests.event_payload_checks``): as built by
+    ``notices.notification_payload`` (which every payload goes through), and as stored
+    once the test is over (the one-statement publish sets ``backfill`` in SQL). A
+    mismatch fails the test that produced it."""
+    from catalog import notices
+    from tests.event_payload_checks import payload_problems
+
+    # The test's own database fixture is set up first, so it is still there at teardown.
+    for name in ("transactional_db", "db"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
+            break
+    built: dict[str, str] = {}
+    problems: list[str] = []
+    original = notices.notification_payload
+
+    def checked(notification_id, *, type, data, now):
+        payload = original(notification_id, type=type, data=data, now=now)
+        if not _written_by_a_test():
+            built[payload["id"]] = type
+            problems.extend(payload_problems(type, payload))
+        return payload
+
+    monkeypatch.setattr(notices, "notification_payload", checked)
+    yield
+    if built and not problems and _database_in_use(request):
+        from django.db import DatabaseError
+
+        from catalog.models import Notification
+
+        stored = Notification.objects.filter(pk__in=list(built)).values_list("type", "payload")
+        try:
+            stored = list(stored)
+        except DatabaseError:
+            stored = []  # a test that leaves its connection broken: the built ones were checked
+        for type, payload in stored:
+            problems.extend(payload_problems(type, payload))
+            _PAYLOADS_CHECKED[type] += 1
+    if problems:
+        pytest.fail("payloads that do not match the event catalog:\n" + "\n".join(problems[:20]))
+
+
+def _written_by_a_test() -> bool:
+    """Whether the payload being built is a test's own (a test that calls
+    ``notices.notification_write`` with made-up data to seed a backlog, say), not one
+    Tidemark's code made: the first caller outside ``catalog.notices`` is a test module."""
+    frame = sys._getframe(2)  # the caller of notices.notification_payload
+    while frame is not None and frame.f_globals.get("__name__") == "catalog.notices":
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__", "").startswith("tests.")
+
+
+def _database_in_use(request) -> bool:
+    return request.node.get_closest_marker("django_db") is not None or any(
+        name in request.fixturenames for name in ("db", "transactional_db")
+    )
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _PAYLOADS_CHECKED:
+        counts = ", ".join(f"{t} {n}" for t, n in sorted(_PAYLOADS_CHECKED.items()))
+        terminalreporter.write_line(
+            f"notification payloads checked against their schemas: {counts}"
+        )
 
 
 @pytest.fixture

@@ -352,6 +352,13 @@ class PartitionListFilterSerializer(StrictSerializer):
 # --- subscriptions ----------------------------------------------------------------------
 
 
+NEWEST_ONLY_HELP = (
+    "Tell this subscription about the newest partitions only: no backfills (a partition.ready "
+    "whose backfill is true) and no partition.restated of a partition older than the newest "
+    "ready one. For consumers that read the latest data only."
+)
+
+
 class SubscriptionCreateInputSerializer(StrictSerializer):
     dataset_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
@@ -363,6 +370,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         child=ChoiceField(Notification.Type.choices), max_length=20, default=list
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
+    newest_only = serializers.BooleanField(default=False, help_text=NEWEST_ONLY_HELP)
     since = serializers.DateTimeField(
         required=False,
         help_text="Also deliver the dataset's notifications since then (<= 30 days).",
@@ -403,6 +411,14 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         return attrs
 
 
+class SubscriptionUpdateInputSerializer(StrictSerializer):
+    event_types = serializers.ListField(
+        child=ChoiceField(Notification.Type.choices), max_length=20, required=False
+    )
+    partition_pattern = serializers.CharField(max_length=64, allow_blank=True, required=False)
+    newest_only = serializers.BooleanField(required=False, help_text=NEWEST_ONLY_HELP)
+
+
 class WarningOutputSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Stable snake_case, e.g. dataset_deprecated.")
     detail = serializers.CharField()
@@ -418,6 +434,7 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     endpoint_url = serializers.SerializerMethodField()
     event_types = serializers.ListField(child=serializers.CharField())
     partition_pattern = serializers.CharField()
+    newest_only = serializers.BooleanField(help_text=NEWEST_ONLY_HELP)
     created_at = serializers.DateTimeField()
     endpoint_secret = serializers.CharField(
         read_only=True,

@@ -288,8 +288,23 @@ class SubscriptionListCreateApi(APIView):
         )
 
 
-class SubscriptionDeleteApi(APIView):
+class SubscriptionDetailApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
+
+    @extend_schema(
+        description="Change a subscription's filters (event_types, partition_pattern, "
+        "newest_only); fields left out stay as they are. Its endpoint_url cannot change "
+        "here: delete the subscription and declare it again.",
+        request=s.SubscriptionUpdateInputSerializer,
+        responses=s.SubscriptionOutputSerializer,
+    )
+    def patch(self, request: Request, subscription_id: int) -> Response:
+        data = s.SubscriptionUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        subscription = subscriptions.subscription_update(
+            actor=actor_of(request), subscription_id=subscription_id, **data.validated_data
+        )
+        return Response(s.SubscriptionOutputSerializer(subscription).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:

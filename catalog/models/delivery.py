@@ -69,6 +69,11 @@ class Subscription(models.Model):
     partition_pattern = models.CharField(
         max_length=64, blank=True, help_text="fnmatch pattern on partition keys; empty: all."
     )
+    newest_only = models.BooleanField(
+        default=False,
+        help_text="Told no backfills, nor restatements of partitions older than the newest "
+        "ready one (catalog.notices.matching_endpoints).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -206,9 +206,20 @@ def publish_new_partition(
 # readiness event, the notification (deduplicated by the event's id) and one delivery per
 # endpoint. Every column the models fill is given, as the ORM would (auto_now and
 # auto_now_add from ``stamp``); tests/catalog/test_publish_one_statement.py compares the
-# rows with the ORM's.
+# rows with the ORM's. ``newer`` is ``publish_steps.newer_ready_exists`` judged by the
+# statement itself: a ``partition.ready`` says whether it is a backfill, and the
+# deliveries go to the endpoints for that case (``notices.matching_endpoints``).
 _OUTBOX_CTES = """
-event AS (
+newer AS (
+    SELECT %(ready)s AND EXISTS (
+        SELECT 1 FROM catalog_partition newer_partition
+        JOIN catalog_partitionrevision newer_revision
+            ON newer_revision.id = newer_partition.current_revision_id
+        WHERE newer_partition.dataset_id = %(dataset)s
+          AND newer_partition.start_at > %(start)s AND newer_partition.start_at <= %(now)s
+          AND newer_revision.state = 'ready'
+    ) AS superseded
+), event AS (
     INSERT INTO catalog_readinessevent
         (dataset_id, partition_id, revision_id, state, source, published_by_id, api_key_id,
          restated_version, payload, received_at)
@@ -220,15 +231,22 @@ event AS (
 ), notification AS (
     INSERT INTO catalog_notification (id, type, dataset_id, dedup_key, payload, created_at)
     SELECT %(notification)s, %(type)s, %(dataset)s, 'readiness-event:' || event.id,
-           %(notification_payload)s::jsonb, %(stamp)s
-    FROM event
+           CASE WHEN %(tells_backfill)s
+                THEN jsonb_set(%(notification_payload)s::jsonb, '{data,backfill}',
+                               to_jsonb(newer.superseded))
+                ELSE %(notification_payload)s::jsonb END,
+           %(stamp)s
+    FROM event, newer
     RETURNING id
 ), deliveries AS (
     INSERT INTO catalog_delivery
         (notification_id, endpoint_id, state, attempts, attempts_before_replay,
          next_attempt_at, last_error_kind, last_error, created_at)
     SELECT notification.id, endpoint.id, %(pending)s, 0, 0, %(now)s, '', '', %(stamp)s
-    FROM notification, unnest(%(endpoints)s::bigint[]) AS endpoint (id)
+    FROM notification, newer, unnest(
+        CASE WHEN newer.superseded THEN %(endpoints_superseded)s::bigint[]
+             ELSE %(endpoints)s::bigint[] END
+    ) AS endpoint (id)
 )"""
 # Whether the partition has an open late incident for ``freshness.partition_arrived``.
 _MAYBE_LATE = """%(ready)s AND EXISTS (
@@ -319,9 +337,9 @@ def _create_partition_with_revision(
     kind, data = publish_steps.readiness_notice(
         dataset, part, revision, restated_version=None, missed_event=_missed(event_fields)
     )
-    endpoint_ids = notices.matching_endpoints(target.subscribers, type=kind, partition_key=key)
+    endpoint_ids = _endpoints_either_way(target.subscribers, kind=kind, key=key)
     params = _outbox_params(dataset, revision, event_fields, kind, data, endpoint_ids, now=now)
-    params.update(start=start, end=end, target_version=target.version)
+    params.update(end=end, target_version=target.version)
     with connection.cursor() as cursor:
         cursor.execute(_CREATE_PARTITION_SQL, params)
         current, part.pk, revision.pk, event_id, maybe_late = cursor.fetchone()
@@ -361,9 +379,8 @@ def insert_revision_with_outbox(
         restated_version=event_fields["restated_version"],
         missed_event=_missed(event_fields),
     )
-    endpoint_ids = notices.subscriber_endpoints(
-        dataset_id=dataset.pk, type=kind, partition_key=part.key
-    )
+    subscribers = notices.dataset_subscribers(dataset_id=dataset.pk)
+    endpoint_ids = _endpoints_either_way(subscribers, kind=kind, key=part.key)
     params = _outbox_params(dataset, revision, event_fields, kind, data, endpoint_ids, now=now)
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_REVISION_SQL, {**params, "becomes_current": becomes_current})
@@ -376,6 +393,20 @@ def insert_revision_with_outbox(
     return revision, event_id, maybe_late
 
 
+# The endpoints a revision's notification goes to: (when no newer partition is ready,
+# when one is); the statement picks one by its ``newer`` CTE.
+EndpointsEitherWay = tuple[set[int], set[int]]
+
+
+def _endpoints_either_way(
+    subscribers: list[notices.Subscriber], *, kind: str, key: str
+) -> EndpointsEitherWay:
+    return (
+        notices.matching_endpoints(subscribers, type=kind, partition_key=key),
+        notices.matching_endpoints(subscribers, type=kind, partition_key=key, superseded=True),
+    )
+
+
 def _missed(event_fields: dict[str, Any]) -> bool:
     return bool(event_fields["payload"].get("missed_event"))
 
@@ -386,18 +417,19 @@ def _outbox_params(
     event_fields: dict[str, Any],
     kind: str,
     data: dict[str, Any],
-    endpoint_ids: set[int],
+    endpoint_ids: EndpointsEitherWay,
     *,
     now: datetime,
 ) -> dict[str, Any]:
     """The parameters of ``_INSERT_REVISION_SQL`` and ``_CREATE_PARTITION_SQL`` (but
-    ``becomes_current``, ``start`` and ``end``): JSON as text for ``::jsonb``."""
+    ``becomes_current``, ``end`` and ``target_version``): JSON as text for ``::jsonb``."""
     notification_id = uuid.uuid4()
     published_by, api_key = event_fields["published_by"], event_fields["api_key"]
     return {
         "dataset": dataset.pk,
         "partition": revision.partition.pk,
         "key": revision.partition.key,
+        "start": revision.partition.start_at,
         "version": revision.version,
         "state": revision.state,
         # SQL NULL, not JSON null, as the ORM stores None.
@@ -417,7 +449,10 @@ def _outbox_params(
             notices.notification_payload(notification_id, type=kind, data=data, now=now)
         ),
         "pending": Delivery.State.PENDING,
-        "endpoints": sorted(endpoint_ids),
+        "endpoints": sorted(endpoint_ids[0]),
+        "endpoints_superseded": sorted(endpoint_ids[1]),
+        # Whether the payload has a ``backfill`` for the statement to set (``newer``).
+        "tells_backfill": "backfill" in data,
         "ready": revision.state == PartitionRevision.State.READY,
         "now": now,
         "stamp": revision.created_at,
@@ -430,11 +465,11 @@ def _saved(instance: _Model) -> _Model:
     return instance
 
 
-def _outbox_written(endpoint_ids: set[int]) -> None:
+def _outbox_written(endpoint_ids: EndpointsEitherWay) -> None:
     # The crash points of the statement-by-statement path: here one statement wrote all
     # the rows, so a crash at either loses them all (inside a transaction) or keeps them
     # all (``publish_at_once``: committed), never some.
     crashpoint("publish.after_event")
     crashpoint("publish.between_outbox_inserts")
-    if endpoint_ids:
+    if endpoint_ids[0] or endpoint_ids[1]:
         doorbell.ring_deliveries()

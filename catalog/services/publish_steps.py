@@ -218,8 +218,17 @@ def readiness_notice(
     *,
     restated_version: str | None,
     missed_event: bool,
+    backfill: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """The notification type and ``data`` telling a readiness event of ``revision``."""
+    """The notification type and ``data`` telling a readiness event of ``revision``
+    (schemas: ``catalog.event_types.partitions``).
+
+    Args:
+        backfill: a newer partition of the dataset was already ready
+            (``newer_ready_exists``); a ``partition.ready`` says so in ``backfill``. The
+            one-statement publish passes False and lets its statement decide
+            (``one_statement._OUTBOX_CTES``).
+    """
     if revision.state == PartitionRevision.State.FAILED:
         kind = Notification.Type.PARTITION_FAILED
     elif restated_version is not None and dataset.partitioning != Dataset.Partitioning.NONE:
@@ -242,7 +251,28 @@ def readiness_notice(
         "detected_by": revision.detected_by,
         "missed_event": missed_event,
     }
+    if kind == Notification.Type.PARTITION_READY:
+        data["backfill"] = backfill
     return kind, data
+
+
+def newer_ready_exists(*, dataset: Dataset, start_at: datetime | None, now: datetime) -> bool:
+    """Whether a partition of ``dataset`` newer than the one starting at ``start_at``
+    (aware UTC; None: unpartitioned, never) is ready and has started by ``now``: then a
+    partition becoming ready is a backfill, and a restatement is of an old period.
+
+    Reads what the caller's transaction sees: two partitions made
+    ready concurrently may both be told as not backfills.
+    """
+    if start_at is None:
+        return False
+    # The same rule as ``one_statement._NEWER_READY``; the partition_newest index serves it.
+    return Partition.objects.filter(
+        dataset=dataset,
+        start_at__gt=start_at,
+        start_at__lte=now,
+        current_revision__state=PartitionRevision.State.READY,
+    ).exists()
 
 
 def publish_response(

@@ -40,7 +40,7 @@ _PUBLISH_DATASET_SQL = (
 # still holds.
 TARGET_FROM = """FROM catalog_dataset, LATERAL (
     SELECT coalesce(json_agg(
-        json_build_array(endpoint_id, event_types, partition_pattern) ORDER BY id
+        json_build_array(endpoint_id, event_types, partition_pattern, newest_only) ORDER BY id
     ), '[]')::text AS rows
     FROM catalog_subscription
     WHERE dataset_id = catalog_dataset.id AND endpoint_id IS NOT NULL

@@ -474,17 +474,30 @@ def _notify(
     event: ReadinessEvent,
     now: datetime,
 ) -> None:
-    """Write the notification for ``event`` and a delivery per matching subscriber endpoint."""
+    """Write the notification for ``event`` and a delivery per matching subscriber
+    endpoint; a ready revision of a partition older than the newest ready one is a
+    backfill (``publish_steps.newer_ready_exists``), which newest-only subscribers are not
+    told."""
+    superseded = revision.state == PartitionRevision.State.READY and (
+        publish_steps.newer_ready_exists(dataset=dataset, start_at=part.start_at, now=now)
+    )
     kind, data = publish_steps.readiness_notice(
         dataset,
         part,
         revision,
         restated_version=event.restated_version,
         missed_event=bool(event.payload.get("missed_event")),
+        backfill=superseded,
     )
     notification = notices.notification_write(
         type=kind, dataset=dataset, dedup_key=f"readiness-event:{event.pk}", data=data, now=now
     )
     crashpoint("publish.between_outbox_inserts")
 
-    notices.fan_out(notification=notification, dataset=dataset, partition_key=part.key, now=now)
+    notices.fan_out(
+        notification=notification,
+        dataset=dataset,
+        partition_key=part.key,
+        now=now,
+        superseded=superseded,
+    )

@@ -52,6 +52,7 @@ def subscription_create(
     endpoint_url: str | None = None,
     event_types: list[str] | None = None,
     partition_pattern: str = "",
+    newest_only: bool = False,
     since: datetime | None = None,
     now: datetime | None = None,
 ) -> SubscriptionResult:
@@ -68,6 +69,9 @@ def subscription_create(
             removes it; None keeps what an earlier declaration set.
         event_types: notification types to receive; empty or None: all.
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
+        newest_only: tell no backfills, nor restatements of partitions older than the
+            newest ready one (``notices.matching_endpoints``), for consumers that read the
+            latest data only.
         since: aware instant, at most ``MAX_SINCE_DAYS`` back: notifications about the
             dataset from then on are delivered too (a new consumer catching up). Without
             it a subscription receives what happens from its creation on, never history.
@@ -122,6 +126,7 @@ def subscription_create(
     defaults: dict[str, Any] = {
         "event_types": sorted(set(event_types or [])),
         "partition_pattern": partition_pattern,
+        "newest_only": newest_only,
     }
     if endpoint_url:
         _refuse_a_move(actor.team, dataset, job_namespace, job_name, endpoint_url)
@@ -195,7 +200,7 @@ NOT_FOR_SUBSCRIBERS = (
 def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
     """Deliver the dataset's notifications since ``since`` that match the subscription's
     filters to its endpoint (each at most once: the outbox's unique key); never those
-    ``NOT_FOR_SUBSCRIBERS``."""
+    ``NOT_FOR_SUBSCRIBERS``, nor old news for a newest-only one (``_old_news``)."""
     if since < now - timedelta(days=MAX_SINCE_DAYS):
         raise ValidationProblem(
             f"since may be at most {MAX_SINCE_DAYS} days back",
@@ -206,6 +211,10 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
         .exclude(type__in=NOT_FOR_SUBSCRIBERS)
         .order_by("created_at")
     )
+    newest = None
+    if subscription.newest_only:
+        latest = selectors.partition_latest_ready(dataset=subscription.dataset, now=now)
+        newest = latest.key if latest is not None else None
     rows = [
         Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
         for n in history
@@ -215,11 +224,71 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
             or "partition" not in n.payload["data"]  # about the whole dataset
             or fnmatch.fnmatchcase(n.payload["data"]["partition"], subscription.partition_pattern)
         )
+        and not (subscription.newest_only and _old_news(n, newest))
     ]
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     if rows:
         doorbell.ring_deliveries()
     return len(rows)
+
+
+def _old_news(notification: Notification, newest: str | None) -> bool:
+    """Whether a newest-only subscription catching up is not told ``notification``: a
+    backfill, or a restatement of a partition other than ``newest`` (the newest ready
+    partition's key now; None: there is none)."""
+    data = notification.payload["data"]
+    if notification.type == Notification.Type.PARTITION_READY:
+        return bool(data.get("backfill"))
+    if notification.type == Notification.Type.PARTITION_RESTATED:
+        return data.get("partition") != newest
+    return False
+
+
+@transaction.atomic
+def subscription_update(
+    *,
+    actor: Actor,
+    subscription_id: int,
+    event_types: list[str] | None = None,
+    partition_pattern: str | None = None,
+    newest_only: bool | None = None,
+) -> Subscription:
+    """Change the filters of one of the actor's team's subscriptions; a filter given as
+    None stays as it is. Its endpoint never changes here (see ``subscription_create``).
+
+    Args:
+        event_types: notification types to receive; empty: all.
+        partition_pattern: fnmatch pattern on partition keys; empty: all.
+        newest_only: as ``subscription_create``'s; applies to what is written from now on.
+
+    Returns:
+        The subscription as saved.
+
+    Raises:
+        SubscriptionNotFound: no such subscription of this team (404).
+    """
+    subscription = None
+    if 0 < subscription_id <= 2**63 - 1:
+        subscription = (
+            Subscription.objects.select_for_update(of=("self",))
+            .select_related("team", "dataset", "endpoint")
+            .filter(pk=subscription_id, team=actor.team)
+            .first()
+        )
+    if subscription is None:
+        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
+    changes = {
+        "event_types": sorted(set(event_types)) if event_types is not None else None,
+        "partition_pattern": partition_pattern,
+        "newest_only": newest_only,
+    }
+    changed = [name for name, value in changes.items() if value is not None]
+    for name in changed:
+        setattr(subscription, name, changes[name])
+    if changed:
+        subscription.full_clean()
+        subscription.save(update_fields=changed)
+    return subscription
 
 
 @transaction.atomic

@@ -31,3 +31,36 @@ def test_publish_on_sqlite_writes_event_and_delivery(
     assert response.status_code == 201, response.json()
     assert ReadinessEvent.objects.count() == 1
     assert Delivery.objects.filter(state="pending").count() == 1
+
+
+def test_a_backfill_on_sqlite_is_flagged_and_kept_from_newest_only_subscriptions(client_for):
+    """SQLite writes the outbox statement by statement: it judges a backfill as the
+    one-statement publish on PostgreSQL does."""
+    from catalog.models import Notification
+
+    owner = TeamFactory(slug="orders")
+    dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
+    everything = SubscriptionFactory(dataset=dataset)
+    newest = SubscriptionFactory(dataset=dataset, newest_only=True)
+    client = client_for(owner)
+    for partition in ("2026-11-28", "2026-11-26"):
+        response = client.post(
+            "/api/v1/readiness",
+            {"namespace": "s3://lake", "name": "raw/orders", "partition": partition},
+            format="json",
+        )
+        assert response.status_code == 201, response.json()
+
+    backfill = {
+        n.payload["data"]["partition"]: n.payload["data"]["backfill"]
+        for n in Notification.objects.all()
+    }
+    assert backfill == {"2026-11-28": False, "2026-11-26": True}
+    told = Delivery.objects.values_list("endpoint_id", "notification__payload__data__partition")
+    assert sorted(told) == sorted(
+        [
+            (everything.endpoint_id, "2026-11-28"),
+            (everything.endpoint_id, "2026-11-26"),
+            (newest.endpoint_id, "2026-11-28"),
+        ]
+    )
