@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
+
+from schedules import HOURLY, MONTHLY, parse_partition_key, period_containing
 
 PERCENTILES = (50, 90, 99)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -122,6 +124,27 @@ def without_backfills(arrivals: Iterable[Arrival]) -> tuple[list[Arrival], list[
         else:
             backfills.append(arrival)
     return kept[::-1], backfills[::-1]
+
+
+def window_start(now: datetime, partitioning: str, time_zone: str, count: int) -> datetime:
+    """The start (aware UTC) of the first of the ``count`` (at least 1) periods that
+    closed last before ``now``, computed in two or three period look-ups rather than
+    ``count`` (the window of a profile is read on every freshness request).
+
+    Exact for daily and monthly periods; for hourly periods a fall-back hour (one period
+    two hours long) inside the window makes it one period shorter.
+
+    Raises:
+        ValueError: ``partitioning`` is ``none``.
+    """
+    current = period_containing(now, partitioning, time_zone)
+    if partitioning == MONTHLY:
+        year, month = (int(part) for part in current.key.split("-"))
+        year, month = divmod(year * 12 + month - 1 - count, 12)
+        return parse_partition_key(MONTHLY, f"{year:04d}-{month + 1:02d}", time_zone).start
+    step = timedelta(hours=1) if partitioning == HOURLY else timedelta(days=1)
+    # Half a step in, so a day that is 23 or 25 hours long cannot move it to a neighbour.
+    return period_containing(current.start - count * step + step / 2, partitioning, time_zone).start
 
 
 def weekday_of(period_end: datetime, time_zone: str) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
+from django.conf import settings
 from django.db.models import (
     Count,
     Exists,
@@ -22,8 +23,9 @@ from django.db.models import (
 from django.utils import timezone
 
 from problems import FieldError
+from schedules import period_containing
 
-from . import declarations, errors, future_partitions, unknown_datasets
+from . import arrival_profiles, declarations, errors, future_partitions, unknown_datasets
 from . import lineage_graph as graph
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
@@ -195,6 +197,56 @@ def partition_latest_ready(*, dataset: Dataset, now: datetime) -> Partition | No
         .select_related("current_revision")
         .order_by("-start_at", "-key")
         .first()
+    )
+
+
+def dataset_arrival_profile(
+    *, dataset: Dataset, now: datetime, periods: int | None = None
+) -> arrival_profiles.ArrivalProfile | None:
+    """The dataset's learned arrival profile over its last ``periods`` closed periods
+    before ``now`` (aware UTC; default ``TIDEMARK_ARRIVAL_PROFILE_PERIODS``), in one
+    query (the ``partition_newest`` index).
+
+    Each partition's arrival is the first ``ready_at`` of its revisions published or
+    found by the poll outside a restatement (a later version or a promoted restatement
+    does not move it). Partitions newer than the window are read too, so one backfilled
+    after them is known as such (``catalog.arrival_profiles.without_backfills``).
+
+    Returns:
+        ``ArrivalProfile`` (groups with fewer than ``TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS``
+        arrivals have no quantiles), or None for an unpartitioned dataset.
+    """
+    if dataset.partitioning == Dataset.Partitioning.NONE:
+        return None
+    count = periods or settings.TIDEMARK_ARRIVAL_PROFILE_PERIODS
+    since = arrival_profiles.window_start(
+        now, dataset.partitioning, dataset.partition_timezone, count
+    )
+    until = period_containing(now, dataset.partitioning, dataset.partition_timezone).start
+    # From the revisions' side: an inner join the planner runs as a nested loop over the
+    # window's partitions (a LEFT JOIN from partitions made it scan every revision).
+    rows = (
+        PartitionRevision.objects.filter(
+            partition__dataset=dataset,
+            partition__start_at__gte=since,
+            partition__end_at__isnull=False,
+            state=PartitionRevision.State.READY,
+            restatement__isnull=True,
+            detected_by__in=[
+                PartitionRevision.DetectedBy.EVENT,
+                PartitionRevision.DetectedBy.POLL,
+            ],
+        )
+        .values("partition_id", "partition__end_at")
+        .annotate(first_ready_at=Min("ready_at"))
+        .values_list("partition__end_at", "first_ready_at")
+        .order_by()
+    )
+    return arrival_profiles.profile(
+        (arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows),
+        time_zone=dataset.partition_timezone,
+        min_periods=settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
+        until=until,
     )
 
 

@@ -17,8 +17,10 @@ from catalog.arrival_profiles import (
     profile,
     quantiles,
     weekday_of,
+    window_start,
     without_backfills,
 )
+from catalog.timeline import last_periods
 
 
 def utc(*args):
@@ -122,6 +124,30 @@ def test_profile_counts_only_periods_ending_by_until_but_judges_backfills_with_n
     newer = daily(utc(2026, 11, 2), timedelta(hours=1))  # ready 2026-11-03 01:00
     result = profile([old, newer], time_zone="UTC", min_periods=1, until=utc(2026, 11, 2))
     assert result.periods == 0 and result.backfills == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    instant=st.datetimes(
+        min_value=datetime(2024, 1, 1), max_value=datetime(2028, 12, 31), timezones=st.just(UTC)
+    ),
+    partitioning=st.sampled_from(["hourly", "daily", "monthly"]),
+    tz=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"]),
+    count=st.integers(1, 120),
+)
+def test_window_start_is_the_start_of_the_last_count_periods(instant, partitioning, tz, count):
+    periods = last_periods(instant, partitioning, tz, count)
+    found = window_start(instant, partitioning, tz, count)
+    if partitioning == "hourly":
+        # A fall-back hour inside the window (one period, two hours) may shorten it by one.
+        assert found in {periods[0].start, periods[1].start if count > 1 else None}
+    else:
+        assert found == periods[0].start
+
+
+def test_window_start_refuses_unpartitioned_data():
+    with pytest.raises(ValueError):
+        window_start(utc(2026, 11, 1), "none", "UTC", 90)
 
 
 # --- property: the profile against an oracle -------------------------------------------
