@@ -68,18 +68,21 @@ class ArrivalProfile:
     """A dataset's usual arrival times.
 
     ``periods``: arrivals counted; ``backfills``: arrivals left out because a newer
-    partition was ready before them; ``all``, ``business_days``, ``weekends``: the
+    partition was ready before them; ``all_days``, ``business_days``, ``weekends``: the
     quantiles of every arrival and of those whose period ends on Monday to Friday, or on
     Saturday or Sunday (local to the partition time zone); ``weekdays``: the same per
-    weekday, ``{"monday": Quantiles, ...}`` in weekday order.
+    weekday, ``{"monday": Quantiles, ...}`` in weekday order. ``window_periods`` and
+    ``since`` (aware UTC): the window of periods read, when a reader set them.
     """
 
     periods: int
     backfills: int
-    all: Quantiles
+    all_days: Quantiles
     business_days: Quantiles
     weekends: Quantiles
     weekdays: dict[str, Quantiles]
+    window_periods: int | None = None
+    since: datetime | None = None
 
 
 def nearest_rank(sorted_values: list[int], percent: int) -> int:
@@ -189,7 +192,7 @@ def profile(
     return ArrivalProfile(
         periods=len(counted),
         backfills=sum(1 for a in backfills if in_window(a)),
-        all=of(WEEKDAYS),
+        all_days=of(WEEKDAYS),
         business_days=of(BUSINESS_DAYS),
         weekends=of(set(WEEKDAYS) - BUSINESS_DAYS),
         weekdays={day: of([day]) for day in WEEKDAYS},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
@@ -242,12 +243,13 @@ def dataset_arrival_profile(
         .values_list("partition__end_at", "first_ready_at")
         .order_by()
     )
-    return arrival_profiles.profile(
+    profile = arrival_profiles.profile(
         (arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows),
         time_zone=dataset.partition_timezone,
         min_periods=settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
         until=until,
     )
+    return dataclasses.replace(profile, window_periods=count, since=since)
 
 
 def restatement_list(*, dataset: Dataset) -> QuerySet[Restatement]:

@@ -205,7 +205,7 @@ def test_profile_matches_the_oracle(arrivals, tz, min_periods, until_hour):
     result = profile(arrivals, time_zone=tz, min_periods=min_periods, until=until)
     groups = oracle_groups(arrivals, tz, until)
     found = {
-        "all": result.all,
+        "all": result.all_days,
         "business_days": result.business_days,
         "weekends": result.weekends,
         **result.weekdays,

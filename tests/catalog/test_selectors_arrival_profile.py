@@ -80,9 +80,9 @@ def test_profile_reads_first_arrivals_only(actor, dataset, settings):
 
     assert profile.periods == 11 and profile.backfills == 1
     minutes = sorted([5 * 60 + n for n in range(1, 11)] + [6 * 60])
-    assert profile.all.p50_seconds == minutes[5] * 60  # rank ceil(5.5) = 6
-    assert profile.all.p90_seconds == minutes[9] * 60  # rank ceil(9.9) = 10
-    assert profile.all.p99_seconds == 6 * 3600
+    assert profile.all_days.p50_seconds == minutes[5] * 60  # rank ceil(5.5) = 6
+    assert profile.all_days.p90_seconds == minutes[9] * 60  # rank ceil(9.9) = 10
+    assert profile.all_days.p99_seconds == 6 * 3600
     # Periods ending Saturday 10-03, Sunday 10-04 and 10-10, 10-11: four weekend arrivals.
     assert profile.weekends.periods == 4 and profile.business_days.periods == 7
     assert profile.weekdays["sunday"].periods == 2
@@ -96,7 +96,7 @@ def test_window_is_the_last_periods_before_now(actor, dataset):
     # The last 3 closed periods before NOW are 10-09, 10-10, 10-11 (10-11 is missing).
     profile = selectors.dataset_arrival_profile(dataset=dataset, now=NOW, periods=3)
     assert profile.periods == 2
-    assert profile.all.p50_seconds is None  # 2 < the default 5
+    assert profile.all_days.p50_seconds is None  # 2 < the default 5
 
 
 def test_an_unpartitioned_dataset_has_no_profile(actor):
