@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from schedules import HOURLY, MONTHLY, parse_partition_key, period_containing
+from schedules import DAILY, HOURLY, MONTHLY, parse_partition_key, period_containing
 
 PERCENTILES = (50, 90, 99)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -197,3 +197,26 @@ def profile(
         weekends=of(set(WEEKDAYS) - BUSINESS_DAYS),
         weekdays={day: of([day]) for day in WEEKDAYS},
     )
+
+
+def shown_groups(profile: ArrivalProfile) -> list[tuple[str, Quantiles]]:
+    """The groups a page shows, as ``(words, Quantiles)``: all days, business days and
+    weekends always (with their counts), then each weekday that has quantiles."""
+    groups = [
+        ("all days", profile.all_days),
+        ("business days (Mon-Fri)", profile.business_days),
+        ("weekends", profile.weekends),
+    ]
+    groups += [
+        (day.capitalize(), q) for day, q in profile.weekdays.items() if q.p50_seconds is not None
+    ]
+    return groups
+
+
+def clock_time(seconds: int | None, partitioning: str) -> str | None:
+    """The local wall-clock time ``HH:MM`` an offset reads as for a daily partition (its
+    period ends at local midnight), when the offset is within the next day; else None.
+    An hour off on the night of a DST change, which is why pages say "about"."""
+    if seconds is None or partitioning != DAILY or not 0 <= seconds < 86400:
+        return None
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
