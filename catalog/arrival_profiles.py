@@ -72,7 +72,8 @@ class ArrivalProfile:
     quantiles of every arrival and of those whose period ends on Monday to Friday, or on
     Saturday or Sunday (local to the partition time zone); ``weekdays``: the same per
     weekday, ``{"monday": Quantiles, ...}`` in weekday order. ``window_periods`` and
-    ``since`` (aware UTC): the window of periods read, when a reader set them.
+    ``since`` (aware UTC): the window of periods read, and ``sla_suggestion`` what the
+    arrivals say about the SLA, when a reader set them.
     """
 
     periods: int
@@ -83,6 +84,7 @@ class ArrivalProfile:
     weekdays: dict[str, Quantiles]
     window_periods: int | None = None
     since: datetime | None = None
+    sla_suggestion: object | None = None  # catalog.sla_suggestions.SlaSuggestion
 
 
 def nearest_rank(sorted_values: list[int], percent: int) -> int:
@@ -156,6 +158,16 @@ def weekday_of(period_end: datetime, time_zone: str) -> str:
     return WEEKDAYS[period_end.astimezone(ZoneInfo(time_zone)).weekday()]
 
 
+def counted_arrivals(
+    arrivals: Iterable[Arrival], *, until: datetime | None = None
+) -> tuple[list[Arrival], int]:
+    """The arrivals a profile counts, oldest period first, and how many backfills whose
+    period ends by ``until`` (aware; None: no bound) were left out."""
+    kept, backfills = without_backfills(arrivals)
+    counted = [a for a in kept if until is None or a.period_end <= until]
+    return counted, sum(1 for a in backfills if until is None or a.period_end <= until)
+
+
 def profile(
     arrivals: Iterable[Arrival],
     *,
@@ -176,12 +188,7 @@ def profile(
     Returns:
         ``ArrivalProfile``; every group is present, with None quantiles when too small.
     """
-    kept, backfills = without_backfills(arrivals)
-
-    def in_window(arrival: Arrival) -> bool:
-        return until is None or arrival.period_end <= until
-
-    counted = [a for a in kept if in_window(a)]
+    counted, backfills = counted_arrivals(arrivals, until=until)
     by_day: dict[str, list[int]] = {day: [] for day in WEEKDAYS}
     for arrival in counted:
         by_day[weekday_of(arrival.period_end, time_zone)].append(arrival.seconds)
@@ -191,7 +198,7 @@ def profile(
 
     return ArrivalProfile(
         periods=len(counted),
-        backfills=sum(1 for a in backfills if in_window(a)),
+        backfills=backfills,
         all_days=of(WEEKDAYS),
         business_days=of(BUSINESS_DAYS),
         weekends=of(set(WEEKDAYS) - BUSINESS_DAYS),

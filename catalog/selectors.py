@@ -26,7 +26,15 @@ from django.utils import timezone
 from problems import FieldError
 from schedules import period_containing
 
-from . import arrival_profiles, declarations, errors, future_partitions, unknown_datasets
+from . import (
+    arrival_profiles,
+    declarations,
+    errors,
+    freshness_state,
+    future_partitions,
+    sla_suggestions,
+    unknown_datasets,
+)
 from . import lineage_graph as graph
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
@@ -213,6 +221,9 @@ def dataset_arrival_profile(
     does not move it). Partitions newer than the window are read too, so one backfilled
     after them is known as such (``catalog.arrival_profiles.without_backfills``).
 
+    With an SLA, its ``sla_suggestion`` says whether the SLA is far from these arrivals
+    (``catalog.sla_suggestions``, from ``TIDEMARK_SLA_SUGGESTION_MIN_PERIODS`` arrivals).
+
     Returns:
         ``ArrivalProfile`` (groups with fewer than ``TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS``
         arrivals have no quantiles), or None for an unpartitioned dataset.
@@ -243,13 +254,23 @@ def dataset_arrival_profile(
         .values_list("partition__end_at", "first_ready_at")
         .order_by()
     )
+    arrivals = [arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows]
     profile = arrival_profiles.profile(
-        (arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows),
+        arrivals,
         time_zone=dataset.partition_timezone,
         min_periods=settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
         until=until,
     )
-    return dataclasses.replace(profile, window_periods=count, since=since)
+    sla = freshness_state.sla_of(dataset)
+    suggestion = None
+    if sla is not None:
+        counted, _ = arrival_profiles.counted_arrivals(arrivals, until=until)
+        suggestion = sla_suggestions.suggest(
+            counted, sla, min_periods=settings.TIDEMARK_SLA_SUGGESTION_MIN_PERIODS
+        )
+    return dataclasses.replace(
+        profile, window_periods=count, since=since, sla_suggestion=suggestion
+    )
 
 
 def restatement_list(*, dataset: Dataset) -> QuerySet[Restatement]:

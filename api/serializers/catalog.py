@@ -603,6 +603,30 @@ class ArrivalWeekdaysOutputSerializer(serializers.Serializer):
     sunday = ArrivalQuantilesOutputSerializer()
 
 
+class SlaSuggestionOutputSerializer(serializers.Serializer):
+    direction = ChoiceField(
+        ["earlier", "later"],
+        help_text=(
+            "earlier: on 95% of the periods the partition was ready more than an hour (and "
+            "more than half its own arrival time) before the deadline; later: fewer than "
+            "95% were ready by deadline plus grace."
+        ),
+    )
+    periods = serializers.IntegerField(help_text="Arrivals judged against the SLA.")
+    percent = serializers.IntegerField(help_text="The share the suggestion speaks of (95).")
+    ready_by_seconds = serializers.IntegerField(
+        help_text="percent % of the partitions were ready within this many seconds of "
+        "their period's end."
+    )
+    deadline_seconds = serializers.IntegerField(
+        help_text="Median seconds from a period's end to its deadline (without grace)."
+    )
+    met_percent = serializers.IntegerField(
+        help_text="Whole percentage of the periods ready by deadline plus grace."
+    )
+    words = serializers.CharField(help_text="The suggestion in words, as the page says it.")
+
+
 class ArrivalProfileOutputSerializer(serializers.Serializer):
     window_periods = serializers.IntegerField(
         help_text="The profile reads the last this-many closed periods."
@@ -623,6 +647,13 @@ class ArrivalProfileOutputSerializer(serializers.Serializer):
     )
     weekdays = ArrivalWeekdaysOutputSerializer(
         help_text="Per weekday on which the period ends, in the partition time zone."
+    )
+    sla_suggestion = SlaSuggestionOutputSerializer(
+        allow_null=True,
+        help_text=(
+            "With an SLA and at least TIDEMARK_SLA_SUGGESTION_MIN_PERIODS arrivals: how far "
+            "the SLA is from them, when it is far either way; null otherwise."
+        ),
     )
 
 

@@ -472,6 +472,8 @@ TIDEMARK_STALE_DECLARATION_DAYS = env.int("TIDEMARK_STALE_DECLARATION_DAYS", def
 # learned from its last this-many closed periods; a group of periods (business days,
 # weekends, one weekday) needs at least MIN_PERIODS arrivals for its quantiles.
 TIDEMARK_ARRIVAL_PROFILE_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_PERIODS", default=90)
+# An SLA is compared with the arrivals once this many are counted (catalog/sla_suggestions.py).
+TIDEMARK_SLA_SUGGESTION_MIN_PERIODS = env.int("TIDEMARK_SLA_SUGGESTION_MIN_PERIODS", default=14)
 TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS", default=5)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---

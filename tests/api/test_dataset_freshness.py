@@ -69,7 +69,29 @@ def test_freshness_carries_the_arrival_profile(owner, settings):
     assert profile["all_days"]["periods"] == 21
     assert profile["weekdays"]["monday"]["periods"] == 3
     assert profile["weekdays"]["monday"]["p50_seconds"] is None  # 3 < 5
-    assert body["state"] == "no_sla"
+    assert body["state"] == "no_sla" and profile["sla_suggestion"] is None
+
+
+def test_freshness_suggests_an_earlier_deadline_when_data_lands_hours_before_it(owner, settings):
+    settings.TIDEMARK_SLA_SUGGESTION_MIN_PERIODS = 14
+    with time_machine.travel(NOW - timedelta(days=30), tick=False):
+        dataset_id = register(owner, name="raw/orders", sla_cron="0 9 * * *")
+    first = datetime(2026, 11, 9, tzinfo=UTC)
+    for n in range(21):
+        end = first + timedelta(days=n + 1)
+        publish(
+            owner,
+            "raw/orders",
+            f"{(first + timedelta(days=n)):%Y-%m-%d}",
+            end + timedelta(hours=5, minutes=n),
+        )
+    with time_machine.travel(NOW, tick=False):
+        body = owner.get(f"/api/v1/datasets/{dataset_id}/freshness").json()
+    suggestion = body["arrival_profile"]["sla_suggestion"]
+    assert suggestion["direction"] == "earlier" and suggestion["periods"] == 21
+    assert suggestion["ready_by_seconds"] == (5 * 60 + 19) * 60  # rank ceil(19.95) = 20
+    assert suggestion["deadline_seconds"] == 9 * 3600 and suggestion["met_percent"] == 100
+    assert suggestion["words"].startswith("Ready by 5 h 19 min after the period ends")
 
 
 def test_an_unpartitioned_dataset_has_no_arrival_profile(owner):

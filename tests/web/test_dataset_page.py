@@ -146,6 +146,20 @@ def test_dataset_page_shows_the_usual_arrival_next_to_the_timeline(consumer, ord
     assert "Monday" not in section  # no weekday has five periods
 
 
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_suggests_an_earlier_deadline(consumer, orders_daily):
+    # Twenty days ready by 01:19 UTC; the deadline is 06:30 Berlin (05:30 UTC) + 30 min.
+    for n in range(20):
+        day = datetime(2026, 11, 7, tzinfo=UTC) + timedelta(days=n)
+        end = day + timedelta(days=1)
+        partition(orders_daily, f"{day:%Y-%m-%d}", ready_at=end + timedelta(hours=1, minutes=n))
+    _, body = page(consumer, orders_daily)
+    suggestion = body[body.index('id="sla-suggestion"') :]
+    assert "deadline could be earlier" in suggestion
+    assert "Ready by 1 h 18 min after the period ends" in suggestion  # rank 19 of 20
+    assert "the deadline is 5 h 30 min after it" in suggestion
+
+
 def test_dataset_page_of_an_unpartitioned_dataset_has_no_arrival_profile(consumer, orders):
     dataset = DatasetFactory(owner=orders, name="dim/customers", partitioning="none")
     response, body = page(consumer, dataset)
