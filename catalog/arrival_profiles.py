@@ -24,9 +24,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from schedules import DAILY, HOURLY, MONTHLY, parse_partition_key, period_containing
+
+if TYPE_CHECKING:  # sla_suggestions builds on this module
+    from .sla_suggestions import SlaSuggestion
 
 PERCENTILES = (50, 90, 99)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -84,7 +88,7 @@ class ArrivalProfile:
     weekdays: dict[str, Quantiles]
     window_periods: int | None = None
     since: datetime | None = None
-    sla_suggestion: object | None = None  # catalog.sla_suggestions.SlaSuggestion
+    sla_suggestion: SlaSuggestion | None = None
 
 
 def nearest_rank(sorted_values: list[int], percent: int) -> int:
