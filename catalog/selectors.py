@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
+from django.conf import settings
 from django.db.models import (
     Count,
     Exists,
@@ -22,8 +24,17 @@ from django.db.models import (
 from django.utils import timezone
 
 from problems import FieldError
+from schedules import period_containing
 
-from . import declarations, errors, future_partitions, unknown_datasets
+from . import (
+    arrival_profiles,
+    declarations,
+    errors,
+    freshness_state,
+    future_partitions,
+    sla_suggestions,
+    unknown_datasets,
+)
 from . import lineage_graph as graph
 from .identity import DatasetIdentity, normalise_dataset_identity
 from .models import (
@@ -195,6 +206,70 @@ def partition_latest_ready(*, dataset: Dataset, now: datetime) -> Partition | No
         .select_related("current_revision")
         .order_by("-start_at", "-key")
         .first()
+    )
+
+
+def dataset_arrival_profile(
+    *, dataset: Dataset, now: datetime, periods: int | None = None
+) -> arrival_profiles.ArrivalProfile | None:
+    """The dataset's learned arrival profile over its last ``periods`` closed periods
+    before ``now`` (aware UTC; default ``TIDEMARK_ARRIVAL_PROFILE_PERIODS``), in one
+    query (the ``partition_newest`` index).
+
+    Each partition's arrival is the first ``ready_at`` of its revisions published or
+    found by the poll outside a restatement (a later version or a promoted restatement
+    does not move it). Partitions newer than the window are read too, so one backfilled
+    after them is known as such (``catalog.arrival_profiles.without_backfills``).
+
+    With an SLA, its ``sla_suggestion`` says whether the SLA is far from these arrivals
+    (``catalog.sla_suggestions``, from ``TIDEMARK_SLA_SUGGESTION_MIN_PERIODS`` arrivals).
+
+    Returns:
+        ``ArrivalProfile`` (groups with fewer than ``TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS``
+        arrivals have no quantiles), or None for an unpartitioned dataset.
+    """
+    if dataset.partitioning == Dataset.Partitioning.NONE:
+        return None
+    count = periods or settings.TIDEMARK_ARRIVAL_PROFILE_PERIODS
+    since = arrival_profiles.window_start(
+        now, dataset.partitioning, dataset.partition_timezone, count
+    )
+    until = period_containing(now, dataset.partitioning, dataset.partition_timezone).start
+    # From the revisions' side: an inner join the planner runs as a nested loop over the
+    # window's partitions (a LEFT JOIN from partitions made it scan every revision).
+    rows = (
+        PartitionRevision.objects.filter(
+            partition__dataset=dataset,
+            partition__start_at__gte=since,
+            partition__end_at__isnull=False,
+            state=PartitionRevision.State.READY,
+            restatement__isnull=True,
+            detected_by__in=[
+                PartitionRevision.DetectedBy.EVENT,
+                PartitionRevision.DetectedBy.POLL,
+            ],
+        )
+        .values("partition_id", "partition__end_at")
+        .annotate(first_ready_at=Min("ready_at"))
+        .values_list("partition__end_at", "first_ready_at")
+        .order_by()
+    )
+    arrivals = [arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows]
+    profile = arrival_profiles.profile(
+        arrivals,
+        time_zone=dataset.partition_timezone,
+        min_periods=settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
+        until=until,
+    )
+    sla = freshness_state.sla_of(dataset)
+    suggestion = None
+    if sla is not None:
+        counted, _ = arrival_profiles.counted_arrivals(arrivals, until=until)
+        suggestion = sla_suggestions.suggest(
+            counted, sla, min_periods=settings.TIDEMARK_SLA_SUGGESTION_MIN_PERIODS
+        )
+    return dataclasses.replace(
+        profile, window_periods=count, since=since, sla_suggestion=suggestion
     )
 
 

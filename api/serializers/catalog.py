@@ -588,6 +588,92 @@ class PollOutputSerializer(serializers.Serializer):
     recent_sweeps = StorageSweepOutputSerializer(many=True)
 
 
+class ArrivalQuantilesOutputSerializer(serializers.Serializer):
+    periods = serializers.IntegerField(help_text="Arrivals in this group of periods.")
+    p50_seconds = serializers.IntegerField(
+        allow_null=True,
+        help_text=(
+            "Half of these periods were ready within this many seconds of their end "
+            "(negative: before it). Null while the group has fewer arrivals than "
+            "TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS."
+        ),
+    )
+    p90_seconds = serializers.IntegerField(
+        allow_null=True, help_text="Ready within this many seconds on 90% of them; null as p50."
+    )
+    p99_seconds = serializers.IntegerField(
+        allow_null=True,
+        help_text=(
+            "Ready within this many seconds on 99% of them (with fewer than 100 arrivals, "
+            "the latest seen); null as p50."
+        ),
+    )
+
+
+class ArrivalWeekdaysOutputSerializer(serializers.Serializer):
+    monday = ArrivalQuantilesOutputSerializer()
+    tuesday = ArrivalQuantilesOutputSerializer()
+    wednesday = ArrivalQuantilesOutputSerializer()
+    thursday = ArrivalQuantilesOutputSerializer()
+    friday = ArrivalQuantilesOutputSerializer()
+    saturday = ArrivalQuantilesOutputSerializer()
+    sunday = ArrivalQuantilesOutputSerializer()
+
+
+class SlaSuggestionOutputSerializer(serializers.Serializer):
+    direction = ChoiceField(
+        ["earlier", "later"],
+        help_text=(
+            "earlier: on 95% of the periods the partition was ready more than an hour (and "
+            "more than half its own arrival time) before the deadline; later: fewer than "
+            "95% were ready by deadline plus grace."
+        ),
+    )
+    periods = serializers.IntegerField(help_text="Arrivals judged against the SLA.")
+    percent = serializers.IntegerField(help_text="The share the suggestion speaks of (95).")
+    ready_by_seconds = serializers.IntegerField(
+        help_text="percent % of the partitions were ready within this many seconds of "
+        "their period's end."
+    )
+    deadline_seconds = serializers.IntegerField(
+        help_text="Median seconds from a period's end to its deadline (without grace)."
+    )
+    met_percent = serializers.IntegerField(
+        help_text="Whole percentage of the periods ready by deadline plus grace."
+    )
+    words = serializers.CharField(help_text="The suggestion in words, as the page says it.")
+
+
+class ArrivalProfileOutputSerializer(serializers.Serializer):
+    window_periods = serializers.IntegerField(
+        help_text="The profile reads the last this-many closed periods."
+    )
+    since = serializers.DateTimeField(help_text="Start of the first period read.")
+    periods = serializers.IntegerField(
+        help_text="Partitions counted: first ready (published or found by the poll) in the window."
+    )
+    backfills = serializers.IntegerField(
+        help_text="Partitions left out: they became ready after a newer partition was ready."
+    )
+    all_days = ArrivalQuantilesOutputSerializer(help_text="Every arrival counted.")
+    business_days = ArrivalQuantilesOutputSerializer(
+        help_text="Periods ending Monday to Friday, in the partition time zone."
+    )
+    weekends = ArrivalQuantilesOutputSerializer(
+        help_text="Periods ending on Saturday or Sunday, in the partition time zone."
+    )
+    weekdays = ArrivalWeekdaysOutputSerializer(
+        help_text="Per weekday on which the period ends, in the partition time zone."
+    )
+    sla_suggestion = SlaSuggestionOutputSerializer(
+        allow_null=True,
+        help_text=(
+            "With an SLA and at least TIDEMARK_SLA_SUGGESTION_MIN_PERIODS arrivals: how far "
+            "the SLA is from them, when it is far either way; null otherwise."
+        ),
+    )
+
+
 class FreshnessOutputSerializer(serializers.Serializer):
     state = ChoiceField(
         ["fresh", "awaiting", "due", "late", "no_sla"],
@@ -612,6 +698,14 @@ class FreshnessOutputSerializer(serializers.Serializer):
         allow_null=True, help_text="Late: seconds since partition_due's deadline plus grace."
     )
     next_deadline_at = serializers.DateTimeField(allow_null=True)
+    arrival_profile = ArrivalProfileOutputSerializer(
+        allow_null=True,
+        help_text=(
+            "When partitions usually become ready, in seconds after their period ends, "
+            "learned from the dataset's own history (restatements and backfills left "
+            "out). Null for an unpartitioned dataset."
+        ),
+    )
 
 
 # --- change notices -----------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -180,8 +182,11 @@ class DatasetFreshnessApi(APIView):
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
-        state = freshness_state.dataset_freshness(dataset, now=timezone.now())
-        return Response(s.FreshnessOutputSerializer(state).data)
+        now = timezone.now()
+        state = freshness_state.dataset_freshness(dataset, now=now)
+        profile = selectors.dataset_arrival_profile(dataset=dataset, now=now)
+        body = {**dataclasses.asdict(state), "arrival_profile": profile}
+        return Response(s.FreshnessOutputSerializer(body).data)
 
 
 class DatasetPollApi(APIView):

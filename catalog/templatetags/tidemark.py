@@ -9,6 +9,8 @@ from django import template
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
+from ..arrival_profiles import clock_time
+
 register = template.Library()
 
 _SEPARATOR = re.compile(r"([/_.:\-]+)")
@@ -39,3 +41,10 @@ def duration(value: int | float | timedelta | None) -> str:
         if len(parts) == 2:
             break
     return sign + " ".join(parts)
+
+
+@register.filter
+def arrival_clock(seconds: int | None, partitioning: str) -> str:
+    """An arrival offset as a daily partition's local clock time, ``"05:40"``; ``""``
+    when it does not read as one (``catalog.arrival_profiles.clock_time``)."""
+    return clock_time(seconds, partitioning) or ""

@@ -21,6 +21,7 @@ from problems import Problem
 from schedules import as_read
 
 from .. import (
+    arrival_profiles,
     browse,
     change_notices,
     delivery,
@@ -120,8 +121,9 @@ TIMELINE_PERIODS = 30
 @login_required
 def dataset_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """A dataset: owner, completion signal, SLA in words with its next deadlines,
-    freshness, the last 30 periods' timeline, consumers, lineage, change notices with
-    their acknowledgements and the audit trail; its owners' edit form, and a form to
+    freshness, the last 30 periods' timeline with the usual arrival times (its arrival
+    profile), consumers, lineage, change notices with their acknowledgements and the
+    audit trail; its owners' edit form, and a form to
     subscribe one's team."""
     dataset = _dataset_or_404(dataset_id)
     return _dataset_response(request, dataset)
@@ -146,8 +148,9 @@ def _dataset_response(
         as_read(at, dataset.sla_timezone)
         for at in sla_schedule.upcoming_deadlines(dataset, now=now)
     ]
-    cells, picture = [], None
+    cells, picture, profile = [], None, None
     if dataset.partitioning != Dataset.Partitioning.NONE:
+        profile = selectors.dataset_arrival_profile(dataset=dataset, now=now)
         periods = timeline.last_periods(
             now, dataset.partitioning, dataset.partition_timezone, TIMELINE_PERIODS
         )
@@ -183,6 +186,9 @@ def _dataset_response(
         "cells": cells,
         "picture": picture,
         "legend": timeline.WORDS,
+        "profile": profile,
+        "groups": arrival_profiles.shown_groups(profile) if profile else [],
+        "min_periods": settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
         "consumers": browse.dataset_consumers(dataset=dataset),
         "lineage": graph_layout.layout(graph),
         "unverified": request.GET.get("unverified") == "1",

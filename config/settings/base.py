@@ -472,6 +472,13 @@ TIDEMARK_LINEAGE_COLLECT_SECONDS = env.int("TIDEMARK_LINEAGE_COLLECT_SECONDS", d
 # Governance: a subscription whose team has not been seen reading its dataset for this many
 # days is a stale declaration (GET /api/v1/reports/stale-declarations; ?days= overrides).
 TIDEMARK_STALE_DECLARATION_DAYS = env.int("TIDEMARK_STALE_DECLARATION_DAYS", default=30)
+# Arrival profiles (catalog/arrival_profiles.py): a dataset's usual arrival times are
+# learned from its last this-many closed periods; a group of periods (business days,
+# weekends, one weekday) needs at least MIN_PERIODS arrivals for its quantiles.
+TIDEMARK_ARRIVAL_PROFILE_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_PERIODS", default=90)
+# An SLA is compared with the arrivals once this many are counted (catalog/sla_suggestions.py).
+TIDEMARK_SLA_SUGGESTION_MIN_PERIODS = env.int("TIDEMARK_SLA_SUGGESTION_MIN_PERIODS", default=14)
+TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS", default=5)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"

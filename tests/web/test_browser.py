@@ -148,6 +148,10 @@ def test_log_in_and_find_a_dataset(page, live_server, screenshot):
     expect(page.locator("svg.timeline g.cell")).to_have_count(30)
     expect(page.locator("svg.timeline g.cell.missing")).to_have_count(2)
     expect(page.locator(".lineage g.node")).to_have_count(6)
+    # Its usual arrival beside the timeline: 28 arrivals, 4 h after midnight but 2 at 9 h.
+    profile = page.locator("#arrival-profile")
+    expect(profile).to_contain_text("learned from 28 of the last 90 periods")
+    expect(profile.locator("tr", has_text="all days")).to_contain_text("4 h ≈ 04:00")
     screenshot(page, "dataset")
 
 
@@ -245,6 +249,7 @@ def test_every_catalog_page_fits_a_phone(page, live_server, screenshot):
     assert_on_screen(page.locator("svg.timeline g.cell").last)
     assert_on_screen(page.locator(".timeline-axis span").last)
     assert_on_screen(page.get_by_role("button", name="Subscribe"))
+    assert_on_screen(page.locator("#arrival-profile tr", has_text="all days"))
     screenshot(page, "dataset-phone")
 
     page.goto(f"{live_server.url}/datasets/{long.pk}/")

@@ -122,6 +122,51 @@ def test_dataset_page_draws_the_last_30_periods(consumer, orders_daily):
 
 
 @time_machine.travel(NOW, tick=False)
+def test_dataset_page_shows_the_usual_arrival_next_to_the_timeline(consumer, orders_daily):
+    # Ten daily partitions up to 11-27 (Friday), each ready n minutes past 05:00 UTC the
+    # day its period ends; the newest ends on Saturday 11-28.
+    for n in range(10):
+        day = datetime(2026, 11, 18, tzinfo=UTC) + timedelta(days=n)
+        end = day + timedelta(days=1)
+        partition(orders_daily, f"{day:%Y-%m-%d}", ready_at=end + timedelta(hours=5, minutes=n))
+    # 11-10 filled in after all of them: a backfill, left out.
+    partition(orders_daily, "2026-11-10", ready_at=NOW - timedelta(hours=1))
+    response, body = page(consumer, orders_daily)
+    groups = dict(response.context["groups"])
+    assert groups["all days"].periods == 10 and response.context["profile"].backfills == 1
+    section = body[body.index('id="arrival-profile"') :]
+    assert "learned from 10 of the last 90 periods (1 backfill left out)" in section
+    # All days: p50 is the 5th of 10 (05:04), p90 the 9th (05:08), p99 the 10th (05:09).
+    assert "<td>all days</td>" in section
+    assert '5 h 4 min <span class="muted small">≈ 05:04</span>' in section
+    assert '5 h 9 min <span class="muted small">≈ 05:09</span>' in section
+    # Seven business-day ends, three weekend ends (11-21, 11-22, 11-28): too few.
+    assert (groups["business days (Mon-Fri)"].periods, groups["weekends"].periods) == (7, 3)
+    assert "fewer than 5 periods" in section
+    assert "Monday" not in section  # no weekday has five periods
+
+
+@time_machine.travel(NOW, tick=False)
+def test_dataset_page_suggests_an_earlier_deadline(consumer, orders_daily):
+    # Twenty days ready by 01:19 UTC; the deadline is 06:30 Berlin (05:30 UTC) + 30 min.
+    for n in range(20):
+        day = datetime(2026, 11, 7, tzinfo=UTC) + timedelta(days=n)
+        end = day + timedelta(days=1)
+        partition(orders_daily, f"{day:%Y-%m-%d}", ready_at=end + timedelta(hours=1, minutes=n))
+    _, body = page(consumer, orders_daily)
+    suggestion = body[body.index('id="sla-suggestion"') :]
+    assert "deadline could be earlier" in suggestion
+    assert "Ready by 1 h 18 min after the period ends" in suggestion  # rank 19 of 20
+    assert "the deadline is 5 h 30 min after it" in suggestion
+
+
+def test_dataset_page_of_an_unpartitioned_dataset_has_no_arrival_profile(consumer, orders):
+    dataset = DatasetFactory(owner=orders, name="dim/customers", partitioning="none")
+    response, body = page(consumer, dataset)
+    assert response.context["profile"] is None and 'id="arrival-profile"' not in body
+
+
+@time_machine.travel(NOW, tick=False)
 def test_dataset_page_judges_a_restated_partition_by_when_it_first_arrived(consumer, orders_daily):
     Dataset.objects.filter(pk=orders_daily.pk).update(created_at=NOW - timedelta(days=60))
     row = partition(orders_daily, "2026-11-24", ready_at=datetime(2026, 11, 25, 4, tzinfo=UTC))
