@@ -2,7 +2,8 @@
 (dataset fields, from the ``columnLineage`` facets events carried) and ``GET /search``.
 
 The lineage graph is Tidemark's own (``catalog.selectors.lineage_graph``, every team's
-observed usage, verified or not), walked both ways from the node to ``depth`` job hops
+observed usage, verified or not, and static lineage from JobEvents and DatasetEvents),
+walked both ways from the node to ``depth`` job hops
 (at most ``catalog.lineage_graph.MAX_DEPTH``), each node carrying the dataset or job as
 the rest of this API shows it.
 """
@@ -16,7 +17,7 @@ from django.db.models import Max
 
 from catalog import lineage_graph
 from catalog import selectors as catalog_selectors
-from catalog.models import Dataset, DatasetUsage, Job
+from catalog.models import Dataset, DatasetUsage, Job, StaticLineage
 
 from ..errors import MarquezNotFound
 from . import facets as f
@@ -60,6 +61,7 @@ def lineage(*, viewer: reads.Viewer, node: str, depth: int) -> dict:
         depth=max(1, min(depth, lineage_graph.MAX_DEPTH)),
         direction=lineage_graph.BOTH,
         include_unverified=True,
+        include_static=True,
     )
     datasets = [(n["namespace"], n["name"]) for n in found["nodes"] if n["type"] == "dataset"]
     jobs = [(n["namespace"], n["name"]) for n in found["nodes"] if n["type"] == "job"]
@@ -97,12 +99,17 @@ def search(*, q: str, kind: str | None, sort: str, limit: int, namespace: str | 
         ]
     if kind in (None, "DATASET"):
         usage = DatasetUsage.objects.filter(dataset_name__icontains=q)
+        static = StaticLineage.objects.filter(dataset_name__icontains=q)
         registered = Dataset.objects.filter(name__icontains=q)
         if namespace:
             usage = usage.filter(dataset_namespace=namespace)
+            static = static.filter(dataset_namespace=namespace)
             registered = registered.filter(namespace=namespace)
         seen: dict[tuple[str, str], Any] = {}
         rows = [
+            *static.values("dataset_namespace", "dataset_name")
+            .annotate(at=Max("stated_at"))
+            .values_list("dataset_namespace", "dataset_name", "at"),
             *usage.values("dataset_namespace", "dataset_name")
             .annotate(at=Max("last_seen_at"))
             .values_list("dataset_namespace", "dataset_name", "at"),

@@ -5,8 +5,10 @@ runs and raw events, shaped by ``shapes``.
 What is where:
 
 - a **namespace** is any job namespace or dataset namespace seen in lineage or
-  registered; a **dataset** any identity seen in usage or registered; a **job** any job
-  seen (``catalog.Job``);
+  registered; a **dataset** any identity seen in usage, stated in static lineage
+  (``catalog.StaticLineage``: JobEvents and DatasetEvents) or registered; a **job** any
+  job seen (``catalog.Job``), whose inputs and outputs are its observed usage and the
+  static lineage its latest JobEvent stated;
 - a dataset's **facets** are those of the latest run that read or wrote it, folded from
   that run's raw events (``facets.fold``); raw events are kept
   ``TIDEMARK_RETAIN_LINEAGE_EVENTS_DAYS``, so facets of older runs read as ``{}`` (a
@@ -31,7 +33,16 @@ from operator import or_
 from django.db.models import Exists, Max, Min, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
-from catalog.models import Claim, Dataset, DatasetUsage, Job, RunConflict, SchemaObservation, Team
+from catalog.models import (
+    Claim,
+    Dataset,
+    DatasetUsage,
+    Job,
+    RunConflict,
+    SchemaObservation,
+    StaticLineage,
+    Team,
+)
 
 from ..errors import MarquezNotFound
 from ..models import LineageEvent, LineageRun, LineageRunEdge
@@ -76,12 +87,19 @@ def _namespace_views(names: Iterable[str] | None = None) -> list[shapes.Namespac
             spans[name] = (created, updated)
 
     jobs, usage, datasets = Job.objects.all(), DatasetUsage.objects.all(), Dataset.objects.all()
+    static = StaticLineage.objects.all()
     if names is not None:
         names = list(names)
         jobs, datasets = jobs.filter(namespace__in=names), datasets.filter(namespace__in=names)
         usage = usage.filter(dataset_namespace__in=names)
+        static = static.filter(dataset_namespace__in=names)
     span = {"created": Min("first_seen_at"), "updated": Max("last_seen_at")}
     widen(jobs.values("namespace").annotate(**span).values_list("namespace", *span))
+    widen(
+        static.values("dataset_namespace")
+        .annotate(created=Min("stated_at"), updated=Max("stated_at"))
+        .values_list("dataset_namespace", "created", "updated")
+    )
     widen(
         usage.values("dataset_namespace").annotate(**span).values_list("dataset_namespace", *span)
     )
@@ -121,6 +139,7 @@ def namespace_exists(name: str) -> bool:
         Job.objects.filter(namespace=name).exists()
         or DatasetUsage.objects.filter(dataset_namespace=name).exists()
         or Dataset.objects.filter(namespace=name).exists()
+        or StaticLineage.objects.filter(dataset_namespace=name).exists()
     )
 
 
@@ -140,14 +159,20 @@ def _dataset_spans(
 ) -> dict[Identity, tuple[datetime, datetime]]:
     """First and last seen of every dataset of ``namespace`` (or of ``identities``)."""
     usage, registered = DatasetUsage.objects.all(), Dataset.objects.all()
+    static = StaticLineage.objects.all()
     if namespace is not None:
         usage = usage.filter(dataset_namespace=namespace)
+        static = static.filter(dataset_namespace=namespace)
         registered = registered.filter(namespace=namespace)
     if identities is not None:
         usage = usage.filter(_identities(identities, prefix="dataset_"))
+        static = static.filter(_identities(identities, prefix="dataset_"))
         registered = registered.filter(_identities(identities))
     spans: dict[Identity, tuple[datetime, datetime]] = {}
     rows = [
+        *static.values("dataset_namespace", "dataset_name")
+        .annotate(created=Min("stated_at"), updated=Max("stated_at"))
+        .values_list("dataset_namespace", "dataset_name", "created", "updated"),
         *usage.values("dataset_namespace", "dataset_name")
         .annotate(created=Min("first_seen_at"), updated=Max("last_seen_at"))
         .values_list("dataset_namespace", "dataset_name", "created", "updated"),
@@ -265,6 +290,7 @@ def dataset_exists(namespace: str, name: str) -> bool:
     return (
         DatasetUsage.objects.filter(dataset_namespace=namespace, dataset_name=name).exists()
         or Dataset.objects.filter(namespace=namespace, name=name).exists()
+        or StaticLineage.objects.filter(dataset_namespace=namespace, dataset_name=name).exists()
     )
 
 
@@ -464,11 +490,15 @@ def run_facets(*, viewer: Viewer, run_id: uuid.UUID, kind: str) -> dict:
 def _job_views(viewer: Viewer, jobs: list[Job]) -> list[shapes.JobView]:
     """Jobs with their usage, facets and latest visible run."""
     used: dict[int, dict[str, list[Identity]]] = defaultdict(lambda: {"read": [], "write": []})
-    for job_pk, ns, name, direction in (
-        DatasetUsage.objects.filter(job__in=[j.pk for j in jobs])
-        .order_by("dataset_namespace", "dataset_name")
-        .values_list("job_id", "dataset_namespace", "dataset_name", "direction")
-    ):
+    rows = [
+        *DatasetUsage.objects.filter(job__in=[j.pk for j in jobs]).values_list(
+            "job_id", "dataset_namespace", "dataset_name", "direction"
+        ),
+        *StaticLineage.objects.filter(job__in=[j.pk for j in jobs]).values_list(
+            "job_id", "dataset_namespace", "dataset_name", "direction"
+        ),
+    ]
+    for job_pk, ns, name, direction in sorted(rows, key=lambda row: (row[1], row[2])):
         if (ns, name) not in used[job_pk][direction]:
             used[job_pk][direction].append((ns, name))
     latest_ids = (

@@ -363,7 +363,47 @@ def test_job_and_dataset_events_as_marquez_classifies_them(live_server, make_key
     processing.lineage_events_process_due()
 
     client = MarquezClient(url=live_server.url, api_key=token)
-    assert client.get_job(JOB_NS, "orders.static")["latestRun"] is None
+    job = client.get_job(JOB_NS, "orders.static")
+    assert job["latestRun"] is None
+    assert job["inputs"] == [{"namespace": IN_NS, "name": IN_NAME}]
+    assert job["outputs"] == [{"namespace": OUT_NS, "name": "marts/static"}]
+    job_id = f"job:{JOB_NS}:orders.static"
+    graph = _graph(live_server.url, token, job_id)
+    assert graph[job_id]["inEdges"] == [
+        {"origin": f"dataset:{IN_NS}:{IN_NAME}", "destination": job_id}
+    ]
+    assert graph[job_id]["outEdges"] == [
+        {"origin": job_id, "destination": f"dataset:{OUT_NS}:marts/static"}
+    ]
+    # Seen only in a DatasetEvent: a dataset of its namespace and a node of the graph.
+    only = f"dataset:{OUT_NS}:marts/only_declared"
+    assert list(_graph(live_server.url, token, only)) == [only]
+    assert client.get_dataset(OUT_NS, "marts/only_declared")["id"]["name"] == (
+        "marts/only_declared"
+    )
+    assert client.list_datasets(OUT_NS)["totalCount"] == 2
+
+    # A later JobEvent states the job's lineage anew: its earlier output is gone.
+    later = _as_json(job_event) | {"eventTime": "2026-11-28T07:00:00Z", "outputs": []}
+    requests.post(
+        f"{live_server.url}/api/v1/lineage",
+        json=later,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    ).raise_for_status()
+    processing.lineage_events_process_due()
+    assert client.get_job(JOB_NS, "orders.static")["outputs"] == []
+
+
+def _graph(url: str, token: str, node: str) -> dict:
+    response = requests.get(
+        f"{url}/api/v1/lineage",
+        params={"nodeId": node},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    return {item["id"]: item for item in response.json()["graph"]}
 
 
 def _as_json(event) -> dict:
