@@ -28,3 +28,16 @@ class Public(permissions.BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return True
+
+
+class MarquezRead(HasScope):
+    """The Marquez-compatible read API: a key with the ``read`` or ``governance`` scope,
+    or no key at all where ``TIDEMARK_MARQUEZ_API_PUBLIC`` allows it (a key that is sent
+    is still checked: a bad one is a 401)."""
+
+    def has_permission(self, request, view) -> bool:
+        from django.conf import settings
+
+        if request.auth is None and settings.TIDEMARK_MARQUEZ_API_PUBLIC:
+            return True
+        return super().has_permission(request, view)

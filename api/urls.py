@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from .views import (
     catalog,
@@ -7,6 +7,7 @@ from .views import (
     event_types,
     governance,
     lineage,
+    marquez,
     readiness,
     restatements,
     schemas,
@@ -178,6 +179,7 @@ urlpatterns = [
         governance.RunConflictsReportApi.as_view(),
         name="report-run-conflicts",
     ),
+    # POST: the OpenLineage endpoint; GET: Marquez's lineage graph (api.views.marquez).
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
     path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),
     path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),
@@ -186,4 +188,24 @@ urlpatterns = [
         lineage.RunEventListApi.as_view(),
         name="lineage-run-events",
     ),
+    # Marquez's read API (paths as Marquez serves them; api.views.marquez).
+    path("namespaces", marquez.MarquezNamespaceListApi.as_view(), name="marquez-namespace-list"),
+    re_path(
+        r"^namespaces/(?P<rest>.+)$",
+        marquez.MarquezNamespacePathApi.as_view(),
+        name="marquez-namespace-path",
+    ),
+    path("jobs", marquez.MarquezJobListApi.as_view(), name="marquez-job-list"),
+    path("jobs/runs/<uuid:run_id>", marquez.MarquezRunApi.as_view(), name="marquez-run"),
+    path(
+        "jobs/runs/<uuid:run_id>/facets",
+        marquez.MarquezRunFacetsApi.as_view(),
+        name="marquez-run-facets",
+    ),
+    path(
+        "column-lineage",
+        marquez.MarquezColumnLineageApi.as_view(),
+        name="marquez-column-lineage",
+    ),
+    path("search", marquez.MarquezSearchApi.as_view(), name="marquez-search"),
 ]

@@ -38,8 +38,8 @@ class Edge:
     """One observed usage row, as the graph needs it.
 
     Args:
-        usage_id: the ``DatasetUsage`` row's id (a row met again on a later level is
-            added once).
+        usage_id: the ``DatasetUsage`` row's id, or a ``StaticLineage`` row's id
+            negated (a row met again on a later level is added once).
         job_id: the catalog ``Job`` row's id; job_team: its verified owner's slug or None.
         dataset_id: the registered dataset's id, None when the catalog does not know it.
         direction: ``read`` or ``write``.

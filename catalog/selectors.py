@@ -54,6 +54,7 @@ from .models import (
     RunConflict,
     SchemaChange,
     SchemaObservation,
+    StaticLineage,
     Subscription,
     Team,
 )
@@ -777,6 +778,43 @@ def _edges(usage: QuerySet[DatasetUsage]) -> list[graph.Edge]:
     return [graph.Edge(*row) for row in usage.values_list(*_EDGE_FIELDS)]
 
 
+def _static_edges(rows: QuerySet[StaticLineage]) -> list[graph.Edge]:
+    """Static lineage rows as graph edges: ids negated (apart from usage rows' ids), no
+    runs, seen when last stated."""
+    registered = Dataset.objects.filter(
+        namespace=OuterRef("dataset_namespace"), name=OuterRef("dataset_name")
+    ).values("pk")[:1]
+    return [
+        graph.Edge(
+            usage_id=-row[0],
+            job_id=row[1],
+            job_namespace=row[2],
+            job_name=row[3],
+            job_team=row[4],
+            dataset_namespace=row[5],
+            dataset_name=row[6],
+            dataset_id=row[7],
+            direction=row[8],
+            verified=row[9],
+            run_count=0,
+            last_seen_at=row[10],
+        )
+        for row in rows.annotate(registered=Subquery(registered)).values_list(
+            "id",
+            "job_id",
+            "job__namespace",
+            "job__name",
+            "job__team__slug",
+            "dataset_namespace",
+            "dataset_name",
+            "registered",
+            "direction",
+            "verified",
+            "stated_at",
+        )
+    ]
+
+
 def _identity_in(identities: set[tuple[str, str]]) -> Q:
     match = Q(pk__in=[])
     for namespace, name in sorted(identities):
@@ -791,6 +829,7 @@ def lineage_graph(
     depth: int = graph.DEFAULT_DEPTH,
     direction: str = graph.BOTH,
     include_unverified: bool = False,
+    include_static: bool = False,
 ) -> dict:
     """The lineage graph around one dataset or one job, from observed usage
     (``DatasetUsage``): every team's edges, as the catalog records them.
@@ -806,6 +845,9 @@ def lineage_graph(
         direction: ``upstream``, ``downstream`` or ``both``.
         include_unverified: add the unverified edges (marked ``verified: false``);
             verified edges only by default.
+        include_static: add static lineage (``StaticLineage``: what JobEvents state a
+            job reads and writes, with ``run_count`` 0, and datasets only DatasetEvents
+            named, as roots); one more query per level and walk direction.
 
     Returns:
         ``graph.Graph.as_dict()``: ``{root, truncated, nodes, edges}``; a dataset node is
@@ -818,9 +860,10 @@ def lineage_graph(
             the job was never seen (404).
     """
     usage = DatasetUsage.objects.all()
+    static = StaticLineage.objects.filter(job__isnull=False)
     if not include_unverified:
-        usage = usage.filter(verified=True)
-    result, datasets, jobs = _graph_root(dataset=dataset, job=job)
+        usage, static = usage.filter(verified=True), static.filter(verified=True)
+    result, datasets, jobs = _graph_root(dataset=dataset, job=job, include_static=include_static)
     for walk in (graph.UPSTREAM, graph.DOWNSTREAM):
         if direction not in (walk, graph.BOTH):
             continue
@@ -830,11 +873,21 @@ def lineage_graph(
             if not frontier and not frontier_jobs:
                 break
             near = graph.READ if walk == graph.DOWNSTREAM else graph.WRITE
-            reaching = usage.filter(_identity_in(frontier), direction=near).values("job_id")
-            rows = usage.filter(Q(job_id__in=reaching) | Q(job_id__in=frontier_jobs))
+            reaching = Q(job_id__in=frontier_jobs) | Q(
+                job_id__in=usage.filter(_identity_in(frontier), direction=near).values("job_id")
+            )
+            if include_static:
+                reaching |= Q(
+                    job_id__in=static.filter(_identity_in(frontier), direction=near).values(
+                        "job_id"
+                    )
+                )
+            edges = _edges(usage.filter(reaching))
+            if include_static:
+                edges += _static_edges(static.filter(reaching))
             reached, _ = graph.level(
                 result,
-                _edges(rows),
+                edges,
                 walk=walk,
                 datasets=frontier,
                 jobs=frontier_jobs,
@@ -848,7 +901,7 @@ def lineage_graph(
 
 
 def _graph_root(
-    *, dataset: tuple[str, str] | None, job: tuple[str, str] | None
+    *, dataset: tuple[str, str] | None, job: tuple[str, str] | None, include_static: bool
 ) -> tuple[graph.Graph, set[tuple[str, str]], set[int]]:
     """The graph holding only its root, and the root as a first frontier."""
     if job is not None:
@@ -874,6 +927,12 @@ def _graph_root(
         and not DatasetUsage.objects.filter(
             dataset_namespace=pair[0], dataset_name=pair[1]
         ).exists()
+        and not (
+            include_static
+            and StaticLineage.objects.filter(
+                dataset_namespace=pair[0], dataset_name=pair[1]
+            ).exists()
+        )
     ):
         raise unknown_datasets.dataset_not_found(*pair, problem=errors.LineageNodeNotFound)
     result = graph.Graph(root=graph.dataset_node_id(*pair))

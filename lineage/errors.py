@@ -29,3 +29,11 @@ class CollectorUnknown(NotFound):
 
     code = "collector_not_found"
     title = "No such lineage collector"
+
+
+class MarquezNotFound(NotFound):
+    """The Marquez-compatible API names a namespace, dataset, dataset version, job or run
+    that Tidemark's lineage does not hold (or, for a run, one the caller may not see)."""
+
+    code = "marquez_not_found"
+    title = "No such namespace, dataset, job or run in lineage"

@@ -4,9 +4,11 @@ Pure: no ORM. The openlineage-python models validate nothing they are given, so 
 module checks the core of an event itself, as Marquez does, and keeps every facet as the
 JSON it arrived as:
 
-- **Kind** (the spec's ``oneOf``): a body with ``run`` or ``eventType`` is a RunEvent;
-  else one with ``dataset`` and no ``job`` a DatasetEvent; else one with ``job`` a
-  JobEvent. Anything else is judged as a RunEvent, the common case.
+- **Kind** (the spec's ``oneOf``): as Marquez does, a ``schemaURL`` whose fragment is
+  ``#/$defs/JobEvent`` or ``#/$defs/DatasetEvent`` names the kind; otherwise a body
+  with ``run`` or ``eventType`` is a RunEvent; else one with ``dataset`` and no ``job`` a
+  DatasetEvent; else one with ``job`` a JobEvent. Anything else is judged as a RunEvent,
+  the common case. A JobEvent or DatasetEvent's ``eventType``, if sent, is not kept.
 - **Required identifiers** (``EventInvalid``, 422, naming each field): ``eventTime``,
   ``run.runId`` (a UUID), ``job.namespace`` and ``job.name`` (at most 255 and 1024
   characters), and ``namespace`` / ``name`` of every dataset (``inputs.N``, ``outputs.N``,
@@ -273,7 +275,20 @@ def _bad_time(value: Any) -> EventTimeInvalid:
 # --- core fields ------------------------------------------------------------------------
 
 
+# The ``schemaURL`` fragment (``.../OpenLineage.json#/$defs/JobEvent``) names a job or
+# dataset event, and Marquez reads it first (its EventTypeResolver), so a JobEvent that
+# also sends an ``eventType`` is a JobEvent. Any other fragment, RunEvent included, leaves
+# the kind to the body's shape: Marquez would take it as a RunEvent, but bodies shaped as
+# job or dataset events under a RunEvent schemaURL were accepted as such before.
+_KIND_FRAGMENTS = {"JobEvent": JOB, "DatasetEvent": DATASET}
+
+
 def _kind_of(data: dict) -> str:
+    schema_url = data.get("schemaURL")
+    if isinstance(schema_url, str) and "#" in schema_url:
+        fragment = schema_url.rsplit("#", 1)[1].rstrip("/").rsplit("/", 1)[-1]
+        if fragment in _KIND_FRAGMENTS:
+            return _KIND_FRAGMENTS[fragment]
     if "run" in data or "eventType" in data:
         return RUN
     if "dataset" in data and "job" not in data:

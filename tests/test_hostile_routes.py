@@ -239,6 +239,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "transfer_id": str(transfer.json()["id"]),
         "claim_id": str(claim.json()["id"]),
         "run_id": str(uuid.uuid4()),
+        "rest": "s3://lake/datasets/raw/orders",  # a Marquez path after /namespaces/
         "monitor_id": str(monitor.id),
         "slug": "orders",
         "team_slug": "orders",

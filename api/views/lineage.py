@@ -19,7 +19,9 @@ from lineage import selectors
 from lineage.services import receiving
 
 from ..parsers import OpenLineageJSONParser
+from ..permissions import MarquezRead
 from ..serializers import lineage as s
+from . import marquez
 from .base import actor_of, paginate
 
 
@@ -34,8 +36,22 @@ class LineageEventReceiveApi(APIView):
     (413 beyond).
     """
 
-    required_scope = ApiKey.Scope.LINEAGE
+    required_scope = {
+        "POST": ApiKey.Scope.LINEAGE,
+        "GET": (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE),
+    }
     parser_classes = [OpenLineageJSONParser]
+
+    def get_permissions(self):
+        # GET is Marquez's lineage graph, which shares this path: Marquez read access.
+        if self.request.method in ("GET", "HEAD"):
+            return [MarquezRead()]
+        return super().get_permissions()
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        """Marquez's ``GET /api/v1/lineage?nodeId=&depth=`` (``api.views.marquez``)."""
+        return marquez.lineage_graph_get(request)
 
     @extend_schema(
         request=s.OpenLineageEventSerializer,

@@ -41,7 +41,7 @@ from .governance import (
 from .partitions import LatePartition, Partition, PartitionRevision, ReadinessEvent, Restatement
 from .storage import StorageGroup, StorageSweep
 from .teams import ApiKey, Claim, Membership, Team
-from .usage import DatasetUsage, Job, RunConflict, UnclaimedUsage
+from .usage import DatasetUsage, Job, RunConflict, StaticLineage, UnclaimedUsage
 
 __all__ = [
     "ApiKey",
@@ -68,6 +68,7 @@ __all__ = [
     "RunConflict",
     "SchemaChange",
     "SchemaObservation",
+    "StaticLineage",
     "StorageGroup",
     "StorageSweep",
     "Subscription",

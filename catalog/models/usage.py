@@ -161,3 +161,59 @@ class RunConflict(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.event_id} vs run {self.run_id}: {self.reason}"
+
+
+class StaticLineage(models.Model):
+    """Design-time lineage, as OpenLineage JobEvents and DatasetEvents state it (no run):
+    ``job`` declared that it reads (``read``) or writes (``write``) the dataset with this
+    normalised identity; or, with no job and no direction, a DatasetEvent named the
+    dataset. Recorded by lineage (``catalog.services.usage.static_lineage_record``): a
+    job's latest JobEvent replaces the edges its earlier ones stated (verified and
+    unverified statements apart, as usage keeps them). Never observed usage: it does not
+    count as a read in governance reports, and is only drawn in the lineage graph."""
+
+    class Direction(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+        NONE = "", "none (a dataset event)"
+
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.CASCADE, related_name="static_lineage"
+    )
+    dataset_namespace = models.CharField(max_length=255)
+    dataset_name = models.CharField(max_length=1024)
+    direction = models.CharField(max_length=8, choices=Direction.choices, blank=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    verified = models.BooleanField(default=False)
+    stated_at = models.DateTimeField(help_text="Event time of the latest statement (UTC).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "static lineage"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "dataset_namespace", "dataset_name", "direction", "verified"],
+                condition=models.Q(job__isnull=False),
+                name="uniq_static_lineage_edge",
+            ),
+            models.UniqueConstraint(
+                fields=["dataset_namespace", "dataset_name"],
+                condition=models.Q(job__isnull=True),
+                name="uniq_static_lineage_dataset",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(job__isnull=True, direction="")
+                | models.Q(job__isnull=False, direction__in=["read", "write"]),
+                name="static_lineage_job_has_direction",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["dataset_namespace", "dataset_name"], name="static_lineage_identity"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.job_id is None:
+            return f"dataset {self.dataset_namespace}/{self.dataset_name} (stated)"
+        return f"{self.job} {self.direction}s {self.dataset_namespace}/{self.dataset_name} (stated)"

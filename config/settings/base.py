@@ -462,6 +462,10 @@ TIDEMARK_LINEAGE = {
     "backoff_base_seconds": 10.0,
     "backoff_cap_seconds": 3600.0,
 }
+# The Marquez-compatible read API (GET /api/v1/namespaces, /jobs, /lineage, /search ...):
+# a key with the read (or governance) scope, or no key at all when this is true (for a
+# Marquez web UI on a trusted network: a keyless caller then sees every team's runs).
+TIDEMARK_MARQUEZ_API_PUBLIC = env.bool("TIDEMARK_MARQUEZ_API_PUBLIC", default=False)
 # Lineage collectors (lineage/collectors/): pull access history from systems that keep it,
 # every TIDEMARK_LINEAGE_COLLECT_SECONDS. JSON {name: config}; the only kind so far:
 # {"kind": "postgres", "dsn": "host=... user=... password=...", "namespace":

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from catalog import schema_changes
 from catalog.models import DatasetUsage, SchemaObservation
-from catalog.services import aliases, subscriptions, usage
+from catalog.services import aliases, static_lineage, subscriptions, usage
 
 from .. import metrics, openlineage, runstate
 from ..models import LineageEvent
@@ -106,11 +106,13 @@ def lineage_events_process_claimed(
     Otherwise the run's state and times fold in the event (``lineage.runstate``), it
     keeps the first parent given, and every input and every table its ``sql`` job
     facet's query reads (read), and every output (write), is recorded as usage of the
-    run's job, counted once per run. Job
-    events record the job; a verified one also declares its inputs that are catalog
-    datasets as subscriptions of the job's team naming the job (no endpoint), never
-    changing one that exists; unverified ones declare nothing. Every event keeps the
-    received spelling of each dataset identity that normalised to another. A dataset's
+    run's job, counted once per run. Job events record the job and state its static
+    lineage (``StaticLineage``: its inputs and outputs, replacing what its earlier
+    JobEvents stated); a verified one also declares its inputs that are catalog datasets
+    as subscriptions of the job's team naming the job (no endpoint), never changing one
+    that exists; unverified ones declare nothing. A DatasetEvent records its dataset as
+    static lineage with no job. Every event keeps the received spelling of each dataset
+    identity that normalised to another. A dataset's
     well-formed ``schema`` facet is a schema sighting of the catalog dataset
     (``catalog.schema_changes``: recorded for verified events and the owner's own), and
     its ``symlinks`` facet, in a verified event of the dataset's owner, declares aliases
@@ -256,11 +258,21 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
         if not _apply_run_event(event, parsed, now=now):
             return  # a conflict: kept and shown, and nothing else of it recorded
     elif parsed.kind == openlineage.JOB:
-        usage.job_record(
+        job = usage.job_record(
             namespace=parsed.job_namespace,
             name=parsed.job_name,
             team=owner,
             seen_at=parsed.event_time,
+        )
+        static_lineage.static_lineage_record(
+            job=job,
+            edges=sorted(
+                {(DatasetUsage.Direction.READ, r.namespace, r.name) for r in parsed.inputs}
+                | {(DatasetUsage.Direction.WRITE, r.namespace, r.name) for r in parsed.outputs}
+            ),
+            team=event.team,
+            verified=event.verified,
+            stated_at=parsed.event_time,
         )
         if owner is not None:  # a verified JobEvent's inputs declare what the job reads
             subscriptions.subscription_declare_for_job(
@@ -269,6 +281,13 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
                 job_name=parsed.job_name,
                 identities=sorted({(ref.namespace, ref.name) for ref in parsed.inputs}),
             )
+    elif parsed.dataset is not None:  # a DatasetEvent: the dataset is a node of the graph
+        static_lineage.static_dataset_record(
+            namespace=parsed.dataset.namespace,
+            name=parsed.dataset.name,
+            team=event.team,
+            stated_at=parsed.event_time,
+        )
     refs = [*parsed.inputs, *parsed.outputs, *([parsed.dataset] if parsed.dataset else [])]
     for ref in sorted(refs, key=lambda r: (r.received_namespace, r.received_name)):
         aliases.dataset_alias_record(

@@ -50,6 +50,41 @@ def test_parse_event_tells_the_kind_as_the_spec_oneof_does(payload, kind):
     assert (parsed.run_id is not None) == (kind == openlineage.RUN)
 
 
+SPEC = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind"),
+    [
+        (  # a JobEvent that also sends an eventType, as some producers do
+            {
+                "eventTime": "2026-11-28T06:00:00Z",
+                "eventType": "COMPLETE",
+                "job": {"namespace": "dbt-sales", "name": "orders"},
+                "producer": ev.PRODUCER,
+                "schemaURL": SPEC + "JobEvent",
+            },
+            openlineage.JOB,
+        ),
+        (
+            {
+                "eventTime": "2026-11-28T06:00:00Z",
+                "eventType": "OTHER",
+                "dataset": ev.dataset("s3://lake", "raw/orders"),
+                "producer": ev.PRODUCER,
+                "schemaURL": SPEC + "DatasetEvent",
+            },
+            openlineage.DATASET,
+        ),
+        (ev.run_event("START", schemaURL=SPEC + "RunEvent"), openlineage.RUN),
+    ],
+)
+def test_parse_event_reads_the_kind_from_the_schema_url_fragment_as_marquez_does(payload, kind):
+    parsed = openlineage.parse_event(payload)
+    assert parsed.kind == kind
+    assert parsed.event_type == (None if kind != openlineage.RUN else "START")
+
+
 def test_parse_event_reads_a_run_event_core_and_normalises_dataset_identities():
     payload = ev.run_event(
         "COMPLETE",

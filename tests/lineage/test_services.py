@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog.actors import Actor
-from catalog.models import Claim, DatasetAlias, DatasetUsage, Job, RunConflict
+from catalog.models import Claim, DatasetAlias, DatasetUsage, Job, RunConflict, StaticLineage
 from catalog.services import datasets
 from catalog.services import usage as usage_services
 from lineage.models import LineageEvent, LineageRun, LineageRunEdge
@@ -601,3 +601,48 @@ def test_a_batch_is_applied_in_transactions_of_at_most_so_many_events(receive, m
     assert set(states.values()) == {"processed"} and len(states) == 5
     locks = [q["sql"] for q in captured.captured_queries if "FOR UPDATE OF" in q["sql"]]
     assert len(locks) == 3
+
+
+def test_job_events_state_static_lineage_and_the_latest_replaces_it(receive, process, team_a):
+    def job_event(at: str, outputs: list[dict]) -> dict:
+        return {
+            "eventTime": at,
+            "job": {"namespace": "airflow://team-a", "name": "declared_job"},
+            "inputs": [ORDERS],
+            "outputs": outputs,
+            "producer": ev.PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
+        }
+
+    receive(job_event("2026-11-28T06:00:00Z", [ev.dataset("s3://lake", "marts/a")]))
+    process()
+    stated = lambda: sorted(  # noqa: E731
+        StaticLineage.objects.filter(job__isnull=False).values_list(
+            "direction", "dataset_name", "verified"
+        )
+    )
+    assert stated() == [("read", "shop.public.orders", True), ("write", "marts/a", True)]
+    receive(job_event("2026-11-28T07:00:00Z", []))
+    receive(job_event("2026-11-28T05:00:00Z", [ev.dataset("s3://lake", "marts/old")]))
+    process()
+    assert stated() == [("read", "shop.public.orders", True)]  # the older one changes nothing
+    assert not DatasetUsage.objects.exists()
+
+
+def test_a_dataset_event_states_its_dataset_with_no_job(receive, process):
+    receive(
+        {
+            "eventTime": "2026-11-28T06:00:00Z",
+            "dataset": ev.dataset("S3://Lake", "raw/orders"),
+            "producer": ev.PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        }
+    )
+    process()
+    row = StaticLineage.objects.get()
+    assert (row.job, row.dataset_namespace, row.dataset_name, row.direction) == (
+        None,
+        "s3://lake",
+        "raw/orders",
+        "",
+    )
