@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0022_delivery_dead_letter_index'),
+        ('catalog', '0023_subscription_newest_only'),
     ]
 
     operations = [
