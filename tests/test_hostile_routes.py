@@ -240,6 +240,7 @@ def world(django_user_model, make_key) -> dict[str, World]:
         "claim_id": str(claim.json()["id"]),
         "run_id": str(uuid.uuid4()),
         "rest": "s3://lake/datasets/raw/orders",  # a Marquez path after /namespaces/
+        "type": "partition.ready",  # an event type in the event catalog
         "monitor_id": str(monitor.id),
         "slug": "orders",
         "team_slug": "orders",
