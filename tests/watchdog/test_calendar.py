@@ -140,3 +140,26 @@ def test_the_watchdog_judges_the_deadlines_of_the_catalogs_sla(rule):
             p.key for p in sla.due_at(catalog_at)
         ]
     assert catalog_at.year == 2027  # a whole year walked
+
+
+@pytest.mark.parametrize(
+    ("rule", "opens"),
+    [
+        # Monday's deadline takes a run since Friday's (Thursday's here: Friday is Christmas).
+        ("next_business_day", THURSDAY_24TH),
+        # With skip, only a run since the cron's last firing, Sunday's, counts for Monday.
+        ("skip", datetime(2026, 12, 27, 5, 30, tzinfo=UTC)),
+    ],
+)
+def test_a_pipeline_monitors_window_follows_the_rule(rule, opens):
+    monitor = Monitor(
+        kind=Monitor.Kind.DEADLINE,
+        cron="30 6 * * *",
+        timezone="Europe/Berlin",
+        calendar="business_days",
+        holidays_country="DE",
+        holidays_subdivision="BY",
+        non_business_day=rule,
+    )
+    assert schedule.next_deadline(monitor, THURSDAY_24TH) == MONDAY_28TH
+    assert schedule.window_start(monitor, MONDAY_28TH) == opens - schedule.EARLY_TOLERANCE
