@@ -34,7 +34,7 @@ from problems import (
     invalid_choice,
     required,
 )
-from schedules import cron_checks
+from schedules import calendars, cron_checks
 
 from . import bounded_yaml
 from .identity import IdentityError, normalise_dataset_identity
@@ -71,6 +71,10 @@ CREATE_FIELDS: dict[str, dict[str, Any]] = {
     "sla_cron": _text(128),
     "sla_timezone": _text(64, blank=False),
     "sla_grace_seconds": {"type": int, "min": 0, "max": Dataset.MAX_SLA_GRACE_SECONDS},
+    "sla_calendar": _choice(Dataset.SlaCalendar),
+    "sla_holidays_country": _text(8),
+    "sla_holidays_subdivision": _text(64),
+    "sla_non_business_day": _choice(Dataset.NonBusinessDay),
     "change_notice_days": {"type": int, "min": 0, "max": Dataset.MAX_CHANGE_NOTICE_DAYS},
     "accepts_future_partitions": {"type": bool},
 }
@@ -356,6 +360,17 @@ def _declaration(index: int, entry: Any, problems: list[FieldError]) -> Declarat
         refused = cron_checks.field_problem("sla_cron", cron)
         if refused is not None:
             problems.append(FieldError(f"{path}.sla_cron", refused.detail, refused.rule))
+    country = fields.get("sla_holidays_country")
+    if isinstance(country, str) and country and len(problems) == before:
+        # Unknown holiday codes are refused in the dry run too; the subdivision is checked
+        # against the country the file names (a stored one is checked when applied).
+        try:
+            calendars.validate(country, fields.get("sla_holidays_subdivision") or None)
+        except calendars.CalendarError as exc:
+            field = f"sla_{exc.field}"
+            problems.append(
+                FieldError(f"{path}.{field}", f"{field} {exc.value!r}: {exc}", "sla_calendar")
+            )
     if identity is None or len(problems) > before:
         return None
     return Declaration(index, identity.namespace, identity.name, fields)

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
-from schedules import FreshnessSla, Period, late_seconds, period_containing
+from schedules import BusinessCalendar, FreshnessSla, Period, late_seconds
 
 from . import future_partitions
 from .models import Dataset, LatePartition, Partition, PartitionRevision
@@ -30,6 +30,17 @@ from .models import Dataset, LatePartition, Partition, PartitionRevision
 # days of hourly partitions): past it, the partitions due at the last deadline whose
 # grace has passed are read too, and the evaluation catches up on the rest.
 MAX_PERIODS_READ = 1000
+
+
+def calendar_of(dataset: Dataset) -> BusinessCalendar | None:
+    """The business-day calendar of the dataset's SLA, or None (every day)."""
+    if dataset.sla_calendar != Dataset.SlaCalendar.BUSINESS_DAYS:
+        return None
+    return BusinessCalendar(
+        country=dataset.sla_holidays_country or None,
+        subdivision=dataset.sla_holidays_subdivision or None,
+        non_business_day=dataset.sla_non_business_day,
+    )
 
 
 def sla_of(dataset: Dataset) -> FreshnessSla | None:
@@ -42,6 +53,7 @@ def sla_of(dataset: Dataset) -> FreshnessSla | None:
         grace_seconds=dataset.sla_grace_seconds,
         partitioning=dataset.partitioning,
         partition_time_zone=dataset.partition_timezone,
+        calendar=calendar_of(dataset),
     )
 
 
@@ -103,25 +115,13 @@ def _owed(sla: FreshnessSla, next_deadline_at: datetime | None, now: datetime) -
     after = sla.previous_deadline(next_deadline_at - timedelta(seconds=1))
     grace_over = sla.previous_deadline(now - timedelta(seconds=sla.grace_seconds))
     late_until = max(after, grace_over)
-    late = _periods_ending(sla, after, late_until, MAX_PERIODS_READ)
+    late = sla.owed_periods(after, late_until, MAX_PERIODS_READ)
     if late and late[-1].end < late_until:
         # A long backlog: the partitions due at the last deadline past its grace too.
         late += [p for p in sla.due_at(grace_over) if p.end > late[-1].end]
-    in_grace = _periods_ending(sla, late_until, last, None)
+    # No limit: a grace is at most 31 days, so its window is bounded.
+    in_grace = sla.owed_periods(late_until, last, None)
     return _Owed(late + in_grace, [], last)
-
-
-def _periods_ending(
-    sla: FreshnessSla, after: datetime, until: datetime, limit: int | None
-) -> list[Period]:
-    """The periods ending in ``(after, until]``, oldest first, the first ``limit`` of
-    them (None: all; a grace is at most 31 days, so its window is bounded)."""
-    found: list[Period] = []
-    period = period_containing(after, sla.partitioning, sla.partition_time_zone)
-    while period.end <= until and (limit is None or len(found) < limit):
-        found.append(period)
-        period = period_containing(period.end, sla.partitioning, sla.partition_time_zone)
-    return found
 
 
 def _judged(

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from schedules import FreshnessSla, Period, period_containing
 
-ON_TIME, UNJUDGED, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
+ON_TIME, UNJUDGED, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED, NOT_OWED = (
     "on_time",
     "unjudged",
     "late",
@@ -25,6 +25,7 @@ ON_TIME, UNJUDGED, LATE, MISSING, FAILED, DUE, AWAITING, PENDING, UNTRACKED = (
     "awaiting",
     "pending",
     "untracked",
+    "not_owed",
 )
 # Words for each status, as the picture's legend and tooltips say them.
 WORDS = {
@@ -37,6 +38,7 @@ WORDS = {
     AWAITING: "not due yet",
     PENDING: "pending",
     UNTRACKED: "not tracked (before the dataset was registered)",
+    NOT_OWED: "not owed (its deadline falls on a day the SLA's calendar skips)",
 }
 # Pixels; the first and last keys are written under the picture by the page, not in it.
 CELL_WIDTH, CELL_HEIGHT, GAP, TOP, BOTTOM = 22, 28, 3, 6, 2
@@ -115,7 +117,8 @@ def cells(
             whose deadline (without an SLA: its end) is before it was never judged: with
             no partition, or one pending, it is ``untracked`` (not missing); a partition
             ready then is ``unjudged`` (neither on time nor late), or late when
-            ``late_keys`` says so.
+            ``late_keys`` says so. A period the SLA's calendar skips (no deadline) is
+            ``not_owed`` unless it is ready, failed or found late.
     """
     result = []
     for index, period in enumerate(periods):
@@ -131,7 +134,11 @@ def cells(
         untracked = tracked_since is not None and (deadline or period.end) < tracked_since
         found_late = period.key in late_keys
         judged = sla is not None and deadline is not None and not untracked
-        if untracked and state not in ("ready", "failed") and not found_late:
+        # An SLA that skips non-business days owes this period never (``deadline_of``).
+        not_owed = sla is not None and deadline is None
+        if not_owed and state not in ("ready", "failed") and not found_late:
+            status = NOT_OWED
+        elif untracked and state not in ("ready", "failed") and not found_late:
             status = UNTRACKED
         elif state == "ready":
             status = ON_TIME if not untracked else UNJUDGED

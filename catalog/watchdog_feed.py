@@ -89,10 +89,11 @@ def horizon_start(sla: FreshnessSla, *, now: datetime) -> datetime:
 
     The first deadline not yet judged is the first whose grace has not passed by ``now``
     (a re-planned monitor's first deadline is later still); it expects the periods that
-    closed since the deadline before it (``FreshnessSla.due_at``), which is returned.
+    closed since the deadline before it (``FreshnessSla.due_since``: with an SLA calendar
+    that skips non-business days, since the cron firing before it), which is returned.
     """
     first_unjudged = sla.next_deadline(now - timedelta(seconds=sla.grace_seconds))
-    return sla.previous_deadline(first_unjudged - timedelta(seconds=1))
+    return sla.due_since(first_unjudged)
 
 
 def ready_partitions(
@@ -168,6 +169,12 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
         "cron": dataset.sla_cron,
         "timezone": dataset.sla_timezone,
         "grace_seconds": dataset.sla_grace_seconds,
+        # The SLA's calendar: the watchdog judges the same business-day deadlines with the
+        # same ``schedules`` arithmetic.
+        "calendar": dataset.sla_calendar,
+        "holidays_country": dataset.sla_holidays_country,
+        "holidays_subdivision": dataset.sla_holidays_subdivision,
+        "non_business_day": dataset.sla_non_business_day,
         "channels": channels,
         "severity": SEVERITY_OF_CRITICALITY.get(dataset.criticality, "critical"),
         "links": _links(dataset),

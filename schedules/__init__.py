@@ -1,9 +1,11 @@
-"""Pure schedule arithmetic: cron deadlines in IANA zones, logical periods, DST rules.
+"""Pure schedule arithmetic: cron deadlines in IANA zones, logical periods, DST rules,
+business-day calendars.
 
 No Django and no app imports: the catalog's freshness evaluation and the independent
 watchdog both use it.
 """
 
+from .calendars import NEXT_BUSINESS_DAY, SKIP, BusinessCalendar, CalendarError
 from .cron_checks import CheckedCron, CronRefused, CronWarning, check_cron, validate_cron
 from .deadlines import (
     CronError,
@@ -34,7 +36,11 @@ __all__ = [
     "DAILY",
     "HOURLY",
     "MONTHLY",
+    "NEXT_BUSINESS_DAY",
     "NONE",
+    "SKIP",
+    "BusinessCalendar",
+    "CalendarError",
     "CheckedCron",
     "CronError",
     "CronRefused",

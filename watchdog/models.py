@@ -8,6 +8,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from schedules import calendars
+
 
 class Channel(models.Model):
     """Where pages go. ``target`` is a PagerDuty routing key, a Slack incoming-webhook URL,
@@ -40,7 +42,9 @@ class Monitor(models.Model):
     - ``deadline``: by each firing of ``cron`` in ``timezone`` (+ grace). With
       ``partitioning``, the deadline expects the partition of the period that closed before
       it (as the catalog's freshness SLAs do) and only a ping carrying that partition
-      satisfies it; without, any success ping since the previous deadline does.
+      satisfies it; without, any success ping since the previous deadline does. With
+      ``calendar`` ``business_days``, only firings on business days are deadlines
+      (``schedules.calendars``; ``non_business_day`` says what the others owed).
 
     ``deadline_at`` is the earliest deadline not yet judged and ``check_at`` =
     ``deadline_at`` + grace (indexed): the loop costs what is due, not what exists.
@@ -55,6 +59,14 @@ class Monitor(models.Model):
         UP = "up"
         DOWN = "down"
         PAUSED = "paused"
+
+    class Calendar(models.TextChoices):
+        NONE = "none", "every day"
+        BUSINESS_DAYS = "business_days", "business days"
+
+    class NonBusinessDay(models.TextChoices):
+        NEXT_BUSINESS_DAY = calendars.NEXT_BUSINESS_DAY, "due on the next business day"
+        SKIP = calendars.SKIP, "not owed"
 
     class Severity(models.TextChoices):
         """PagerDuty Events API v2 ``payload.severity`` values, most urgent first."""
@@ -84,6 +96,19 @@ class Monitor(models.Model):
     partitioning = models.CharField(max_length=16, blank=True)
     partition_timezone = models.CharField(max_length=64, default="UTC")
     grace_seconds = models.PositiveIntegerField(default=0)
+    # Business days only (``schedules.calendars``, as the catalog's SLA calendars): a
+    # deadline monitor's firings on other local dates in ``timezone`` are not deadlines.
+    calendar = models.CharField(
+        max_length=16, choices=Calendar.choices, default=Calendar.NONE, db_default="none"
+    )
+    holidays_country = models.CharField(max_length=8, blank=True, default="", db_default="")
+    holidays_subdivision = models.CharField(max_length=64, blank=True, default="", db_default="")
+    non_business_day = models.CharField(
+        max_length=24,
+        choices=NonBusinessDay.choices,
+        default=NonBusinessDay.NEXT_BUSINESS_DAY,
+        db_default=calendars.NEXT_BUSINESS_DAY,
+    )
     max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)
     # Start lateness: a ``/start`` is expected at each scheduled start (``start_cron`` in
     # ``timezone`` for deadline monitors; one period after the previous start for period

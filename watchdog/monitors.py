@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -11,7 +11,7 @@ from django.db import transaction
 import outbound
 from outbound import pagerduty
 from problems import REQUIRED_DETAIL, FieldError, FieldWarning, ValidationProblem, invalid_choice
-from schedules import DAILY, HOURLY, MONTHLY, cron_checks
+from schedules import DAILY, HOURLY, MONTHLY, calendars, cron_checks
 from schedules.periods import validate_timezone
 
 from . import datacheck, db, incidents, paging, pings, schedule
@@ -29,6 +29,10 @@ SCHEDULE_FIELDS = {
     "grace_seconds",
     "start_cron",
     "start_grace_seconds",
+    "calendar",
+    "holidays_country",
+    "holidays_subdivision",
+    "non_business_day",
 }
 # The watchdog's own state of a monitor: shown, never set by its managers.
 STATE_FIELDS = [
@@ -81,6 +85,8 @@ def validate(monitor: Monitor) -> None:
             FieldError("partitioning", "only deadline monitors expect partitions", "deadline_only")
         )
     problems += _start_problems(monitor)
+    if not problems:  # a calendar is checked against a valid cron and zone
+        problems += calendar_problems(monitor)
     problems += datacheck.definition_problems(monitor)
     problems += slug_problems(monitor)
     problems += link_problems(monitor.links)
@@ -167,6 +173,37 @@ def warnings(monitor: Monitor) -> list[FieldWarning]:
     for field in ("cron", "start_cron"):
         found += cron_checks.field_warnings(field, getattr(monitor, field))
     return found
+
+
+def calendar_problems(monitor: Monitor) -> list[FieldError]:
+    """A calendar's rules (``schedules.calendars``): holiday codes the ``holidays``
+    package knows, a calendar only on a deadline monitor, and a ``cron`` (and
+    ``start_cron``) that fires on business days.
+
+    Returns:
+        One FieldError naming ``holidays_country``, ``holidays_subdivision``, ``calendar``,
+        ``cron`` or ``start_cron`` (rule ``calendar``, the detail naming the value and
+        where the valid codes are listed), or none.
+    """
+    try:
+        calendars.validate(monitor.holidays_country or None, monitor.holidays_subdivision or None)
+        if schedule.calendar_of(monitor) is None:
+            return []
+        if monitor.kind != Monitor.Kind.DEADLINE:
+            return [
+                FieldError("calendar", "only deadline monitors take a calendar", "deadline_only")
+            ]
+        now = datetime.now(UTC)
+        schedule.first_deadline(monitor, now=now)
+        if monitor.start_cron:
+            try:
+                schedule.first_expected_start(monitor, now=now)
+            except calendars.CalendarError as exc:
+                exc.field = "start_cron"
+                raise
+    except calendars.CalendarError as exc:
+        return [FieldError(exc.field, f"{exc.field} {exc.value!r}: {exc}", "calendar")]
+    return []
 
 
 def _start_problems(monitor: Monitor) -> list[FieldError]:

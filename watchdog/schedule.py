@@ -1,11 +1,13 @@
 """A monitor's deadlines, on top of the pure ``schedules`` package (cron + zone, logical
-periods, DST rules): written once, shared with the catalog's freshness SLAs."""
+periods, DST rules, business-day calendars): written once, shared with the catalog's
+freshness SLAs, so a catalog-fed monitor judges exactly the deadlines its dataset's SLA
+does (``FreshnessSla``: the same next/previous deadline and ``due_since``)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from schedules import FreshnessSla, deadlines, period_containing
+from schedules import BusinessCalendar, FreshnessSla, deadlines, period_containing
 
 from .models import Monitor
 
@@ -15,13 +17,27 @@ from .models import Monitor
 EARLY_TOLERANCE = timedelta(seconds=60)
 
 
+def calendar_of(monitor: Monitor) -> BusinessCalendar | None:
+    """The monitor's business-day calendar, or None (every firing is a deadline)."""
+    if monitor.calendar != Monitor.Calendar.BUSINESS_DAYS:
+        return None
+    return BusinessCalendar(
+        country=monitor.holidays_country or None,
+        subdivision=monitor.holidays_subdivision or None,
+        non_business_day=monitor.non_business_day,
+    )
+
+
 def _sla(monitor: Monitor) -> FreshnessSla:
+    """A deadline monitor's deadlines as an SLA (its partitioning may be blank: then only
+    the deadline methods and ``due_since`` are used)."""
     return FreshnessSla(
         cron=monitor.cron,
         time_zone=monitor.timezone,
         grace_seconds=monitor.grace_seconds,
         partitioning=monitor.partitioning,
         partition_time_zone=monitor.partition_timezone,
+        calendar=calendar_of(monitor),
     )
 
 
@@ -29,7 +45,7 @@ def first_deadline(monitor: Monitor, *, now: datetime) -> datetime | None:
     """The first deadline to watch from ``now`` (UTC): the next cron firing, or for a period
     monitor one period after its last success (None before its first success)."""
     if monitor.kind == Monitor.Kind.DEADLINE:
-        return deadlines.next_deadline(monitor.cron, monitor.timezone, now)
+        return _sla(monitor).next_deadline(now)
     if monitor.last_success_at is None:
         return None
     return monitor.last_success_at + timedelta(seconds=monitor.period_seconds)
@@ -55,17 +71,16 @@ def upcoming_deadlines(monitor: Monitor, *, now: datetime, count: int = 3) -> li
 def next_deadline(monitor: Monitor, deadline: datetime) -> datetime:
     """The deadline after ``deadline``."""
     if monitor.kind == Monitor.Kind.DEADLINE:
-        return deadlines.next_deadline(monitor.cron, monitor.timezone, deadline)
+        return _sla(monitor).next_deadline(deadline)
     return deadline + timedelta(seconds=monitor.period_seconds)
 
 
 def window_start(monitor: Monitor, deadline: datetime) -> datetime:
     """Success pings after this instant may count for ``deadline`` (the previous deadline,
-    less ``EARLY_TOLERANCE``), unless an earlier deadline counted them."""
+    less ``EARLY_TOLERANCE``; with a calendar that skips non-business days, the previous
+    cron firing: ``FreshnessSla.due_since``), unless an earlier deadline counted them."""
     if monitor.kind == Monitor.Kind.DEADLINE:
-        previous = deadlines.previous_deadline(
-            monitor.cron, monitor.timezone, deadline - timedelta(seconds=1)
-        )
+        previous = _sla(monitor).due_since(deadline)
     else:
         previous = deadline - timedelta(seconds=monitor.period_seconds)
     return previous - EARLY_TOLERANCE
@@ -103,15 +118,11 @@ def partitions_for(monitor: Monitor, at: datetime) -> list[str]:
     """
     if monitor.kind != Monitor.Kind.DEADLINE or not monitor.partitioning:
         return []
-    cron, zone = monitor.cron, monitor.timezone
-    first = deadlines.next_deadline(cron, zone, at - timedelta(seconds=monitor.grace_seconds))
-    previous = deadlines.previous_deadline(cron, zone, first - timedelta(seconds=1))
+    sla = _sla(monitor)
+    first = sla.next_deadline(at - timedelta(seconds=monitor.grace_seconds))
+    previous = sla.due_since(first)
     closes = period_containing(previous, monitor.partitioning, monitor.partition_timezone).end
-    deadline = (
-        first
-        if closes <= first
-        else deadlines.next_deadline(cron, zone, closes - timedelta(microseconds=1))
-    )
+    deadline = first if closes <= first else sla.next_deadline(closes - timedelta(microseconds=1))
     return expected_partitions(monitor, deadline)
 
 
@@ -124,12 +135,25 @@ def describe(monitor: Monitor) -> str:
     """The schedule in words: "every 3600 s, 600 s grace" or the SLA's words."""
     if monitor.kind == Monitor.Kind.PERIOD:
         return f"every {monitor.period_seconds} s, {monitor.grace_seconds} s grace"
-    words = (
-        _sla(monitor).describe()
-        if monitor.partitioning
-        else (f"{deadlines.describe(monitor.cron)}, {monitor.timezone}")
-    )
+    if monitor.partitioning:
+        words = _sla(monitor).describe()
+    else:
+        words = f"{deadlines.describe(monitor.cron)}, {monitor.timezone}"
+        if (calendar := calendar_of(monitor)) is not None:
+            words = f"{words}, {calendar.describe()}"
     return f"{words}, {monitor.grace_seconds} s grace"
+
+
+def _starts(monitor: Monitor) -> FreshnessSla:
+    """A deadline monitor's scheduled starts (``start_cron``), on the same calendar as its
+    deadlines: a job that does not run on holidays does not start on them either."""
+    return FreshnessSla(
+        cron=monitor.start_cron,
+        time_zone=monitor.timezone,
+        grace_seconds=0,
+        partitioning="",
+        calendar=calendar_of(monitor),
+    )
 
 
 def watches_start(monitor: Monitor) -> bool:
@@ -146,7 +170,7 @@ def first_expected_start(monitor: Monitor, *, now: datetime) -> datetime | None:
     if not watches_start(monitor):
         return None
     if monitor.kind == Monitor.Kind.DEADLINE:
-        return deadlines.next_deadline(monitor.start_cron, monitor.timezone, now)
+        return _starts(monitor).next_deadline(now)
     if monitor.last_start_at is None:
         return None
     return monitor.last_start_at + timedelta(seconds=monitor.period_seconds)
@@ -156,7 +180,7 @@ def next_expected_start(monitor: Monitor, expected: datetime) -> datetime | None
     """The scheduled start after ``expected``; None for a period monitor, whose next start
     is planned from its next ``/start``."""
     if monitor.kind == Monitor.Kind.DEADLINE:
-        return deadlines.next_deadline(monitor.start_cron, monitor.timezone, expected)
+        return _starts(monitor).next_deadline(expected)
     return None
 
 
@@ -164,9 +188,7 @@ def start_window_opens(monitor: Monitor, expected: datetime) -> datetime:
     """A ``/start`` after this instant counts for the scheduled start ``expected``: halfway
     from the previous firing, so an early start counts and a retry of the previous run does
     not."""
-    previous = deadlines.previous_deadline(
-        monitor.start_cron, monitor.timezone, expected - timedelta(seconds=1)
-    )
+    previous = _starts(monitor).previous_deadline(expected - timedelta(seconds=1))
     return expected - (expected - previous) / 2
 
 

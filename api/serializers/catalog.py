@@ -79,6 +79,25 @@ _ACCEPTS_FUTURE_PARTITIONS = (
 )
 
 
+_SLA_CALENDAR = (
+    "none (the default): every cron firing is a deadline; business_days: only firings "
+    "whose local date in sla_timezone is a business day (not a weekend day, not a public "
+    "holiday of sla_holidays_country)."
+)
+_SLA_HOLIDAYS_COUNTRY = (
+    "ISO 3166-1 alpha-2 code whose public holidays (and weekend) apply with business_days, "
+    "e.g. DE; blank: Saturday and Sunday off, no holidays."
+)
+_SLA_HOLIDAYS_SUBDIVISION = (
+    "The country's subdivision code (state, province) for its regional holidays, e.g. BY; "
+    "blank: national holidays only."
+)
+_SLA_NON_BUSINESS_DAY = (
+    "What was due at a firing on a non-business day: next_business_day (the default) makes "
+    "it due at the next business-day deadline; skip means it is not owed at all."
+)
+
+
 class _DatasetFields(StrictSerializer):
     description = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     criticality = ChoiceField(Dataset.Criticality.choices, required=False)
@@ -93,6 +112,16 @@ class _DatasetFields(StrictSerializer):
     sla_timezone = serializers.CharField(max_length=64, required=False)
     sla_grace_seconds = serializers.IntegerField(
         min_value=0, max_value=Dataset.MAX_SLA_GRACE_SECONDS, required=False
+    )
+    sla_calendar = ChoiceField(Dataset.SlaCalendar.choices, required=False, help_text=_SLA_CALENDAR)
+    sla_holidays_country = serializers.CharField(
+        max_length=8, allow_blank=True, required=False, help_text=_SLA_HOLIDAYS_COUNTRY
+    )
+    sla_holidays_subdivision = serializers.CharField(
+        max_length=64, allow_blank=True, required=False, help_text=_SLA_HOLIDAYS_SUBDIVISION
+    )
+    sla_non_business_day = ChoiceField(
+        Dataset.NonBusinessDay.choices, required=False, help_text=_SLA_NON_BUSINESS_DAY
     )
     change_notice_days = serializers.IntegerField(
         min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, required=False
@@ -142,6 +171,10 @@ class DatasetOutputSerializer(serializers.Serializer):
     sla_cron = serializers.CharField()
     sla_timezone = serializers.CharField()
     sla_grace_seconds = serializers.IntegerField()
+    sla_calendar = serializers.CharField(help_text=_SLA_CALENDAR)
+    sla_holidays_country = serializers.CharField(help_text=_SLA_HOLIDAYS_COUNTRY)
+    sla_holidays_subdivision = serializers.CharField(help_text=_SLA_HOLIDAYS_SUBDIVISION)
+    sla_non_business_day = serializers.CharField(help_text=_SLA_NON_BUSINESS_DAY)
     next_deadline_at = serializers.DateTimeField(help_text="The next SLA deadline to judge.")
     change_notice_days = serializers.IntegerField()
     accepts_future_partitions = serializers.BooleanField(help_text=_ACCEPTS_FUTURE_PARTITIONS)

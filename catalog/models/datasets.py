@@ -9,7 +9,7 @@ import secrets
 from django.db import models
 from django.db.models import Q
 
-from schedules import periods
+from schedules import calendars, periods
 
 from .teams import Team
 
@@ -40,6 +40,14 @@ class Dataset(models.Model):
 
     # Signals the fallback poll can see in storage.
     POLLED_SIGNALS = (CompletionSignal.SUCCESS_MARKER, CompletionSignal.MANIFEST)
+
+    class SlaCalendar(models.TextChoices):
+        NONE = "none", "every day"
+        BUSINESS_DAYS = "business_days", "business days"
+
+    class NonBusinessDay(models.TextChoices):
+        NEXT_BUSINESS_DAY = calendars.NEXT_BUSINESS_DAY, "due on the next business day"
+        SKIP = calendars.SKIP, "not owed"
 
     class Lifecycle(models.TextChoices):
         ACTIVE = "active"
@@ -81,6 +89,22 @@ class Dataset(models.Model):
     sla_cron = models.CharField(max_length=128, blank=True)
     sla_timezone = models.CharField(max_length=64, default="UTC")
     sla_grace_seconds = models.PositiveIntegerField(default=0)
+    # Business days only (schedules.calendars): deadlines on other local dates in
+    # sla_timezone move to the next business-day deadline or are skipped.
+    sla_calendar = models.CharField(
+        max_length=16, choices=SlaCalendar.choices, default=SlaCalendar.NONE
+    )
+    sla_holidays_country = models.CharField(
+        max_length=8, blank=True, help_text="ISO 3166-1 alpha-2; blank: weekends only."
+    )
+    sla_holidays_subdivision = models.CharField(
+        max_length=64, blank=True, help_text="The country's subdivision; blank: national."
+    )
+    sla_non_business_day = models.CharField(
+        max_length=24,
+        choices=NonBusinessDay.choices,
+        default=NonBusinessDay.NEXT_BUSINESS_DAY,
+    )
     # The earliest SLA deadline not yet judged, and when to judge it (deadline + grace).
     next_deadline_at = models.DateTimeField(null=True, blank=True)
     next_check_at = models.DateTimeField(null=True, blank=True)
@@ -115,6 +139,10 @@ class Dataset(models.Model):
         "sla_cron",
         "sla_timezone",
         "sla_grace_seconds",
+        "sla_calendar",
+        "sla_holidays_country",
+        "sla_holidays_subdivision",
+        "sla_non_business_day",
         "change_notice_days",
         "criticality",
         "partitioning",

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 import objectstore
 from problems import REQUIRED_DETAIL, FieldError, Problem, ValidationProblem, invalid_choice
-from schedules import cron_checks
+from schedules import CalendarError, calendars, cron_checks
 from schedules.periods import validate_timezone
 
 from .. import (
@@ -21,6 +21,7 @@ from .. import (
     declarations,
     errors,
     freshness,
+    freshness_state,
     selectors,
     watchdog_feed,
 )
@@ -88,6 +89,29 @@ def _validate_dataset_fields(values: dict[str, Any]) -> None:
         raise ValidationProblem.of("Some dataset fields are not valid.", problems)
 
 
+def _check_calendar(dataset: Dataset, *, now: datetime) -> None:
+    """The SLA calendar's rules on the dataset's values as they will be stored: a holidays
+    country and subdivision the ``holidays`` package knows (whether or not the calendar is
+    on, so a stored code is always valid), and with a business-day calendar a cron that
+    fires on business days (``schedules.calendars``).
+
+    Raises:
+        ValidationProblem: naming ``sla_holidays_country``, ``sla_holidays_subdivision``
+            or ``sla_cron``, the value, and where the valid codes are listed (400).
+    """
+    try:
+        calendars.validate(
+            dataset.sla_holidays_country or None, dataset.sla_holidays_subdivision or None
+        )
+        sla = freshness_state.sla_of(dataset)
+        if sla is not None and sla.calendar is not None:
+            sla.next_deadline(now)
+    except CalendarError as exc:
+        field = f"sla_{exc.field}"
+        detail = f"{field} {exc.value!r}: {exc}"
+        raise ValidationProblem(detail, errors=[FieldError(field, detail, "sla_calendar")]) from exc
+
+
 def normalised_identity(namespace: str, name: str):
     """``normalise_dataset_identity`` with its errors as a 400 problem naming the field."""
     try:
@@ -118,6 +142,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
         team=actor.team, location=dataset_location(identity.namespace, identity.name)
     )
     dataset = Dataset(namespace=identity.namespace, name=identity.name, owner=actor.team, **fields)
+    _check_calendar(dataset, now=timezone.now())
     _attach_poll_group(dataset, now=timezone.now())
     freshness.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
@@ -199,6 +224,8 @@ def dataset_update(
         if old != new and field_name in Dataset.AUDITED_FIELDS:
             audited[field_name] = [_jsonable(old), _jsonable(new)]
         setattr(dataset, field_name, new)
+    if SLA_FIELDS & set(audited):
+        _check_calendar(dataset, now=timezone.now())
     if SLA_FIELDS & set(audited):
         freshness.schedule(dataset, now=timezone.now(), owed_from=owed_from)
     if POLL_FIELDS & set(audited):
@@ -288,7 +315,20 @@ def _in_declaration(exc: Problem, declaration: declarations.Declaration) -> Prob
     return named
 
 
-SLA_FIELDS = {"sla_cron", "sla_timezone", "sla_grace_seconds", "partitioning", "partition_timezone"}
+CALENDAR_FIELDS = {
+    "sla_calendar",
+    "sla_holidays_country",
+    "sla_holidays_subdivision",
+    "sla_non_business_day",
+}
+SLA_FIELDS = {
+    "sla_cron",
+    "sla_timezone",
+    "sla_grace_seconds",
+    "partitioning",
+    "partition_timezone",
+    *CALENDAR_FIELDS,
+}
 WATCHDOG_FIELDS = SLA_FIELDS | {"criticality", "lifecycle"}
 POLL_FIELDS = {"completion_signal", "storage_source", "location_template", "partitioning"}
 

@@ -26,6 +26,9 @@ APPLIES_WHEN = {
     "location_template": ("storage_source", bool),
     "sla_timezone": ("sla_cron", bool),
     "sla_grace_seconds": ("sla_cron", bool),
+    "sla_holidays_country": ("sla_calendar", lambda calendar: calendar == "business_days"),
+    "sla_holidays_subdivision": ("sla_calendar", lambda calendar: calendar == "business_days"),
+    "sla_non_business_day": ("sla_calendar", lambda calendar: calendar == "business_days"),
     "partition_timezone": ("partitioning", lambda partitioning: partitioning != "none"),
     "sunset_at": ("lifecycle", lambda lifecycle: lifecycle != "active"),
 }

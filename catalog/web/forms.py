@@ -76,6 +76,26 @@ class DatasetEditForm(Form):
     sla_grace_seconds = forms.IntegerField(
         min_value=0, max_value=Dataset.MAX_SLA_GRACE_SECONDS, label="Grace (seconds)"
     )
+    sla_calendar = forms.ChoiceField(
+        required=False, choices=Dataset.SlaCalendar.choices, label="SLA applies on"
+    )
+    sla_holidays_country = forms.CharField(
+        required=False,
+        max_length=8,
+        label="Holidays of (country)",
+        help_text="ISO 3166-1 alpha-2, e.g. DE; blank: weekends only.",
+    )
+    sla_holidays_subdivision = forms.CharField(
+        required=False,
+        max_length=64,
+        label="Holidays of (subdivision)",
+        help_text="State or province code, e.g. BY; blank: national holidays.",
+    )
+    sla_non_business_day = forms.ChoiceField(
+        required=False,
+        choices=Dataset.NonBusinessDay.choices,
+        label="What a deadline on another day owes is",
+    )
     change_notice_days = forms.IntegerField(
         min_value=0, max_value=Dataset.MAX_CHANGE_NOTICE_DAYS, label="Change notice (days)"
     )
@@ -101,6 +121,10 @@ class DatasetEditForm(Form):
         "sla_cron",
         "sla_timezone",
         "sla_grace_seconds",
+        "sla_calendar",
+        "sla_holidays_country",
+        "sla_holidays_subdivision",
+        "sla_non_business_day",
         "change_notice_days",
         "accepts_future_partitions",
         "lifecycle",
@@ -111,9 +135,17 @@ class DatasetEditForm(Form):
     def for_dataset(cls, dataset: Dataset, data=None) -> DatasetEditForm:
         return cls(data, initial={f: getattr(dataset, f) for f in cls.FIELDS})
 
+    # Blank (a page rendered before these fields existed) keeps the stored choice.
+    KEPT_WHEN_BLANK = ("sla_calendar", "sla_non_business_day")
+
     def changes(self) -> dict:
         """The fields the owner changed, as ``dataset_update`` takes them."""
-        return {f: self.cleaned_data[f] for f in self.FIELDS if f in self.changed_data}
+        return {
+            f: self.cleaned_data[f]
+            for f in self.FIELDS
+            if f in self.changed_data
+            and not (f in self.KEPT_WHEN_BLANK and self.cleaned_data[f] == "")
+        }
 
 
 class SubscribeForm(Form):

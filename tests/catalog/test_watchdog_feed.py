@@ -10,12 +10,12 @@ from datetime import UTC, date, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from catalog import delivery
+from catalog import delivery, sla_schedule
 from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Endpoint
 from catalog.services import datasets, publishing
 from tests.catalog.factories import TeamFactory
-from watchdog import tokens
+from watchdog import schedule, tokens
 from watchdog.models import Monitor, Ping
 
 pytestmark = [
@@ -118,6 +118,39 @@ def test_an_sla_change_updates_the_monitor_and_an_older_definition_loses(watchdo
     assert result.status_code == 208  # already reported: nothing changed
     monitor.refresh_from_db()
     assert monitor.cron == "0 7 * * *"
+
+
+def test_the_sla_calendar_travels_to_the_monitors_and_they_judge_the_same_deadlines(
+    watchdog_api,
+):
+    team = TeamFactory(slug="orders")
+    dataset = register(team, partitioning="daily", partition_timezone="Europe/Berlin")
+    deliver()
+    datasets.dataset_update(
+        actor=Actor(team=team),
+        dataset=dataset,
+        sla_calendar="business_days",
+        sla_holidays_country="DE",
+        sla_holidays_subdivision="BY",
+        sla_non_business_day="skip",
+    )
+    deliver()
+    dataset.refresh_from_db()
+    after = datetime(2026, 12, 23, 12, tzinfo=UTC)
+    catalog_deadlines = sla_schedule.upcoming_deadlines(dataset, now=after, count=5)
+    for monitor in Monitor.objects.filter(external_id__startswith="tidemark:dataset:"):
+        assert (
+            monitor.calendar,
+            monitor.holidays_country,
+            monitor.holidays_subdivision,
+            monitor.non_business_day,
+        ) == ("business_days", "DE", "BY", "skip")
+        assert schedule.upcoming_deadlines(monitor, now=after, count=5) == catalog_deadlines
+    # Christmas Eve, then Monday: the 25th and 26th are Bavarian holidays.
+    assert catalog_deadlines[:2] == [
+        datetime(2026, 12, 24, 5, 30, tzinfo=UTC),
+        datetime(2026, 12, 28, 5, 30, tzinfo=UTC),
+    ]
 
 
 def test_a_future_partition_is_pinged_when_its_period_starts(watchdog_api):

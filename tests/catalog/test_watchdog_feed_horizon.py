@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from catalog.watchdog_feed import horizon_start
-from schedules import FreshnessSla
+from schedules import SKIP, BusinessCalendar, FreshnessSla
 
 
 def utc(*args: int) -> datetime:
@@ -39,6 +39,21 @@ DAILY_AT_6 = FreshnessSla("0 6 * * *", "UTC", 600, "daily")
             FreshnessSla("30 6 * * *", "Europe/Berlin", 600, "daily", "Europe/Berlin"),
             utc(2026, 11, 28, 3),
             utc(2026, 11, 27, 5, 30),
+        ),
+        # Business days, on a Saturday: Monday's deadline is next and owes the weekend too,
+        # so the horizon starts at Friday's deadline ...
+        (
+            FreshnessSla("0 6 * * *", "UTC", 0, "daily", calendar=BusinessCalendar()),
+            utc(2026, 11, 28, 12),
+            utc(2026, 11, 27, 6),
+        ),
+        # ... and with skip Monday owes only Sunday's partition: from Sunday's firing.
+        (
+            FreshnessSla(
+                "0 6 * * *", "UTC", 0, "daily", calendar=BusinessCalendar(non_business_day=SKIP)
+            ),
+            utc(2026, 11, 28, 12),
+            utc(2026, 11, 29, 6),
         ),
     ],
 )

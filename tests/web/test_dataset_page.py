@@ -298,6 +298,10 @@ def edit_data(dataset, **changes):
         "sla_cron": dataset.sla_cron,
         "sla_timezone": dataset.sla_timezone,
         "sla_grace_seconds": dataset.sla_grace_seconds,
+        "sla_calendar": dataset.sla_calendar,
+        "sla_holidays_country": dataset.sla_holidays_country,
+        "sla_holidays_subdivision": dataset.sla_holidays_subdivision,
+        "sla_non_business_day": dataset.sla_non_business_day,
         "change_notice_days": dataset.change_notice_days,
         **({"accepts_future_partitions": "on"} if dataset.accepts_future_partitions else {}),
         "lifecycle": dataset.lifecycle,
@@ -322,6 +326,26 @@ def test_owner_edits_through_dataset_update_and_it_is_audited(owner, orders_dail
         "sla_cron": ["30 6 * * *", "0 7 * * *"],
     }
     assert "Saved." in owner.get(response["Location"]).content.decode()
+
+
+def test_owner_puts_the_sla_on_business_days_and_the_page_says_so(owner, orders_daily):
+    changes = {
+        "sla_calendar": "business_days",
+        "sla_holidays_country": "DE",
+        "sla_holidays_subdivision": "BY",
+        "sla_non_business_day": "skip",
+    }
+    response = owner.post(f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, **changes))
+    assert response.status_code == 302
+    orders_daily.refresh_from_db()
+    assert {f: getattr(orders_daily, f) for f in changes} == changes
+    _, body = page(owner, orders_daily)
+    assert "business days only (DE-BY: weekends and public holidays off)" in body
+    # The form shows them again: another change keeps them.
+    owner.post(f"/datasets/{orders_daily.pk}/edit", edit_data(orders_daily, criticality="low"))
+    orders_daily.refresh_from_db()
+    assert orders_daily.criticality == "low"
+    assert {f: getattr(orders_daily, f) for f in changes} == changes
 
 
 def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
@@ -365,6 +389,12 @@ def test_owner_lets_a_forecast_accept_future_partitions(owner, orders_daily):
         ),
         ({"change_notice_days": "1099511627776"}, "change_notice_days", "or equal to 365"),
         ({"change_notice_days": "9999999"}, "change_notice_days", "or equal to 365"),
+        (
+            {"sla_calendar": "business_days", "sla_holidays_country": "XX"},
+            "sla_holidays_country",
+            "sla_holidays_country 'XX': unknown holidays country",
+        ),
+        ({"sla_calendar": "fortnightly"}, "sla_calendar", "choose one of: none, business_days"),
     ],
 )
 def test_owner_edit_breaking_a_rule_shows_the_service_problem_on_the_form(
