@@ -83,8 +83,8 @@ def _publish(args: argparse.Namespace) -> int:
 
 def _wait(args: argparse.Namespace) -> int:
     def progress(found: Partition | None, error: Exception | None) -> None:
-        if args.quiet:
-            return
+        if args.quiet or (found is not None and found.state in ("ready", "failed")):
+            return  # the outcome is printed once, below
         state = f"error: {error}" if error else (found.state if found else "missing")
         print(f"tidemark: {args.dataset} {args.partition}: {state}", file=sys.stderr)
 
@@ -205,10 +205,6 @@ def _print_problem(exc: ProblemError) -> None:
     print(f"tidemark: {exc.status} {exc.code}: {exc.detail or exc.title}", file=sys.stderr)
     for error in exc.errors:
         print(f"  {error.field}: {error.detail} ({error.rule})", file=sys.stderr)
-    suggestion = exc.document.get("suggestion")
-    if isinstance(suggestion, dict) and "namespace" in suggestion:
-        label = f"{suggestion['namespace']}/{suggestion.get('name')}"
-        print(f"  did you mean {label}?", file=sys.stderr)
 
 
 def _common(suppress: bool) -> argparse.ArgumentParser:
