@@ -19,7 +19,6 @@ from catalog.services import datasets, publishing
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
     pytest.mark.urls("tests.urls_catalog_and_watchdog"),
-    pytest.mark.timeout(120),
 ]
 
 DAY = "2026-11-28"

@@ -15,7 +15,6 @@ from watchdog.models import Monitor
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
     pytest.mark.urls("tests.urls_catalog_and_watchdog"),
-    pytest.mark.timeout(120),
 ]
 
 
