@@ -3,9 +3,12 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-# Running needs only requirements/runtime.txt; tests, the demo and benchmarks need dev.txt.
+# Running needs only requirements/runtime.txt; tests, the demo and benchmarks need dev.txt,
+# which also installs the Python client and CLI (clients/python) in editable mode: a change
+# to its pyproject.toml (a dependency, a console script) reinstalls it too.
+CLIENT := clients/python/pyproject.toml
 RUNTIME := $(VENV)/.runtime-$(shell cat requirements/runtime.txt | cksum | cut -d' ' -f1)
-DEV := $(VENV)/.dev-$(shell cat requirements/dev.txt | cksum | cut -d' ' -f1)
+DEV := $(VENV)/.dev-$(shell cat requirements/dev.txt $(CLIENT) | cksum | cut -d' ' -f1)
 # The documentation site's tools have an environment of their own (requirements/docs.in
 # says why).
 DOCS_VENV := var/docs-venv
@@ -18,7 +21,7 @@ $(RUNTIME): requirements/runtime.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/runtime.txt
 	@rm -f $(VENV)/.runtime-* && touch $@
 
-$(DEV): requirements/dev.txt
+$(DEV): requirements/dev.txt $(CLIENT)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	@rm -f $(VENV)/.dev-* $(VENV)/.runtime-* && touch $@ \
@@ -69,12 +72,14 @@ format: $(DEV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# Host-free pins: no index URL or local path is recorded in the lock.
+# Host-free pins: no index URL or absolute path is recorded in the lock; dev.txt ends with
+# the client package as a path relative to the repository (make runs pip from here).
 lock: $(DEV)
 	$(VENV)/bin/uv pip compile pyproject.toml --no-emit-index-url --no-header \
 		--no-annotate -p 3.11 -o requirements/runtime.txt
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev -c requirements/runtime.txt \
 		--no-emit-index-url --no-header --no-annotate -p 3.11 -o requirements/dev.txt
+	echo "-e ./clients/python" >> requirements/dev.txt
 	$(VENV)/bin/uv pip compile requirements/docs.in --no-emit-index-url --no-header \
 		--no-annotate -p 3.11 -o requirements/docs.txt
 
