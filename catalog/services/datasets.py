@@ -22,6 +22,7 @@ from .. import (
     errors,
     freshness,
     selectors,
+    unusually_late,
     watchdog_feed,
 )
 from ..actors import Actor
@@ -120,6 +121,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
     dataset = Dataset(namespace=identity.namespace, name=identity.name, owner=actor.team, **fields)
     _attach_poll_group(dataset, now=timezone.now())
     freshness.schedule(dataset, now=timezone.now())
+    unusually_late.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
@@ -201,6 +203,7 @@ def dataset_update(
         setattr(dataset, field_name, new)
     if SLA_FIELDS & set(audited):
         freshness.schedule(dataset, now=timezone.now(), owed_from=owed_from)
+        unusually_late.schedule(dataset, now=timezone.now())
     if POLL_FIELDS & set(audited):
         _attach_poll_group(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
