@@ -9,7 +9,7 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from catalog import tasks, unusually_late
+from catalog import notices, tasks, unusually_late
 from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Endpoint, LatePartition, Notification
 from catalog.services.datasets import dataset_register, dataset_update
@@ -268,3 +268,16 @@ def test_an_idle_pass_is_one_indexed_query(owner):
         cursor.execute("EXPLAIN " + statements[0])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "dataset_next_unusual_check" in plan, plan
+
+
+def test_the_owner_notice_says_what_is_usual_and_that_nobody_was_paged(owner):
+    register(owner)
+    history(owner, 21)
+    check(utc(2026, 10, 22, 6))
+    check(utc(2026, 10, 23, 6))
+    [notice] = told()
+    subject, text = notices.render_text(notice.payload)
+    assert subject == "Tidemark: s3://lake/raw/orders partition 2026-10-22 is later than usual"
+    assert "not ready by 2026-10-23T05:30:00Z" in text
+    assert "usually ready 5 h 00 min after its period ended" in text
+    assert "nobody was paged" in text
