@@ -281,3 +281,9 @@ def test_the_owner_notice_says_what_is_usual_and_that_nobody_was_paged(owner):
     assert "not ready by 2026-10-23T05:30:00Z" in text
     assert "usually ready 5 h 00 min after its period ended" in text
     assert "nobody was paged" in text
+
+
+def test_beat_runs_the_pass_every_minute_on_the_freshness_queue(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["check-unusually-late"]
+    assert (entry["task"], entry["schedule"]) == (tasks.CHECK_UNUSUALLY_LATE, 60.0)
+    assert settings.CELERY_TASK_ROUTES[tasks.CHECK_UNUSUALLY_LATE] == {"queue": "freshness"}
