@@ -27,7 +27,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from schedules import Period, parse_partition_key, period_containing
+from schedules import PartitionKeyError, Period, parse_partition_key, period_containing
 
 from . import notices, passes, selectors, unusual_rule
 from .models import Dataset, Notification, Partition, PartitionRevision
@@ -147,7 +147,10 @@ def _check(
     partitioning, zone = dataset.partitioning, dataset.partition_timezone
     if not dataset.unusual_check_key:
         return None, _plan_from(dataset, rule=rule, now=now)
-    period = _period(dataset, dataset.unusual_check_key)
+    try:
+        period = _period(dataset, dataset.unusual_check_key)
+    except PartitionKeyError:  # a key of an older partitioning: plan afresh
+        return None, _plan_from(dataset, rule=rule, now=now)
     # The usual arrival from the periods before this one, as they stand now: an arrival
     # since the plan may have moved it.
     profile = selectors.dataset_arrival_profile(dataset=dataset, now=period.start)

@@ -287,3 +287,17 @@ def test_beat_runs_the_pass_every_minute_on_the_freshness_queue(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["check-unusually-late"]
     assert (entry["task"], entry["schedule"]) == (tasks.CHECK_UNUSUALLY_LATE, 60.0)
     assert settings.CELERY_TASK_ROUTES[tasks.CHECK_UNUSUALLY_LATE] == {"queue": "freshness"}
+
+
+def test_a_stored_key_of_another_partitioning_is_planned_afresh(owner):
+    dataset = register(owner)
+    history(owner, 21)
+    Dataset.objects.filter(pk=dataset.pk).update(
+        unusual_check_key="2026-10-22T05", next_unusual_check_at=utc(2026, 10, 22, 6)
+    )
+    assert check(utc(2026, 10, 22, 6)).told == []
+    dataset.refresh_from_db()
+    assert (dataset.unusual_check_key, dataset.next_unusual_check_at) == (
+        "2026-10-22",
+        utc(2026, 10, 23, 5, 30),
+    )
