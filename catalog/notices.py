@@ -134,6 +134,8 @@ def render(payload: dict[str, Any]) -> tuple[str, list[Segment]]:
         return _change_notice_text(kind, data)
     if kind == Notification.Type.SCHEMA_UNANNOUNCED_CHANGE:
         return _schema_change_text(data)
+    if kind == Notification.Type.DATASET_UNUSUALLY_LATE:
+        return _unusually_late_text(data)
     if kind == Notification.Type.DATASET_VERSION_PROMOTED:
         name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
         subject = f"Tidemark: version {data.get('version')} of {name} promoted"
@@ -161,6 +163,32 @@ def render_slack(payload: dict[str, Any]) -> str:
     return "".join(
         slack.link(s.url) if isinstance(s, Link) else slack.escape_text(s) for s in segments
     )
+
+
+def _minutes(seconds: Any) -> str:
+    minutes = int(seconds or 0) // 60
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _unusually_late_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
+    """A partition later than usual, for the owner team's people: what is usual, and that
+    nobody was paged."""
+    dataset = data.get("dataset") or {}
+    name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    usual = data.get("usual") or {}
+    group = str(usual.get("group", "")).replace("_", " ")
+    subject = f"Tidemark: {name} partition {data.get('partition')} is later than usual"
+    text = (
+        f"Partition {data.get('partition')} of {name} was not ready by "
+        f"{data.get('expected_by')}. Over the last {usual.get('periods')} periods ({group}) "
+        f"it was usually ready {_minutes(usual.get('p50_seconds'))} after its period ended "
+        f"(90% within {_minutes(usual.get('p90_seconds'))}, 99% within "
+        f"{_minutes(usual.get('p99_seconds'))}).\n"
+        "This dataset has no freshness SLA, so nobody was paged; consumers that asked for "
+        "dataset.unusually_late were told. Set an SLA to have lateness judged against a "
+        "deadline you choose."
+    )
+    return subject, [text]
 
 
 def _schema_change_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
@@ -259,6 +287,19 @@ NOT_FOR_NEWEST_ONLY = frozenset(
 )
 
 
+# Types a subscription receives only when it lists them in its event types: an empty
+# list means every other type. ``dataset.unusually_late`` is a guess from history, not a
+# broken promise, so no consumer gets it without asking.
+OPT_IN_TYPES = frozenset({Notification.Type.DATASET_UNUSUALLY_LATE})
+
+
+def wants(event_types: Iterable[str], type: str) -> bool:
+    """Whether a subscription with ``event_types`` (empty: every type but the
+    ``OPT_IN_TYPES``) receives ``type`` notifications."""
+    types = set(event_types)
+    return type in types or (not types and type not in OPT_IN_TYPES)
+
+
 def dataset_subscribers(*, dataset_id: int) -> list[Subscriber]:
     """The dataset's subscriptions that have an endpoint, as ``Subscriber`` rows."""
     with connection.cursor() as cursor:
@@ -291,7 +332,7 @@ def matching_endpoints(
     partition_key: str | None,
     superseded: bool = False,
 ) -> set[int]:
-    """The endpoints of ``subscribers`` whose event types (empty: all), partition
+    """The endpoints of ``subscribers`` whose event types (``wants``), partition
     pattern (fnmatch; empty: all) and newest-only flag let a ``type`` notification about
     ``partition_key`` through. A notification about the whole dataset (``partition_key``
     None, e.g. a change notice) passes every partition pattern.
@@ -308,7 +349,7 @@ def matching_endpoints(
     return {
         endpoint_id
         for endpoint_id, event_types, pattern, newest_only in subscribers
-        if (not event_types or type in event_types)
+        if wants(event_types, type)
         and (not pattern or partition_key is None or fnmatch.fnmatchcase(partition_key, pattern))
         and not (hidden and newest_only)
     }

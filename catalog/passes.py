@@ -31,6 +31,7 @@ from django.db import DatabaseError, connection
 
 FRESHNESS = "freshness"
 CHANGE_NOTICES = "change-notices"
+UNUSUALLY_LATE = "unusually-late"
 
 
 @contextmanager

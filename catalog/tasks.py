@@ -10,7 +10,16 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
-from . import change_notices, delivery, doorbell, freshness, passes, polling, self_monitoring
+from . import (
+    change_notices,
+    delivery,
+    doorbell,
+    freshness,
+    passes,
+    polling,
+    self_monitoring,
+    unusually_late,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +50,7 @@ def deliver_due() -> str:
 
 EVALUATE_FRESHNESS = "catalog.tasks.evaluate_freshness"
 SEND_CHANGE_NOTICES = "catalog.tasks.send_change_notices"
+CHECK_UNUSUALLY_LATE = "catalog.tasks.check_unusually_late"
 
 
 @shared_task(name=EVALUATE_FRESHNESS)
@@ -66,6 +76,30 @@ def evaluate_freshness() -> int:
 def _log_late(report: freshness.LateReport) -> None:
     logger.info(
         "late: %s partition %s (deadline %s)", report.dataset, report.partition, report.deadline_at
+    )
+
+
+@shared_task(name=CHECK_UNUSUALLY_LATE)
+def check_unusually_late() -> int:
+    """Tell the partitions of datasets without an SLA that are later than usual
+    (``unusually_late.check_pass``; beat, every 60 s, freshness queue); idempotent (one
+    notice per partition). Continues and runs single-flight as ``evaluate_freshness``
+    does. Returns the partitions told."""
+    with passes.single_flight(passes.UNUSUALLY_LATE) as held:
+        if not held:
+            return 0
+        summary = unusually_late.check_pass(clock=timezone.now, on_told=_log_unusual)
+    if summary.more_due:
+        doorbell.ring_now(CHECK_UNUSUALLY_LATE)
+    return summary.handled
+
+
+def _log_unusual(report: unusually_late.UnusualReport) -> None:
+    logger.info(
+        "later than usual: %s partition %s (expected by %s)",
+        report.dataset,
+        report.partition,
+        report.expected_by,
     )
 
 

@@ -392,6 +392,12 @@ NEWEST_ONLY_HELP = (
 )
 
 
+EVENT_TYPES_HELP = (
+    "Notification types to receive; empty: every type except dataset.unusually_late, "
+    "which is received only when listed."
+)
+
+
 class SubscriptionCreateInputSerializer(StrictSerializer):
     dataset_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
@@ -400,7 +406,10 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     job_name = serializers.CharField(max_length=1024, allow_blank=True, default="")
     endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, required=False)
     event_types = serializers.ListField(
-        child=ChoiceField(Notification.Type.choices), max_length=20, default=list
+        child=ChoiceField(Notification.Type.choices),
+        max_length=20,
+        default=list,
+        help_text=EVENT_TYPES_HELP,
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
     newest_only = serializers.BooleanField(default=False, help_text=NEWEST_ONLY_HELP)
@@ -446,7 +455,10 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
 
 class SubscriptionUpdateInputSerializer(StrictSerializer):
     event_types = serializers.ListField(
-        child=ChoiceField(Notification.Type.choices), max_length=20, required=False
+        child=ChoiceField(Notification.Type.choices),
+        max_length=20,
+        required=False,
+        help_text=EVENT_TYPES_HELP,
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, required=False)
     newest_only = serializers.BooleanField(required=False, help_text=NEWEST_ONLY_HELP)

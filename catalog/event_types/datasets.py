@@ -1,4 +1,5 @@
-"""``dataset.late`` and ``dataset.recovered`` (``catalog.freshness``) and
+"""``dataset.late`` and ``dataset.recovered`` (``catalog.freshness``),
+``dataset.unusually_late`` (``catalog.unusually_late``) and
 ``dataset.version_promoted`` (``catalog.restatements``)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .common import (
 
 LATE = "dataset.late"
 RECOVERED = "dataset.recovered"
+UNUSUALLY_LATE = "dataset.unusually_late"
 VERSION_PROMOTED = "dataset.version_promoted"
 
 
@@ -80,6 +82,73 @@ EVENT_TYPES = (
                 "late_by_seconds": 1961,
             },
             at="2026-11-29T07:02:41Z",
+        ),
+    ),
+    EventType(
+        name=UNUSUALLY_LATE,
+        audience=("subscribers", "owners"),
+        description=(
+            "A partition of a dataset without a freshness SLA is much later than the dataset "
+            "usually delivers, judged from its learned arrival profile: not ready at its "
+            "period's end plus max(p99, p50 + max(30 min, 3 x (p90 - p50))) of the periods "
+            "ending on the same weekday (or business days / weekends), once the profile "
+            "counts 14 arrivals (both configurable). Sent once per dataset and partition, "
+            "never paged, and nothing follows when the partition lands. Subscribers receive "
+            "it only when their subscription lists it in `event_types`: an empty list does "
+            "not include it."
+        ),
+        schema=envelope(
+            UNUSUALLY_LATE,
+            obj(
+                {
+                    "dataset": dataset_ref(with_id=False),
+                    "owner": string("the owner team's slug"),
+                    "partition": string("the partition that is later than usual"),
+                    "period_end": {**DATE_TIME, "description": "the end of its logical period"},
+                    "expected_by": {
+                        **DATE_TIME,
+                        "description": "period_end + usual.after_seconds: from then on it is "
+                        "later than usual",
+                    },
+                    "late_seconds": integer("seconds past expected_by when it was judged"),
+                    "usual": obj(
+                        {
+                            "group": string(
+                                "the periods compared with: a weekday (monday..sunday), "
+                                "business_days or weekends",
+                            ),
+                            "periods": integer("arrivals in that group"),
+                            "p50_seconds": integer("median arrival, seconds after period end"),
+                            "p90_seconds": integer(),
+                            "p99_seconds": integer(),
+                            "after_seconds": integer("expected_by - period_end"),
+                        }
+                    ),
+                    "profile_periods": integer("arrivals counted in the whole profile"),
+                }
+            ),
+            title="Dataset later than usual",
+        ),
+        example=example(
+            UNUSUALLY_LATE,
+            {
+                "dataset": _DATASET,
+                "owner": "orders",
+                "partition": "2026-11-28",
+                "period_end": "2026-11-29T00:00:00Z",
+                "expected_by": "2026-11-29T06:10:00Z",
+                "late_seconds": 40,
+                "usual": {
+                    "group": "sunday",
+                    "periods": 12,
+                    "p50_seconds": 18600,
+                    "p90_seconds": 19800,
+                    "p99_seconds": 21000,
+                    "after_seconds": 22200,
+                },
+                "profile_periods": 88,
+            },
+            at="2026-11-29T06:10:40Z",
         ),
     ),
     EventType(

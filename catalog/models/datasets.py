@@ -108,6 +108,10 @@ class Dataset(models.Model):
     # The earliest SLA deadline not yet judged, and when to judge it (deadline + grace).
     next_deadline_at = models.DateTimeField(null=True, blank=True)
     next_check_at = models.DateTimeField(null=True, blank=True)
+    # Without an SLA: the partition awaited against its usual arrival, and when it becomes
+    # later than usual (catalog.unusually_late); an empty key asks the pass to plan.
+    unusual_check_key = models.CharField(max_length=64, blank=True, default="")
+    next_unusual_check_at = models.DateTimeField(null=True, blank=True)
     change_notice_days = models.PositiveIntegerField(default=14)
     lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
     sunset_at = models.DateTimeField(null=True, blank=True)
@@ -162,6 +166,11 @@ class Dataset(models.Model):
                 fields=["next_check_at"],
                 name="dataset_next_check",
                 condition=Q(next_check_at__isnull=False),
+            ),
+            models.Index(
+                fields=["next_unusual_check_at"],
+                name="dataset_next_unusual_check",
+                condition=Q(next_unusual_check_at__isnull=False),
             ),
         ]
 

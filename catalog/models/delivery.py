@@ -98,6 +98,7 @@ class Notification(models.Model):
         ENDPOINT_DISABLED = "endpoint.disabled"
         DATASET_LATE = "dataset.late"
         DATASET_RECOVERED = "dataset.recovered"
+        DATASET_UNUSUALLY_LATE = "dataset.unusually_late"
         WATCHDOG_MONITOR = "watchdog.monitor"
         WATCHDOG_PING = "watchdog.ping"
         CHANGE_NOTICE_ANNOUNCED = "change_notice.announced"

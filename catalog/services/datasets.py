@@ -23,6 +23,7 @@ from .. import (
     freshness,
     freshness_state,
     selectors,
+    unusually_late,
     watchdog_feed,
 )
 from ..actors import Actor
@@ -145,6 +146,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
     _check_calendar(dataset, now=timezone.now())
     _attach_poll_group(dataset, now=timezone.now())
     freshness.schedule(dataset, now=timezone.now())
+    unusually_late.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
@@ -228,6 +230,7 @@ def dataset_update(
         _check_calendar(dataset, now=timezone.now())
     if SLA_FIELDS & set(audited):
         freshness.schedule(dataset, now=timezone.now(), owed_from=owed_from)
+        unusually_late.schedule(dataset, now=timezone.now())
     if POLL_FIELDS & set(audited):
         _attach_poll_group(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)

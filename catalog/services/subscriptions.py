@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
 
-from .. import delivery, doorbell, errors, selectors
+from .. import delivery, doorbell, errors, notices, selectors
 from ..actors import Actor
 from ..models import Claim, Dataset, Delivery, Endpoint, Notification, Subscription, Team
 from ..notices import iso
@@ -67,7 +67,8 @@ def subscription_create(
     Args:
         endpoint_url: webhook URL to notify, reused when the team already has it; ``""``
             removes it; None keeps what an earlier declaration set.
-        event_types: notification types to receive; empty or None: all.
+        event_types: notification types to receive; empty or None: all but the opt-in
+            ones (``notices.OPT_IN_TYPES``: ``dataset.unusually_late``).
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
         newest_only: tell no backfills, nor restatements of partitions older than the
             newest ready one (``notices.matching_endpoints``), for consumers that read the
@@ -218,7 +219,7 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
     rows = [
         Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
         for n in history
-        if (not subscription.event_types or n.type in subscription.event_types)
+        if notices.wants(subscription.event_types, n.type)
         and (
             not subscription.partition_pattern
             or "partition" not in n.payload["data"]  # about the whole dataset
@@ -257,7 +258,8 @@ def subscription_update(
     None stays as it is. Its endpoint never changes here (see ``subscription_create``).
 
     Args:
-        event_types: notification types to receive; empty: all.
+        event_types: notification types to receive; empty: all but the opt-in ones
+            (``notices.OPT_IN_TYPES``).
         partition_pattern: fnmatch pattern on partition keys; empty: all.
         newest_only: as ``subscription_create``'s; applies to what is written from now on.
 

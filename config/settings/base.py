@@ -483,6 +483,16 @@ TIDEMARK_ARRIVAL_PROFILE_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_PERIODS", d
 # An SLA is compared with the arrivals once this many are counted (catalog/sla_suggestions.py).
 TIDEMARK_SLA_SUGGESTION_MIN_PERIODS = env.int("TIDEMARK_SLA_SUGGESTION_MIN_PERIODS", default=14)
 TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS = env.int("TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS", default=5)
+# Later than usual (catalog/unusual_rule.py), for datasets without an SLA: judged once the
+# profile counts MIN_PERIODS arrivals; a partition is later than usual past its period's
+# end + max(p99, p50 + max(MIN_MARGIN, SPREAD_FACTOR x (p90 - p50))) of its weekday.
+TIDEMARK_UNUSUALLY_LATE_MIN_PERIODS = env.int("TIDEMARK_UNUSUALLY_LATE_MIN_PERIODS", default=14)
+TIDEMARK_UNUSUALLY_LATE_MIN_MARGIN_SECONDS = env.int(
+    "TIDEMARK_UNUSUALLY_LATE_MIN_MARGIN_SECONDS", default=1800
+)
+TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR = env.float(
+    "TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR", default=3.0
+)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"
@@ -535,6 +545,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_DIR / "celerybeat-schedule")
 CELERY_TASK_ROUTES = {
     "catalog.tasks.deliver_due": {"queue": "delivery"},
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
+    "catalog.tasks.check_unusually_late": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
@@ -554,6 +565,9 @@ CELERY_BEAT_SCHEDULE = {
     # one continuing pass (catalog/passes.py); an idle tick is two indexed queries.
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 15.0},
     "poll-storage": {"task": "catalog.tasks.poll_storage", "schedule": 60.0},
+    # Later than usual never pages, so a minute's delay is fine; an idle tick is one
+    # indexed query (catalog/unusually_late.py).
+    "check-unusually-late": {"task": "catalog.tasks.check_unusually_late", "schedule": 60.0},
     "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
     "sweep-lineage": {"task": "lineage.tasks.process_events", "schedule": 30.0},
     "collect-lineage": {
