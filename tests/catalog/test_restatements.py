@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from catalog import errors, freshness, restatements, selectors
+from catalog import errors, restatements, selectors
 from catalog.actors import Actor
 from catalog.models import (
     ApiKey,
@@ -272,6 +272,13 @@ def test_abandon_changes_nothing_visible(actor, dataset, subscriber):
     assert AuditEntry.objects.filter(action="restatement.abandoned").count() == 1
 
 
+def _ready_for_freshness(dataset, key: str) -> bool:
+    """Whether freshness counts ``key`` as arrived: its current revision is ready."""
+    return Partition.objects.filter(
+        dataset=dataset, key=key, current_revision__state=PartitionRevision.State.READY
+    ).exists()
+
+
 def test_staging_does_not_change_freshness_and_promotion_closes_a_late_partition(actor, owner):
     dataset = DatasetFactory(owner=owner, sla_cron="0 6 * * *", sla_grace_seconds=0)
     _publish(actor, dataset, KEYS[0], version="v1", state="failed")
@@ -281,10 +288,10 @@ def test_staging_does_not_change_freshness_and_promotion_closes_a_late_partition
     restatement = _open(actor, dataset, first=KEYS[0], last=KEYS[0])
     _publish(actor, dataset, KEYS[0], restatement=restatement.pk)
     assert LatePartition.objects.get().recovered_at is None
-    assert freshness._is_ready(dataset, KEYS[0]) is False
+    assert _ready_for_freshness(dataset, KEYS[0]) is False
     restatements.restatement_promote(actor=actor, restatement=restatement, now=NOW)
     assert LatePartition.objects.get().recovered_at == NOW
-    assert freshness._is_ready(dataset, KEYS[0]) is True
+    assert _ready_for_freshness(dataset, KEYS[0]) is True
 
 
 def test_progress_lists_each_partition_of_the_range(actor, dataset, django_assert_num_queries):
