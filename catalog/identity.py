@@ -5,10 +5,9 @@ lineage ingest, so the same table reached by either path has one identity.
 
 Rules follow the OpenLineage naming spec (``spec/Naming.md``): a namespace is
 ``scheme://authority`` (``postgres://db.example:5432``, ``s3://bucket``) or a bare scheme
-for services without an authority (``bigquery``). Scheme and authority are case-insensitive
-and lower-cased. The name is folded only where the engine folds unquoted identifiers:
-lower case for PostgreSQL-family engines, upper case for Snowflake; object-store paths and
-every other engine keep their case exactly.
+for services without an authority (``bigquery``). Which spellings are one dataset on each
+platform (``s3a://`` is ``s3://``, slashes around an object key, case) is
+``catalog.naming``'s.
 """
 
 from __future__ import annotations
@@ -17,13 +16,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from . import naming
+
 MAX_NAMESPACE_LENGTH = 255
 MAX_NAME_LENGTH = 1024
 
-_NAMESPACE_RE = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.\-]*)(?:://(?P<authority>[^\s/]+))?/*$")
-_SCHEME_ALIASES = {"postgresql": "postgres"}
-_FOLD_LOWER = frozenset({"postgres", "redshift", "duckdb"})
-_FOLD_UPPER = frozenset({"snowflake"})
+_NAMESPACE_RE = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.\-]*)(?:://(?P<authority>[^\s/]*))?/*$")
 
 
 class IdentityError(ValueError):
@@ -69,15 +67,9 @@ def normalise_dataset_identity(namespace: str, name: str) -> DatasetIdentity:
             "namespace must be 'scheme://authority' or a bare scheme (OpenLineage naming), "
             f"got {namespace!r}",
         )
-    scheme = _SCHEME_ALIASES.get(match["scheme"], match["scheme"])
-    authority = match["authority"]
-    normalised_namespace = f"{scheme}://{authority}" if authority else scheme
-
-    if scheme in _FOLD_LOWER:
-        name = name.lower()
-    elif scheme in _FOLD_UPPER:
-        name = name.upper()
-    return DatasetIdentity(namespace=normalised_namespace, name=name)
+    normalised_namespace = naming.canonical_namespace(match["scheme"], match["authority"])
+    scheme = naming.canonical_scheme(match["scheme"])
+    return DatasetIdentity(namespace=normalised_namespace, name=naming.canonical_name(scheme, name))
 
 
 def _check_text(field: str, value: object, max_length: int) -> str:
@@ -143,10 +135,13 @@ def normalise_dataset_prefix(prefix: str) -> str:
         )
     path = match["path"] or ""
     try:
-        identity = normalise_dataset_identity(match["namespace"], path or "x")
+        identity = normalise_dataset_identity(match["namespace"], "x")
     except IdentityError as exc:
         raise IdentityError("pattern", exc.rule, str(exc)) from exc
-    return dataset_location(identity.namespace, identity.name if path else "")
+    scheme = identity.namespace.split("://", 1)[0]
+    return dataset_location(
+        identity.namespace, naming.canonical_name(scheme, path, prefix=True) if path else ""
+    )
 
 
 def prefix_covers(prefix: str, location: str) -> bool:

@@ -99,7 +99,8 @@ class MarquezNamespacePathApi(MarquezApi):
 def _route(request: Request, rest: str) -> paths.Route:
     """The route the path names: split exactly when the server kept the path as sent,
     else the first reading whose namespace, dataset or job exists (the first reading when
-    none does, so the 404 names it). A dataset is looked up by its normalised identity."""
+    none does, so the 404 names it). A dataset is looked up by its normalised identity,
+    and a namespace's datasets by the namespace normalised (``catalog.naming``)."""
     raw = request.META.get("RAW_URI") or request.META.get("REQUEST_URI") or ""
     candidates = paths.exact_routes(raw) or paths.candidate_routes(rest)
     routes = [_normalised(route) for route in candidates]
@@ -109,6 +110,9 @@ def _route(request: Request, rest: str) -> paths.Route:
 
 
 def _normalised(route: paths.Route) -> paths.Route:
+    if route.kind == paths.DATASETS:  # a dataset namespace: s3a://lake lists s3://lake's
+        identity = identity_of(route.namespace, "x")
+        return route if identity is None else paths.Route(route.kind, identity[0])
     if route.kind not in (paths.DATASET, paths.DATASET_VERSIONS, paths.DATASET_VERSION):
         return route
     identity = identity_of(route.namespace, route.name)

@@ -37,6 +37,7 @@ class Dataset(models.Model):
         EVENT = "event", "readiness event"
         SUCCESS_MARKER = "success_marker", "success marker file"
         MANIFEST = "manifest", "manifest with expected file count"
+        OPENLINEAGE = "openlineage", "OpenLineage run events"
 
     # Signals the fallback poll can see in storage.
     POLLED_SIGNALS = (CompletionSignal.SUCCESS_MARKER, CompletionSignal.MANIFEST)

@@ -26,7 +26,7 @@ from catalog.services import aliases, static_lineage, subscriptions, usage
 
 from .. import metrics, openlineage, runstate
 from ..models import LineageEvent
-from . import runs
+from . import completion, runs
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,10 @@ def lineage_events_process_claimed(
     Otherwise the run's state and times fold in the event (``lineage.runstate``), it
     keeps the first parent given, and every input and every table its ``sql`` job
     facet's query reads (read), and every output (write), is recorded as usage of the
-    run's job, counted once per run. Job events record the job and state its static
+    run's job, counted once per run; a COMPLETE or FAIL event then publishes the
+    partitions it wrote of its outputs that take OpenLineage as their completion signal
+    (``completion.completion_publish``; what it could not publish is added to the
+    event's ``problems``). Job events record the job and state its static
     lineage (``StaticLineage``: its inputs and outputs, replacing what its earlier
     JobEvents stated); a verified one also declares its inputs that are catalog datasets
     as subscriptions of the job's team naming the job (no endpoint), never changing one
@@ -257,6 +260,11 @@ def _apply(event: LineageEvent, *, now: datetime) -> None:
     if parsed.kind == openlineage.RUN:
         if not _apply_run_event(event, parsed, now=now):
             return  # a conflict: kept and shown, and nothing else of it recorded
+        unpublished = completion.completion_publish(event=event, parsed=parsed, now=now)
+        if unpublished:  # said on the event, as the problems found when it was received
+            LineageEvent.objects.filter(pk=event.pk).update(
+                problems=[*event.problems, *(problem.as_dict() for problem in unpublished)]
+            )
     elif parsed.kind == openlineage.JOB:
         job = usage.job_record(
             namespace=parsed.job_namespace,

@@ -26,6 +26,18 @@ def test_register_same_identity_twice_is_409(client_for, team):
     assert Dataset.objects.count() == 1
 
 
+def test_a_registration_under_another_spelling_is_stored_under_the_normal_one(client_for, team):
+    """The OpenLineage naming spec makes ``s3a://lake`` + ``/raw/orders/`` the dataset
+    ``s3://lake`` + ``raw/orders``: registered so, and a second spelling is the same one."""
+    client = client_for(team)
+    spelt = {"namespace": "s3a://lake", "name": "/raw/orders/", "partitioning": "daily"}
+    response = client.post("/api/v1/datasets", spelt, format="json")
+    assert response.status_code == 201, response.json()
+    assert (response.json()["namespace"], response.json()["name"]) == ("s3://lake", "raw/orders")
+    again = {**spelt, "namespace": "s3n://LAKE", "name": "raw/orders"}
+    assert client.post("/api/v1/datasets", again, format="json").status_code == 409
+
+
 @pytest.mark.parametrize(
     ("payload", "field", "rule"),
     [
