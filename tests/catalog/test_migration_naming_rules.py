@@ -12,8 +12,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("catalog", "0025_dataset_sla_calendar")]
-AFTER = [("catalog", "0026_identities_follow_naming_rules")]
+BEFORE = [("catalog", "0026_dataset_unusually_late")]
+AFTER = [("catalog", "0027_identities_follow_naming_rules")]
 SEEN = datetime(2026, 11, 1, tzinfo=UTC)
 
 

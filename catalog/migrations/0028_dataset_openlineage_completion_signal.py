@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0026_identities_follow_naming_rules'),
+        ('catalog', '0027_identities_follow_naming_rules'),
     ]
 
     operations = [

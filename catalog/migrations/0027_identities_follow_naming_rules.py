@@ -79,7 +79,7 @@ def follow_naming_rules(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("catalog", "0025_dataset_sla_calendar"),
+        ("catalog", "0026_dataset_unusually_late"),
     ]
 
     operations = [
