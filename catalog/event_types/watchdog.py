@@ -23,6 +23,17 @@ _MONITOR_COMMON = {
     "cron": string("the dataset's freshness deadline cron"),
     "timezone": string("IANA zone of the cron"),
     "grace_seconds": integer(),
+    "calendar": string(
+        "none: every deadline counts; business_days: only those on business days",
+        enum=["none", "business_days"],
+    ),
+    "holidays_country": string("ISO 3166-1 alpha-2 code of the holidays, or empty"),
+    "holidays_subdivision": string("the country's subdivision code, or empty"),
+    "non_business_day": string(
+        "what a deadline on a non-business day owed: due at the next business day's "
+        "deadline, or not owed",
+        enum=["next_business_day", "skip"],
+    ),
     "channels": {
         "type": "array",
         "items": obj({"kind": string(), "target": string(), "name": string()}),
@@ -74,6 +85,10 @@ EVENT_TYPES = (
                     "cron": "0 6 * * *",
                     "timezone": "Europe/Paris",
                     "grace_seconds": 1800,
+                    "calendar": "business_days",
+                    "holidays_country": "FR",
+                    "holidays_subdivision": "",
+                    "non_business_day": "next_business_day",
                     "channels": [
                         {"kind": "pagerduty", "target": "R0UTINGKEY", "name": "orders on-call"}
                     ],

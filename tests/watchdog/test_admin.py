@@ -23,6 +23,9 @@ FORM = {
     "storage_marker": "_SUCCESS",
     "severity": "critical",
     "links": "[]",
+    # The selects' preselected defaults, as a browser posts them.
+    "calendar": "none",
+    "non_business_day": "next_business_day",
 }
 
 
