@@ -12,9 +12,11 @@ and a location template. Datasets whose templates share a parent prefix form a
   yet known ready; ready partitions are never listed inside again.
 
 Where the listings start and stop is ``poll_plan``'s: each dataset after its newest ready
-partition, datasets with nothing due left out, so a regular sweep costs what is new. A
-full sweep (a group's first, then at least daily) lists every prefix; the first sweep
-after worker start (``recovery``) leaves no dataset out.
+partition (from the lookback horizon when it has a gap there), so a regular sweep costs
+what is new, and no dataset is left out, so an early or gap-filling partition is found by
+the group's next sweep. A full sweep (a group's first, then at least daily) lists every
+prefix; the first sweep after worker start (``recovery``) starts datasets with nothing
+ready at their first name.
 
 What completed is recorded through ``services.publishing.readiness_found`` (``detected_by = poll``),
 which fires the same notifications as a published event; a dataset that otherwise
@@ -501,8 +503,9 @@ def _finish(group, report, *, now, found_any, publishes_events) -> None:
     """Store the sweep and schedule the group's next one; releases the lease."""
     poll_only = not publishes_events
     # A poll-only group waits at least page_interval_seconds per page its listing cost
-    # beyond the first, so a large group that finds something at every sweep is not listed
-    # every minute; a one-page group keeps the minimum interval.
+    # beyond the first, so a group of many pages that finds something at every sweep is
+    # not listed every minute; a one-page group keeps the minimum interval. The default
+    # (60 s) keeps poll-only detection within a few minutes on a group of a few pages.
     paced = max(report.listing_pages - 1, 0) * _config("page_interval_seconds")
     if report.error:
         interval = group.interval_seconds

@@ -185,30 +185,56 @@ def _history(s3, producer, pattern: str, newest: dict[str, int]):
     return out
 
 
-def test_dataset_first_a_sweep_lists_only_the_datasets_with_something_due(s3, producer):
+def test_dataset_first_each_dataset_is_listed_only_after_its_newest_ready_day(s3, producer):
     sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 1, "t1": 2, "t2": 1})
     land(s3, "datasets/t1_{partition}/", TODAY - timedelta(days=1))
 
     report = sweep(sets["t1"])
 
-    # t0 and t2 are ready for 2026-11-28: nothing due before tonight. t1 is listed from
-    # after its newest ready day: one page holding its one new prefix, not 3,600 prefixes.
+    # One short listing per dataset (1,200 days of history separate them), each after its
+    # newest ready day: three pages for three datasets, not 3,600 prefixes; then inside
+    # t1's new day.
     assert (report.error, report.partitions_found) == ("", 1)
-    assert (report.list_calls, report.pages) == (1 + 1, 1 + 1)
+    assert (report.list_calls, report.pages) == (3 + 1, 3 + 1)
     assert ready_keys(sets["t1"]) >= {"2026-11-28"}
 
 
-def test_dataset_first_a_long_history_between_due_datasets_is_skipped(s3, producer):
+def test_a_partition_published_before_its_period_ends_is_found_by_the_next_sweep(s3, producer):
+    # t0 is ready for 2026-11-28; its producer writes today's partition early (at 08:00).
+    sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 1, "t1": 1})
+    land(s3, "datasets/t0_{partition}/", TODAY)
+
+    report = sweep(sets["t0"])
+
+    assert (report.error, report.partitions_found) == ("", 1)
+    assert "2026-11-29" in ready_keys(sets["t0"])
+
+
+def test_a_late_partition_filling_a_gap_is_found_by_the_next_sweep(s3, producer):
+    sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 1, "t1": 1})
+    gap = TODAY - timedelta(days=5)
+    Partition.objects.filter(dataset=sets["t0"], key=gap.isoformat()).delete()
+
+    report = sweep(sets["t0"])
+
+    # t0 has a day missing within the lookback window: its listing starts at the horizon
+    # (35 prefixes, one page) and finds the gap's marker, still in storage.
+    assert (report.error, report.partitions_found) == ("", 1)
+    assert gap.isoformat() in ready_keys(sets["t0"])
+    assert (report.list_calls, report.pages) == (2 + 1, 2 + 1)
+
+
+def test_dataset_first_a_long_history_between_datasets_is_skipped(s3, producer):
     sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 2, "t1": 1, "t2": 2})
     land(s3, "datasets/t0_{partition}/", TODAY - timedelta(days=1))
     land(s3, "datasets/t2_{partition}/", TODAY - timedelta(days=1))
 
     report = sweep(sets["t0"])
 
-    # Two listings (t1's and t2's 1,200 days of history between them cost more than a
-    # new listing with StartAfter), one page each, then inside the two new days.
+    # Three listings (each dataset's 1,200 days of history cost more than a new listing
+    # with StartAfter), one page each, then inside the two new days.
     assert (report.error, report.partitions_found) == ("", 2)
-    assert (report.list_calls, report.pages) == (2 + 2, 2 + 2)
+    assert (report.list_calls, report.pages) == (3 + 2, 3 + 2)
 
 
 def test_date_first_one_listing_starts_at_the_oldest_day_not_ready(s3, producer):
@@ -235,7 +261,7 @@ def test_dataset_first_flat_sweeps_cost_what_is_new(s3, producer):
 
     report = sweep(sets["t1"], now=NOW + timedelta(minutes=5))
 
-    # Flat, one listing per due dataset (2,400 objects of history lie between them).
+    # Flat, one listing per dataset (1,200 days of history lie between them).
     assert (report.listing, report.partitions_found) == ("flat", 2)
-    assert (report.list_calls, report.pages) == (2, 2)
+    assert (report.list_calls, report.pages) == (3, 3)
     assert StorageSweep.objects.order_by("started_at").last().objects_per_partition == 2.0
