@@ -29,7 +29,7 @@ restart sweep (reference: 266), detection latency.
 Part 2, one group of 100,000 partition prefixes (100 daily datasets x 1,000 days, 99,990
 known ready, 10 with a marker but not recorded): a full sweep (pages, listings inside,
 objects, wall time), a regular sweep a minute later, one the next day (every dataset due,
-10 with a new day landed) and a recovery sweep (no dataset left out). Twice:
+10 with a new day landed) and a recovery sweep (as after downtime). Twice:
 with the dataset name first in the segment (``t042_2026-11-28``) and with the date first
 (``2026-11-28_t042``).
 
@@ -85,6 +85,7 @@ CADENCES = {
         "min_interval_seconds": 60,
         "max_interval_seconds": 64 * 60,
         "safety_net_seconds": 3600,
+        "page_interval_seconds": 180,
     },
 }
 MARKER = "_SUCCESS"

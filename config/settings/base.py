@@ -305,7 +305,7 @@ TIDEMARK_POLL = {
     # from its recent sweeps) list the objects with no delimiter: markers come back directly.
     "flat_max_objects": env.int("TIDEMARK_POLL_FLAT_MAX_OBJECTS", default=20),
     # A poll-only group waits at least this long per List page its last sweep cost beyond one.
-    "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=180),
+    "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=60),
     "lease_seconds": env.int("TIDEMARK_POLL_LEASE", default=600),
     "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
 }
