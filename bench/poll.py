@@ -18,15 +18,18 @@ Part 1, one simulated day (1,440 one-minute ticks): 2,000 daily datasets with a 
 marker, partition ``2026-11-28`` landing at a uniformly random minute (seeded), 70% of them
 also publishing a readiness event one minute after arrival; Tidemark is down from minute
 700 to 900 (events due then are lost, no sweep runs) and the restart at 900 passes
-``boot_at``. Two layouts: all 2,000 under one parent prefix (one storage group), and
-poll-only vs event datasets under two parents (two groups). Per layout: ListObjectsV2
+``boot_at``. Each at Tidemark's default cadence and at the published design's (adaptive
+from 1 minute backing off to 64, hourly safety net). Two layouts: all 2,000 under one
+parent prefix (one storage group), and poll-only vs event datasets under two parents (two
+groups). Per layout: ListObjectsV2
 requests, events, their sum against the reference (1,859) and the naive per-prefix check
 (2,000 x 1,440), arrivals missed at the end of the day, outage arrivals caught by the
 restart sweep (reference: 266), detection latency.
 
 Part 2, one group of 100,000 partition prefixes (100 daily datasets x 1,000 days, 99,990
 known ready, 10 with a marker but not recorded): a full sweep (pages, listings inside,
-objects, wall time), then a regular sweep (the lookback horizon, ``StartAfter``). Twice:
+objects, wall time), a regular sweep a minute later, one the next day (every dataset due,
+10 with a new day landed) and a recovery sweep (as after downtime). Twice:
 with the dataset name first in the segment (``t042_2026-11-28``) and with the date first
 (``2026-11-28_t042``).
 
@@ -73,7 +76,18 @@ NAMESPACE = "s3://tidemark-bench-lake"
 DAY = datetime(2026, 11, 29, tzinfo=UTC)  # the simulated day, 00:00 UTC
 KEY = "2026-11-28"  # the daily partition landing during it
 MINUTES = 1440
-REFERENCE = {"total": 1859, "restart_caught": 266}
+REFERENCE = {"total": 1859, "restart_caught": 266, "poll_only_worst_min": 197}
+# Tidemark's cadence as configured, and the published design's: adaptive poll-only sweeps
+# from one minute backing off to 64 minutes, an hourly safety net (TIDEMARK_POLL overrides).
+CADENCES = {
+    "default": {},
+    "published": {
+        "min_interval_seconds": 60,
+        "max_interval_seconds": 64 * 60,
+        "safety_net_seconds": 3600,
+        "page_interval_seconds": 180,
+    },
+}
 MARKER = "_SUCCESS"
 DATA_FILE = "part-00000.parquet"
 DATA_SIZE = 64 * 1024 * 1024
@@ -258,6 +272,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="one-group,split",
         help="comma-separated: one-group, split (both)",
     )
+    p.add_argument(
+        "--cadences",
+        default="default,published",
+        help="comma-separated: default (Tidemark's settings), published (1 to 64 min, hourly "
+        "safety net); both",
+    )
     p.add_argument("--skip-part2", action="store_true", help="skip the 100,000-prefix sweeps")
     p.add_argument("--big-datasets", type=int, default=100, help="part 2 datasets (100)")
     p.add_argument("--big-days", type=int, default=1000, help="part 2 days per dataset (1000)")
@@ -277,6 +297,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.layouts = [x.strip() for x in args.layouts.split(",") if x.strip()]
     if set(args.layouts) - {"one-group", "split"}:
         p.error("--layouts takes one-group and/or split")
+    args.cadences = [x.strip() for x in args.cadences.split(",") if x.strip()]
+    if not args.cadences or set(args.cadences) - set(CADENCES):
+        p.error("--cadences takes default and/or published")
     return args
 
 
@@ -470,6 +493,7 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
                     "minute": minute,
                     "group": r.group,
                     "full": r.full,
+                    "listing": str(r.listing),
                     "list_calls": r.list_calls,
                     "pages": r.pages,
                     "objects": r.objects_seen,
@@ -563,6 +587,7 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
             "interval_at_end_s": g.interval_seconds,
             "sweeps": len(mine),
             "full_sweeps": sum(s["full"] for s in mine),
+            "flat_sweeps": sum(s["listing"] == "flat" for s in mine),
             "sweeps_that_found": sum(1 for s in mine if s["found"]),
             "pages": sum(s["pages"] for s in mine),
             "list_calls": sum(s["list_calls"] for s in mine),
@@ -598,6 +623,7 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
         "event_queries": event_log["queries"],
         "total_calls": total,
         "found_by_poll": sum(s["found"] for s in sweeps),
+        "flat_sweeps": sum(s["listing"] == "flat" for s in sweeps),
         "design_floor": event_log["processed"] + sum(s["found"] for s in sweeps),
         "vs_reference": round(total / REFERENCE["total"], 3),
         "vs_naive": round(total / (args.prefixes * MINUTES), 6),
@@ -607,6 +633,11 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
         "missed_arrival_minutes": Counter(m for m, _ in missed),
         "missed_last_minute_only": all(m == MINUTES - 1 for m, _ in missed),
         "outage_window_arrivals": len(window),
+        # What only the restart sweep can catch: the outage's arrivals, but those whose
+        # event is due at the restart minute (processed before the sweep).
+        "outage_window_arrivals_poll_needed": sum(
+            1 for n in window if not (n in events and arrival[n] + 1 >= args.outage_end)
+        ),
         "restart_sweep_found": restart_caught,
         "restart_caught_outage_arrivals": restart_caught_window,
         "detected": dict(by_detector),
@@ -701,21 +732,36 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
         source = storage.sources()[SOURCE]
         runs = {}
         with time_machine.travel(now, tick=False) as clock:
-            for label, at, full in (
-                ("full", now, True),
-                ("regular", now + timedelta(minutes=1), False),
+            next_key = (last + timedelta(days=1)).isoformat()
+            for label, at, full, recovery in (
+                ("full", now, True, False),
+                ("regular", now + timedelta(minutes=1), False, False),
+                ("next day", now + timedelta(days=1), False, False),
+                ("recovery", now + timedelta(days=1, minutes=1), False, True),
             ):
+                if label == "next day":
+                    # The next day lands for the first `big_unrecorded` datasets; every
+                    # dataset is due again (its next period has ended).
+                    for _, template in specs[: args.big_unrecorded]:
+                        for path, size in partition_objects(
+                            template.replace("{partition}", next_key)
+                        ):
+                            STORE.put(f"{BUCKET}/{path}", size)
                 clock.move_to(at)
                 group.refresh_from_db()
                 before = STORE.counts()
                 lister = objectstore.Lister(source, fs=STORE)
                 t0 = time.perf_counter()
-                report = polling.sweep_group(group, now=at, full=full, lister=lister)
+                report = polling.sweep_group(
+                    group, now=at, full=full, recovery=recovery, lister=lister
+                )
                 wall = time.perf_counter() - t0
                 after = STORE.counts()
                 delta = {k: after[k] - before[k] for k in after}
                 runs[label] = {
                     "full": full,
+                    "recovery": recovery,
+                    "listing": str(report.listing),
                     "pages": report.pages,
                     "list_calls": report.list_calls,
                     "prefix_pages": delta["prefix_pages"],
@@ -767,6 +813,10 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         ("  listings inside partitions", lambda r: r["inner_listings"]),
         ("ListObjectsV2 requests", lambda r: r["list_requests"]),
         ("events processed", lambda r: r["events_processed"]),
+        (
+            "  flat / delimiter sweeps",
+            lambda r: f"{r['flat_sweeps']} / {r['sweeps'] - r['flat_sweeps']}",
+        ),
         ("TOTAL calls + events", lambda r: r["total_calls"]),
         ("  floor: events + 1 listing/poll find", lambda r: r["design_floor"]),
         (f"  vs reference {REFERENCE['total']:,}", lambda r: f"{r['vs_reference']:.2f}x"),
@@ -792,7 +842,12 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         ("latency mean (min)", lambda r: r["latency_min"]["mean"]),
         ("latency p95 (min)", lambda r: r["latency_min"]["p95"]),
         ("latency worst (min)", lambda r: r["latency_min"]["worst"]),
-        ("poll-only worst (min)", lambda r: r["latency_poll_only_min"]["worst"]),
+        ("poll-only mean (min)", lambda r: r["latency_poll_only_min"]["mean"]),
+        ("poll-only p95 (min)", lambda r: r["latency_poll_only_min"]["p95"]),
+        (
+            f"poll-only worst (min) (ref {REFERENCE['poll_only_worst_min']})",
+            lambda r: r["latency_poll_only_min"]["worst"],
+        ),
         (
             "poll-only worst, outside outage",
             lambda r: r["latency_poll_only_outside_outage_min"]["worst"],
@@ -822,11 +877,28 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print("-" * len(header))
     for label, fn in rows:
         print(label.ljust(width) + "".join(_f(fn(r)).rjust(22) for r in results))
+    print()
+    print(
+        f"Against the published design ({REFERENCE['total']:,} calls + events, every outage "
+        f"arrival caught at restart, poll-only latency up to {REFERENCE['poll_only_worst_min']} "
+        "min):"
+    )
+    for r in results:
+        checks = [
+            f"total {r['total_calls']:,} <= {REFERENCE['total']:,}: "
+            f"{_f(r['total_calls'] <= REFERENCE['total'])}",
+            "outage arrivals all caught at restart: "
+            + _f(r["restart_caught_outage_arrivals"] >= r["outage_window_arrivals_poll_needed"]),
+            f"missed only last-minute arrivals: {_f(r['missed_last_minute_only'])}",
+            f"poll-only mean {r['latency_poll_only_min']['mean']} min",
+        ]
+        print(f"  [{r['layout']}] " + "; ".join(checks))
     for r in results:
         for name, g in r["groups"].items():
             print(
                 f"  [{r['layout']}] {name}: {g['datasets']} datasets, {g['sweeps']} sweeps "
-                f"({g['full_sweeps']} full, {g['sweeps_that_found']} found something), "
+                f"({g['full_sweeps']} full, {g['flat_sweeps']} flat, "
+                f"{g['sweeps_that_found']} found something), "
                 f"{g['pages']} pages, {g['found']} found, mode at end {g['mode_at_end']} "
                 f"({g['interval_at_end_s']} s)"
             )
@@ -849,16 +921,16 @@ def print_big(results: list[dict[str, Any]]) -> None:
         "partitions_found": "found",
     }
     head = f"{'naming / sweep':<26}" + "".join(c.rjust(13) for c in cols.values())
-    head += "wall s".rjust(9) + "  StartAfter"
+    head += "listing".rjust(11) + "wall s".rjust(9) + "  StartAfter"
     print(head)
     print("-" * len(head))
     for r in results:
-        for label in ("full", "regular"):
+        for label in ("full", "regular", "next day", "recovery"):
             run = r[label]
             print(
                 f"{r['naming'] + ' / ' + label:<26}"
                 + "".join(_f(run[c]).rjust(13) for c in cols)
-                + f"{run['wall_seconds']:>9.2f}  {run['start_after'] or '-'}"
+                + f"{run['listing']:>11}{run['wall_seconds']:>9.2f}  {run['start_after'] or '-'}"
             )
         print(f"  e.g. {r['example_prefix']}")
 
@@ -892,11 +964,22 @@ def main(argv: list[str] | None = None) -> int:
         install_lister()
         sc = scenario(args)
         days = []
-        for layout in args.layouts:
-            print(f"part 1, layout {layout}: registering {args.prefixes} datasets, simulating")
-            t0 = time.perf_counter()
-            days.append(run_day(args, layout, sc))
-            print(f"  done in {time.perf_counter() - t0:.0f} s")
+        configured = dict(polling.settings.TIDEMARK_POLL)
+        for cadence in args.cadences:
+            polling.settings.TIDEMARK_POLL = {**configured, **CADENCES[cadence]}
+            for layout in args.layouts:
+                print(
+                    f"part 1, layout {layout}, {cadence} cadence: registering "
+                    f"{args.prefixes} datasets, simulating"
+                )
+                t0 = time.perf_counter()
+                day = run_day(args, layout, sc)
+                day["cadence"] = cadence
+                day["cadence_settings"] = dict(polling.settings.TIDEMARK_POLL)
+                day["layout"] = f"{layout} @{cadence}"
+                days.append(day)
+                print(f"  done in {time.perf_counter() - t0:.0f} s")
+        polling.settings.TIDEMARK_POLL = configured
         big = []
         if not args.skip_part2:
             print(

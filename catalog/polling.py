@@ -2,13 +2,21 @@
 
 Datasets whose completion signal is a success marker or a manifest name a storage source
 and a location template. Datasets whose templates share a parent prefix form a
-``StorageGroup``; a sweep of a group costs:
+``StorageGroup``. A sweep lists the parent in one of two ways (``listing_for``):
 
-- one delimiter listing of the parent (one page per 1,000 partition prefixes). Regular
-  sweeps start after a horizon (``lookback_days``) so the cost does not grow with years of
-  history; a full sweep (at worker start after downtime, and at least daily) lists all;
-- one recursive listing inside each listed partition prefix that holds a partition not
+- flat (S3, regular sweeps, partitions of at most ``flat_max_objects`` objects as measured
+  by the group's recent sweeps): the objects themselves, markers and manifests included,
+  so nothing is listed inside a partition;
+- delimiter (larger or unmeasured partitions, other stores, full sweeps): one entry per
+  partition prefix, then one recursive listing inside each prefix holding a partition not
   yet known ready; ready partitions are never listed inside again.
+
+Where the listings start and stop is ``poll_plan``'s: each dataset after its newest ready
+partition (from the lookback horizon when it has a gap there), so a regular sweep costs
+what is new, and no dataset is left out, so an early or gap-filling partition is found by
+the group's next sweep. A full sweep (a group's first, then at least daily) lists every
+prefix; the first sweep after worker start (``recovery``) starts datasets with nothing
+ready at their first name.
 
 What completed is recorded through ``services.publishing.readiness_found`` (``detected_by = poll``),
 which fires the same notifications as a published event; a dataset that otherwise
@@ -19,7 +27,8 @@ unless its dataset accepts future partitions (``future_partitions``), as a publi
 would be refused.
 
 Cadence: a group with a poll-only dataset is swept adaptively, from ``min_interval`` and
-doubling while nothing new appears up to ``max_interval``, reset when something does, and
+doubling while nothing new appears up to ``max_interval``, reset when something does,
+never sooner than ``page_interval_seconds`` per page of its listing beyond the first, and
 never later than just before one of its datasets' SLA check (so a poll-only dataset is not
 called late for want of a sweep). A group whose datasets all publish events gets an hourly
 safety-net sweep. Groups are claimed with a lease under SKIP LOCKED, so two beats sweep a
@@ -38,9 +47,9 @@ from django.db import transaction
 from django.db.models import Min, Q
 
 import objectstore
-from schedules.periods import PartitionKeyError, parse_partition_key, period_containing
+from schedules.periods import PartitionKeyError, parse_partition_key
 
-from . import future_partitions, metrics, storage
+from . import future_partitions, metrics, poll_plan, storage
 from .models import (
     Dataset,
     Partition,
@@ -54,6 +63,8 @@ from .services import publishing
 logger = logging.getLogger(__name__)
 
 SWEEP_HISTORY = timedelta(days=7)
+# How many recent sweeps that measured objects per partition choose a group's listing.
+LEARN_SWEEPS = 10
 # Sweep a poll-only group this long before one of its datasets' SLA check.
 CHECK_MARGIN = timedelta(seconds=30)
 
@@ -166,6 +177,8 @@ class SweepReport:
 
     group: str
     full: bool = False
+    listing: str = StorageSweep.Listing.DELIMITER
+    objects_per_partition: float | None = None
     list_calls: int = 0
     pages: int = 0
     objects_seen: int = 0
@@ -176,10 +189,12 @@ class SweepReport:
     error: str = ""
     duration_ms: int = 0
     found: list[str] = field(default_factory=list)
+    listing_pages: int = 0  # pages of the group's listing, before any listing inside
 
     def counts(self) -> dict:
         data = asdict(self)
         data.pop("found")
+        data.pop("listing_pages")
         data.pop("group")
         data.pop("duration_ms")
         return data
@@ -199,8 +214,9 @@ def sweep_due(
         limit: most groups to claim (default ``TIDEMARK_POLL["batch_size"]``).
     """
     reports = []
-    for group, full in _claim(now=now, boot_at=boot_at, limit=limit or _config("batch_size")):
-        reports.append(sweep_group(group, now=now, full=full))
+    claimed = _claim(now=now, boot_at=boot_at, limit=limit or _config("batch_size"))
+    for group, full, recovery in claimed:
+        reports.append(sweep_group(group, now=now, full=full, recovery=recovery))
     return reports
 
 
@@ -220,13 +236,14 @@ def _claim(*, now: datetime, boot_at: datetime | None, limit: int):
         )
     claimed = []
     for group in groups:
-        full = (
-            group.last_full_sweep_at is None
-            or group.last_full_sweep_at < now - timedelta(seconds=_config("full_sweep_seconds"))
-            or (boot_at is not None and (group.last_swept_at or now) < boot_at)
-            or (boot_at is not None and group.last_swept_at is None)
+        full = group.last_full_sweep_at is None or group.last_full_sweep_at < now - timedelta(
+            seconds=_config("full_sweep_seconds")
         )
-        claimed.append((group, full))
+        # After downtime: every dataset's range, none left out (poll_plan).
+        recovery = boot_at is not None and (
+            group.last_swept_at is None or group.last_swept_at < boot_at
+        )
+        claimed.append((group, full, recovery))
     return claimed
 
 
@@ -235,13 +252,15 @@ def sweep_group(
     *,
     now: datetime,
     full: bool = False,
+    recovery: bool = False,
     only: Dataset | None = None,
     lister: objectstore.Lister | None = None,
 ) -> SweepReport:
     """Sweep one group now, record what it found, store the sweep and schedule the next.
 
     Args:
-        full: list every partition prefix (no lookback horizon).
+        full: list every partition prefix (no horizon, nobody left out), with a delimiter.
+        recovery: the first sweep after downtime: no dataset left out (``poll_plan``).
         only: restrict the sweep to this dataset of the group (``poll_storage --dataset``).
         lister: a ready lister (tests and benchmarks count through it).
 
@@ -264,7 +283,9 @@ def sweep_group(
         )
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
-        found_any, publishes_events = _sweep(group, datasets, lister, report, now=now, full=full)
+        found_any, publishes_events = _sweep(
+            group, datasets, lister, report, now=now, full=full, recovery=recovery
+        )
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
         logger.warning("poll of %s failed: %s", group, exc)
@@ -284,7 +305,7 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
+def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[bool, bool]:
     """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``."""
     if not datasets:
         return False, True
@@ -294,8 +315,36 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
         )
         for d in datasets
     }
-    start_after = None if full else _horizon(datasets, locations, now=now)
-    names = lister.child_prefixes(group.prefix, start_after=start_after)
+    report.listing, learned = listing_for(group, lister.source, full=full)
+    flat = report.listing == StorageSweep.Listing.FLAT
+    runs = poll_plan.plan(
+        datasets,
+        locations,
+        now=now,
+        full=full,
+        recovery=recovery,
+        entries_per_partition=learned if flat else 1.0,
+    )
+    # name -> its objects (relative to it), when the listing was flat
+    contents: dict[str, list[objectstore.StoredObject]] = {}
+    names: list[str] = []
+    for run in runs:
+        if flat:
+            for o in lister.flat(group.prefix, start_after=run.start_after, stop=run.stop):
+                name, sep, rest = o.name.partition("/")
+                if sep:
+                    contents.setdefault(name, []).append(objectstore.StoredObject(rest, o.size))
+        else:
+            names.extend(
+                lister.child_prefixes(group.prefix, start_after=run.start_after, stop=run.stop)
+            )
+    report.listing_pages = lister.counts.pages
+    if flat:
+        names = list(contents)
+        if names:
+            # What the runs hold, not what their last pages returned past their stops.
+            held = sum(len(objects) for objects in contents.values())
+            report.objects_per_partition = held / len(names)
 
     # (dataset id, key) -> listed segment
     # Datasets by the literal text before their key, so matching a listed name costs its
@@ -335,8 +384,13 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
             pending.setdefault(name, []).append((by_pk[dataset_id], key))
 
     found_any = False
+    inside_objects = 0
     for name, members in sorted(pending.items()):
-        objects = lister.objects(f"{group.prefix}{name}/")
+        if flat:
+            objects = contents[name]
+        else:
+            objects = lister.objects(f"{group.prefix}{name}/")
+            inside_objects += len(objects)
         for dataset, key in members:
             report.partitions_checked += 1
             inner = locations[dataset.pk].inner
@@ -374,21 +428,33 @@ def _sweep(group, datasets, lister, report, *, now, full) -> tuple[bool, bool]:
                     found={**verdict.found, "reason": verdict.reason},
                     now=now,
                 )
+    if not flat and pending:
+        report.objects_per_partition = inside_objects / len(pending)
     return found_any, all(d.pk in by_event for d in datasets)
 
 
-def _horizon(datasets, locations, *, now: datetime) -> str | None:
-    """The name a regular sweep's listing may start after: the oldest partition of the
-    lookback window, over the group's datasets; None when any dataset is unpartitioned."""
-    since = now - timedelta(days=_config("lookback_days"))
-    names = []
-    for dataset in datasets:
-        location = locations[dataset.pk]
-        if not location.partitioned:
-            return None
-        period = period_containing(since, dataset.partitioning, dataset.partition_timezone)
-        names.append(location.segment_prefix + period.key)
-    return min(names)
+def listing_for(group: StorageGroup, source, *, full: bool) -> tuple[str, float]:
+    """How to list ``group`` now: ``(StorageSweep.Listing, objects per partition)``.
+
+    Flat when the source is S3, the sweep is not full (a full sweep reads every partition
+    ever written: one entry each with a delimiter) and the group's last sweeps that
+    measured it saw at most ``flat_max_objects`` objects per partition on average; a
+    delimiter listing (partition prefixes, then inside those not yet ready) otherwise,
+    including for a group never measured. Objects per partition is 1.0 when unmeasured.
+    """
+    if full or source.protocol != "s3":
+        return StorageSweep.Listing.DELIMITER, 1.0
+    measured = list(
+        group.sweeps.filter(objects_per_partition__isnull=False, error="")
+        .order_by("-started_at")
+        .values_list("objects_per_partition", flat=True)[:LEARN_SWEEPS]
+    )
+    if not measured:
+        return StorageSweep.Listing.DELIMITER, 1.0
+    mean = sum(measured) / len(measured)
+    if mean <= _config("flat_max_objects"):
+        return StorageSweep.Listing.FLAT, max(mean, 1.0)
+    return StorageSweep.Listing.DELIMITER, mean
 
 
 def _publishing(datasets, *, now: datetime) -> set[int]:
@@ -436,15 +502,20 @@ def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, 
 def _finish(group, report, *, now, found_any, publishes_events) -> None:
     """Store the sweep and schedule the group's next one; releases the lease."""
     poll_only = not publishes_events
+    # A poll-only group waits at least page_interval_seconds per page its listing cost
+    # beyond the first, so a group of many pages that finds something at every sweep is
+    # not listed every minute; a one-page group keeps the minimum interval. The default
+    # (60 s) keeps poll-only detection within a few minutes on a group of a few pages.
+    paced = max(report.listing_pages - 1, 0) * _config("page_interval_seconds")
     if report.error:
         interval = group.interval_seconds
     elif not poll_only:
         interval = _config("safety_net_seconds")
     elif found_any:
-        interval = _config("min_interval_seconds")
+        interval = min(max(_config("min_interval_seconds"), paced), _config("max_interval_seconds"))
     else:
         interval = min(
-            max(group.interval_seconds * 2, _config("min_interval_seconds")),
+            max(group.interval_seconds * 2, _config("min_interval_seconds"), paced),
             _config("max_interval_seconds"),
         )
     next_at = now + timedelta(seconds=interval)

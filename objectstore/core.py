@@ -232,13 +232,17 @@ class Lister:
     def _path(self, relative: str) -> str:
         return f"{self.source.root}/{relative}" if relative else f"{self.source.root}/"
 
-    def child_prefixes(self, parent: str, *, start_after: str | None = None) -> list[str]:
+    def child_prefixes(
+        self, parent: str, *, start_after: str | None = None, stop: str | None = None
+    ) -> list[str]:
         """Names of the "directories" directly under ``parent`` (relative to the root).
 
         Args:
             parent: ``""`` or a relative path ending in ``/``.
             start_after: skip names that sort before this one (S3 starts the listing there;
                 elsewhere the whole directory is read in one call and filtered).
+            stop: on S3, names from this one on (relative to ``parent``) are not wanted:
+                no page is requested past it.
 
         Raises:
             StorageError
@@ -246,7 +250,7 @@ class Lister:
         if self.source.protocol == "s3":
             names = [
                 p[: -1 if p.endswith("/") else None]
-                for p in self._s3_pages(parent, delimiter=True, start_after=start_after)
+                for p in self._s3_pages(parent, delimiter=True, start_after=start_after, stop=stop)
             ]
         else:
             names = [
@@ -284,6 +288,29 @@ class Lister:
             StoredObject(name[cut:] if name.startswith(base) else name, int(info.get("size") or 0))
             for name, info in found.items()
         )
+
+    def flat(
+        self, parent: str, *, start_after: str | None = None, stop: str | None = None
+    ) -> list[StoredObject]:
+        """Every object under ``parent`` after ``start_after``, in key order, listed without a
+        delimiter (S3 only): one listing returns the objects of many partitions, markers and
+        manifests included, with no listing inside each.
+
+        Args:
+            parent: ``""`` or a relative path ending in ``/``; names come back relative to it.
+            start_after: a name relative to ``parent``; the listing starts after it.
+            stop: names from this one on are not wanted: no page is requested past it.
+
+        Raises:
+            StorageError: the store failed, or the source is not S3.
+        """
+        if self.source.protocol != "s3":
+            raise StorageError(f"{self.source.name}: a flat listing needs an S3 source")
+        return [
+            StoredObject(k, s)
+            for k, s in self._s3_pages(parent, delimiter=False, start_after=start_after, stop=stop)
+            if not k.endswith("/")
+        ]
 
     def read_json(self, relative: str, *, size: int) -> object:
         """Read a small JSON document (a manifest).
@@ -336,7 +363,12 @@ class Lister:
             raise StorageError(f"{self.source.name}: {type(exc).__name__}: {exc}") from exc
 
     def _s3_pages(
-        self, relative: str, *, delimiter: bool, start_after: str | None = None
+        self,
+        relative: str,
+        *,
+        delimiter: bool,
+        start_after: str | None = None,
+        stop: str | None = None,
     ) -> Iterator:
         bucket, _, key_root = self._path(relative).partition("/")
         params = {"Bucket": bucket, "Prefix": key_root, "MaxKeys": PAGE_SIZE}
@@ -361,13 +393,18 @@ class Lister:
             if delimiter:
                 prefixes = page.get("CommonPrefixes", [])
                 self.counts.objects += len(prefixes)
-                for entry in prefixes:
-                    yield entry["Prefix"][len(key_root) :]
+                names = [entry["Prefix"][len(key_root) :] for entry in prefixes]
             else:
                 contents = page.get("Contents", [])
                 self.counts.objects += len(contents)
-                for entry in contents:
-                    yield entry["Key"][len(key_root) :], int(entry.get("Size", 0))
+                names = [
+                    (entry["Key"][len(key_root) :], int(entry.get("Size", 0))) for entry in contents
+                ]
+            for item in names:
+                name = item if delimiter else item[0]
+                if stop is not None and name >= stop:
+                    return  # past what the caller wants: no further page either
+                yield item
             if not page.get("IsTruncated"):
                 return
             params["ContinuationToken"] = page["NextContinuationToken"]

@@ -608,6 +608,14 @@ class StorageSweepOutputSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField()
     full = serializers.BooleanField(help_text="Listed every partition prefix, no lookback.")
+    listing = ChoiceField(
+        ["delimiter", "flat"],
+        help_text="delimiter: partition prefixes, then inside those not yet ready; flat: the "
+        "objects themselves, markers included, with no listing inside.",
+    )
+    objects_per_partition = serializers.FloatField(
+        allow_null=True, help_text="Objects listed per partition prefix, when measured."
+    )
     list_calls = serializers.IntegerField(help_text="Listings made (each may span pages).")
     pages = serializers.IntegerField(help_text="List requests (pages of up to 1,000 entries).")
     objects_seen = serializers.IntegerField(help_text="Prefixes and objects listed.")

@@ -43,12 +43,26 @@ class StorageGroup(models.Model):
 
 
 class StorageSweep(models.Model):
-    """One sweep of a storage group and what it cost (kept for a week)."""
+    """One sweep of a storage group and what it cost (kept for a week).
+
+    ``listing`` says how the group was listed: ``delimiter`` (the partition prefixes, then
+    inside each one not yet ready) or ``flat`` (the objects themselves, markers and
+    manifests included). ``objects_per_partition`` is what the sweep measured (objects
+    listed per partition prefix seen), from which the next sweeps choose their listing.
+    """
+
+    class Listing(models.TextChoices):
+        DELIMITER = "delimiter", "partition prefixes, then inside"
+        FLAT = "flat", "objects, no delimiter"
 
     group = models.ForeignKey(StorageGroup, on_delete=models.CASCADE, related_name="sweeps")
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     full = models.BooleanField(default=False, help_text="Listed every partition, no horizon.")
+    listing = models.CharField(max_length=16, choices=Listing.choices, default=Listing.DELIMITER)
+    objects_per_partition = models.FloatField(
+        null=True, blank=True, help_text="Objects listed per partition prefix, when measured."
+    )
     list_calls = models.PositiveIntegerField(default=0)
     pages = models.PositiveIntegerField(default=0)
     objects_seen = models.PositiveIntegerField(default=0)

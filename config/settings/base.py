@@ -305,6 +305,11 @@ TIDEMARK_POLL = {
     "lookback_days": env.int("TIDEMARK_POLL_LOOKBACK_DAYS", default=35),
     # Every group gets a full listing at least this often, for late backfills.
     "full_sweep_seconds": env.int("TIDEMARK_POLL_FULL_SWEEP", default=24 * 3600),
+    # Regular sweeps of an S3 group whose partitions hold at most this many objects (learned
+    # from its recent sweeps) list the objects with no delimiter: markers come back directly.
+    "flat_max_objects": env.int("TIDEMARK_POLL_FLAT_MAX_OBJECTS", default=20),
+    # A poll-only group waits at least this long per List page its last sweep cost beyond one.
+    "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=60),
     "lease_seconds": env.int("TIDEMARK_POLL_LEASE", default=600),
     "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
 }

@@ -59,9 +59,9 @@ def test_a_lost_event_is_found_once_and_told_once(s3, producer, consumer_endpoin
     assert ReadinessEvent.objects.get(revision=revision).source == ReadinessEvent.Source.POLL
     assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
 
-    # Nothing new; the ready partition is not listed inside again.
+    # One listing after the newest ready day (an early 2026-11-29 would be found), empty.
     assert (again.error, again.partitions_found, again.partitions_checked) == ("", 0, 0)
-    assert (again.list_calls, again.pages) == (1, 1)
+    assert (again.list_calls, again.pages, again.objects_seen) == (1, 1, 0)
     assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
 
 
@@ -194,7 +194,7 @@ def _ready_keys(dataset) -> set[str]:
     )
 
 
-def test_a_regular_sweep_lists_only_the_lookback_window(history, producer, settings):
+def test_a_regular_sweep_lists_only_what_follows_the_newest_ready_partition(history, producer):
     dataset = _events_with_known_history(producer)
 
     regular = sweep(dataset)
@@ -203,13 +203,13 @@ def test_a_regular_sweep_lists_only_the_lookback_window(history, producer, setti
     assert regular.full is False
     assert _ready_keys(dataset) == {d.isoformat() for d in NEW}
     assert (regular.partitions_checked, regular.partitions_found) == (2, 2)
-    # One page for the parent, started after the horizon; one listing inside each new day.
+    # One page for the parent, started after the newest ready day; one listing inside
+    # each new day.
     assert (regular.list_calls, regular.pages) == (1 + 2, 1 + 2)
     parent_seen = regular.objects_seen - 2 * 2  # two objects inside each new day
-    lookback = settings.TIDEMARK_POLL["lookback_days"]
-    assert lookback - 1 <= parent_seen <= lookback + 1  # 35 days, not 1,503 prefixes
+    assert parent_seen == 2  # the two new days, not 1,503 prefixes nor the 35-day window
 
-    # The late backfill is older than the horizon: only a full sweep sees it.
+    # The late backfill is older than the newest ready day: only a full sweep sees it.
     full = sweep(dataset, now=NOW + timedelta(minutes=1), full=True)
 
     assert (full.error, full.partitions_checked, full.partitions_found) == ("", 1, 1)

@@ -113,14 +113,15 @@ def test_partitions_that_landed_during_downtime_are_found_by_the_start_up_sweep(
         revision = Partition.objects.get(dataset=dataset, key=key).current_revision
         assert revision.detected_by == PartitionRevision.DetectedBy.POLL
         assert ReadinessEvent.objects.get(revision=revision).source == ReadinessEvent.Source.POLL
-    # One sweep after the start, full, that found exactly the six (the seventh was known).
+    # One sweep after the start, a recovery sweep (the last full one was before the
+    # downtime), that found exactly the six (the seventh was known).
     [boot] = StorageSweep.objects.filter(group_id=dataset.poll_group_id, started_at__gt=started_at)
     assert (boot.full, boot.error, boot.partitions_found, boot.partitions_checked) == (
-        True,
+        False,
         "",
         len(downtime),
         len(downtime),
     )
     group = StorageGroup.objects.get(pk=dataset.poll_group_id)
-    assert group.last_full_sweep_at == boot.started_at
+    assert group.last_swept_at == boot.started_at
     assert "catalog.tasks.poll_storage" in worker.log()

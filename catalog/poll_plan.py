@@ -1,0 +1,217 @@
+"""Where a sweep of a storage group starts and stops listing: the cost of a sweep follows
+what is new in storage, not what exists, whatever the folder order.
+
+Each dataset of a group owns the names of its parent that start with its segment prefix
+(``t042_`` in ``landing/t042_{partition}/``; ``dt=`` or nothing in date-first layouts). A
+regular sweep lists a dataset's names only after its newest ready partition (or from its
+oldest pending one within the lookback window, if older). A dataset with nothing ready, or
+with a period missing between the lookback horizon and its newest ready partition (a gap a
+late partition may still fill), starts at the lookback horizon, as every dataset did
+before listings were planned. No dataset is left out: a partition published before its
+period ends (datasets accepting future partitions, producers writing early) and a late
+partition filling a gap within the lookback window are found by the group's next sweep.
+
+The datasets' ranges, in name order, become listings: one listing runs on past a dataset's
+history when that history is shorter than one page (reading it costs less than starting a
+new listing), and a new listing with ``StartAfter`` skips it otherwise. So a group of
+date-first partitions is one listing from the oldest partition not yet ready, and a group
+of dataset-first partitions with years of history is at most one short listing per dataset.
+
+A recovery sweep (after the worker was down) starts a dataset with nothing ready at its
+first name; a full sweep lists everything with one listing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Count, Min, Q
+
+from objectstore import PAGE_SIZE
+from schedules.periods import period_containing
+
+from .models import Dataset, Partition, PartitionRevision
+
+
+@dataclass(frozen=True)
+class Run:
+    """One listing of the group's parent: names after ``start_after`` (None: from the
+    first) and before ``stop`` (None: to the end), both relative to the parent."""
+
+    start_after: str | None
+    stop: str | None
+
+
+@dataclass
+class _Range:
+    prefix: str
+    start: str | None  # StartAfter; None: from the first name under ``prefix``
+    history: int  # partitions known before ``start`` (what a run passing over it reads)
+
+
+def _successor(prefix: str) -> str | None:
+    """The first name that no longer starts with ``prefix`` (None for ``""``)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else None
+
+
+def _before(prefix: str) -> str | None:
+    """A StartAfter that keeps every name starting with ``prefix``."""
+    return prefix[:-1] if prefix else None
+
+
+def plan(
+    datasets: list[Dataset],
+    locations: dict,
+    *,
+    now: datetime,
+    full: bool = False,
+    recovery: bool = False,
+    entries_per_partition: float = 1.0,
+) -> list[Run]:
+    """The listings one sweep makes, in name order.
+
+    Args:
+        datasets: the group's polled datasets.
+        locations: ``{dataset id: objectstore.Location}``.
+        full: list everything (one run).
+        recovery: start datasets with nothing ready at their first name.
+        entries_per_partition: what passing over one known partition costs in listed
+            entries: 1 for a delimiter listing, the objects per partition for a flat one.
+    """
+    if full or not datasets:
+        return [Run(None, None)]
+    lookback = timedelta(days=settings.TIDEMARK_POLL["lookback_days"])
+    since = now - lookback
+    newest, pending, counts, recent = _known(datasets, since=since)
+    ranges: list[_Range] = []
+    for dataset in datasets:
+        location = locations[dataset.pk]
+        if not location.partitioned:
+            ranges.append(_Range(location.segment_prefix + "/", None, 0))
+            continue
+        starts: list[str | None] = []
+        horizon = period_containing(since, dataset.partitioning, dataset.partition_timezone)
+        if dataset.pk in newest and not _gap(dataset, newest[dataset.pk], recent, since):
+            key, _ = newest[dataset.pk]
+            starts.append(location.segment_for(key) + "0")  # "x/" < "x0": after all of x/
+        elif recovery and dataset.pk not in newest:
+            starts.append(None)
+        else:
+            starts.append(location.segment_for(horizon.key))
+        if dataset.pk in pending:
+            starts.append(location.segment_for(pending[dataset.pk]))
+        start = None if None in starts else min(starts)
+        history = counts.get(dataset.pk, 0) if start is not None else 0
+        ranges.append(_Range(location.segment_prefix, start, history))
+    return _runs(_nest(ranges), entries_per_partition)
+
+
+def _gap(dataset: Dataset, newest: tuple, recent: dict, since: datetime) -> bool:
+    """Whether a period between the lookback horizon (``since``; or the dataset's first
+    ready partition when it has none older) and its newest ready partition has no ready
+    partition: fewer ready partitions there than periods."""
+    _, newest_end = newest
+    count, first_start, older = recent.get(dataset.pk, (0, None, False))
+    if first_start is None:
+        return False  # the newest ready partition is older than the window
+    if older:
+        first = period_containing(since, dataset.partitioning, dataset.partition_timezone)
+        if first.start < since:
+            first = period_containing(first.end, dataset.partitioning, dataset.partition_timezone)
+        first_start = first.start
+    return count < _periods(dataset, first_start, newest_end)
+
+
+def _periods(dataset: Dataset, start: datetime, end: datetime) -> int:
+    """How many periods of ``dataset`` lie in ``[start, end)`` (both period bounds)."""
+    if dataset.partitioning == Dataset.Partitioning.HOURLY:
+        return round((end - start) / timedelta(hours=1))
+    zone = ZoneInfo(dataset.partition_timezone)
+    first, last = start.astimezone(zone), end.astimezone(zone)
+    if dataset.partitioning == Dataset.Partitioning.DAILY:
+        return (last.date() - first.date()).days
+    return (last.year - first.year) * 12 + last.month - first.month
+
+
+def _nest(ranges: list[_Range]) -> list[_Range]:
+    """Merge ranges whose prefix lies inside another's (``""`` holds every name)."""
+    ranges.sort(key=lambda r: r.prefix)
+    merged: list[_Range] = []
+    for r in ranges:
+        outer = merged[-1] if merged else None
+        if outer is None or not r.prefix.startswith(outer.prefix):
+            merged.append(_Range(r.prefix, r.start, r.history))
+            continue
+        starts = [r.start, outer.start]
+        outer.start = None if None in starts else min(starts)
+        outer.history += r.history
+    return merged
+
+
+def _runs(ranges: list[_Range], per_entry: float) -> list[Run]:
+    runs: list[Run] = []
+    for r in ranges:
+        start = r.start if r.start is not None else _before(r.prefix)
+        # Entries between the current run's end and this range's start: its history.
+        if runs and r.history * per_entry < PAGE_SIZE:
+            runs[-1] = Run(runs[-1].start_after, _successor(r.prefix))
+        else:
+            runs.append(Run(start, _successor(r.prefix)))
+    return runs
+
+
+def _known(datasets, *, since: datetime):
+    """``(newest ready {id: (key, end_at)}, oldest pending since {id: key}, {id: count},
+    {id: (ready partitions starting at or after since, the first one's start or None,
+    whether older ready partitions exist)})``."""
+    ids = [d.pk for d in datasets]
+    newest: dict[int, tuple[str, datetime]] = {}
+    pending: dict[int, str] = {}
+    counts: dict[int, int] = {}
+    recent: dict[int, tuple] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        rows = (
+            Partition.objects.filter(
+                dataset_id__in=chunk, current_revision__state=PartitionRevision.State.READY
+            )
+            .order_by("dataset_id", "-start_at")
+            .distinct("dataset_id")
+            .values_list("dataset_id", "key", "end_at")
+        )
+        newest.update({d: (k, e) for d, k, e in rows})
+        rows = (
+            Partition.objects.filter(
+                dataset_id__in=chunk,
+                current_revision__state=PartitionRevision.State.PENDING,
+                start_at__gte=since,
+            )
+            .order_by("dataset_id", "start_at")
+            .distinct("dataset_id")
+            .values_list("dataset_id", "key")
+        )
+        pending.update(dict(rows))
+        counts.update(
+            Partition.objects.filter(dataset_id__in=chunk)
+            .values_list("dataset_id")
+            .annotate(n=Count("pk"))
+            .values_list("dataset_id", "n")
+        )
+        in_window = Q(start_at__gte=since)
+        rows = (
+            Partition.objects.filter(
+                dataset_id__in=chunk, current_revision__state=PartitionRevision.State.READY
+            )
+            .values_list("dataset_id")
+            .annotate(
+                n=Count("pk", filter=in_window),
+                first=Min("start_at", filter=in_window),
+                older=Count("pk", filter=~in_window),
+            )
+            .values_list("dataset_id", "n", "first", "older")
+        )
+        recent.update({d: (n, first, older > 0) for d, n, first, older in rows})
+    return newest, pending, counts, recent
