@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0022_delivery_dead_letter_index'),
+        ('catalog', '0028_dataset_openlineage_completion_signal'),
     ]
 
     operations = [
