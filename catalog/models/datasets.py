@@ -92,26 +92,40 @@ class Dataset(models.Model):
     sla_grace_seconds = models.PositiveIntegerField(default=0)
     # Business days only (schedules.calendars): deadlines on other local dates in
     # sla_timezone move to the next business-day deadline or are skipped.
+    # Database defaults too: rows written without these columns (a process of the
+    # previous release during a rolling deploy, bulk SQL loads) get the same values.
     sla_calendar = models.CharField(
-        max_length=16, choices=SlaCalendar.choices, default=SlaCalendar.NONE
+        max_length=16,
+        choices=SlaCalendar.choices,
+        default=SlaCalendar.NONE,
+        db_default=SlaCalendar.NONE,
     )
     sla_holidays_country = models.CharField(
-        max_length=8, blank=True, help_text="ISO 3166-1 alpha-2; blank: weekends only."
+        max_length=8,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="ISO 3166-1 alpha-2; blank: weekends only.",
     )
     sla_holidays_subdivision = models.CharField(
-        max_length=64, blank=True, help_text="The country's subdivision; blank: national."
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The country's subdivision; blank: national.",
     )
     sla_non_business_day = models.CharField(
         max_length=24,
         choices=NonBusinessDay.choices,
         default=NonBusinessDay.NEXT_BUSINESS_DAY,
+        db_default=NonBusinessDay.NEXT_BUSINESS_DAY,
     )
     # The earliest SLA deadline not yet judged, and when to judge it (deadline + grace).
     next_deadline_at = models.DateTimeField(null=True, blank=True)
     next_check_at = models.DateTimeField(null=True, blank=True)
     # Without an SLA: the partition awaited against its usual arrival, and when it becomes
     # later than usual (catalog.unusually_late); an empty key asks the pass to plan.
-    unusual_check_key = models.CharField(max_length=64, blank=True, default="")
+    unusual_check_key = models.CharField(max_length=64, blank=True, default="", db_default="")
     next_unusual_check_at = models.DateTimeField(null=True, blank=True)
     change_notice_days = models.PositiveIntegerField(default=14)
     lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)

@@ -167,6 +167,9 @@ def test_dataset_page_with_a_million_partitions_is_fast_and_bounded(
         response, ms = timed_get(viewer, url)
     assert response.status_code == 200
     cells = response.context["cells"]
-    assert len(cells) == 30 and {c.status for c in cells} <= {"on_time", "late", "due", "missing"}
+    # "awaiting": the newest period's deadline (06:00 UTC) is still ahead when this runs
+    # between midnight and 06:00 UTC.
+    statuses = {"on_time", "late", "due", "missing", "awaiting"}
+    assert len(cells) == 30 and {c.status for c in cells} <= statuses
     print(f"\ndataset page: {len(captured)} queries, {ms:.0f} ms")
     assert ms < 1000
