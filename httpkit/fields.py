@@ -40,3 +40,33 @@ class ChoiceField(_TeachingChoice, serializers.ChoiceField):
 class MultipleChoiceField(_TeachingChoice, serializers.MultipleChoiceField):
     """``serializers.MultipleChoiceField`` with an ``invalid_choice`` error listing the
     choices."""
+
+
+class TypedStrings:
+    """A serializer mixin for JSON bodies: a string field given a number, or a boolean
+    field given anything but ``true``/``false``, is a 400 naming the field (rule
+    ``type``), as the OpenAPI document types them, rather than DRF's silent ``str(3)`` and
+    ``0``/``"yes"`` for false/true. Query strings (a ``QueryDict``) are text: untouched."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and not hasattr(data, "getlist"):
+            wrong = {
+                name: [serializers.ErrorDetail(rule, code="type")]
+                for name, field in self.fields.items()
+                if name in data
+                and not field.read_only
+                and (rule := _type_rule(field, data[name])) is not None
+            }
+            if wrong:
+                raise serializers.ValidationError(wrong)
+        return super().to_internal_value(data)
+
+
+def _type_rule(field: serializers.Field, value) -> str | None:
+    """What ``value`` lacks for ``field`` (a JSON body's value), or None when it fits."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(field, serializers.CharField) and number:
+        return "must be a string, not a number"
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return "must be true or false"
+    return None

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.permissions import IsAuthenticated
@@ -17,7 +19,7 @@ from rest_framework.views import APIView
 
 from httpkit.client_address import client_address
 from httpkit.exceptions import problem_exception_handler
-from httpkit.fields import ChoiceField
+from httpkit.fields import ChoiceField, TypedStrings
 from problems import NotFound, Problem
 from schedules import local_and_utc
 
@@ -25,6 +27,7 @@ from . import monitors, pings
 from .auth import TokenAuthentication
 from .channels import refusal_detail, target_refusal
 from .models import Channel, Incident, Monitor, Ping
+from .openapi import WatchdogAutoSchema
 
 
 class WatchdogApiView(APIView):
@@ -32,6 +35,8 @@ class WatchdogApiView(APIView):
 
     authentication_classes = [TokenAuthentication]
     permission_classes = [IsAuthenticated]
+    schema = WatchdogAutoSchema()
+    pagination_class = None  # lists are plain arrays (at most 500 items)
 
     def get_exception_handler(self):
         return problem_exception_handler
@@ -60,8 +65,9 @@ class PingProblem(Problem):
 # --- serializers ------------------------------------------------------------------------
 
 
-class ModelSerializer(serializers.ModelSerializer):
-    """A model's choices are ``httpkit.fields.ChoiceField``: an invalid one lists them."""
+class ModelSerializer(TypedStrings, serializers.ModelSerializer):
+    """A model's choices are ``httpkit.fields.ChoiceField``: an invalid one lists them; a
+    number for a string is refused (``TypedStrings``)."""
 
     serializer_choice_field = ChoiceField
 
@@ -84,6 +90,19 @@ class ChannelSerializer(ModelSerializer):
 
     def validate(self, attrs):
         return _target_checked(attrs)
+
+
+class ChannelCreatedOutputSerializer(ChannelSerializer):
+    """Documents a created channel: a webhook channel's signing secret is shown once."""
+
+    signing_secret = serializers.CharField(
+        read_only=True,
+        required=False,
+        help_text="A webhook channel's signing secret: only in the response that created it.",
+    )
+
+    class Meta(ChannelSerializer.Meta):
+        fields = [*ChannelSerializer.Meta.fields, "signing_secret"]
 
 
 # What a monitor's managers set; the rest is the watchdog's own state.
@@ -116,7 +135,7 @@ DEFINITION_FIELDS = [
 ]
 
 
-class LinkSerializer(serializers.Serializer):
+class LinkSerializer(TypedStrings, serializers.Serializer):
     """A page's link: an http(s) address and the text shown for it."""
 
     href = serializers.CharField(max_length=2048, help_text="An http(s) URL with a host.")
@@ -253,14 +272,34 @@ def _caller(request: Request) -> str:
 
 
 class MonitorListCreateApi(WatchdogApiView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("owner", description="Only this owner's monitors (exact)."),
+            OpenApiParameter("external_id", description="The monitor a managing system knows."),
+            OpenApiParameter("state", description="Only monitors in this stored state."),
+        ],
+        responses=MonitorOutputSerializer(many=True),
+    )
     def get(self, request: Request) -> Response:
+        """List monitors
+
+        Every monitor, oldest first, at most 500, narrowed by the exact `owner`,
+        `external_id` or `state` given.
+        """
         queryset = Monitor.objects.prefetch_related("channels").order_by("id")
         for name in ("owner", "external_id", "state"):
             if name in request.query_params:
                 queryset = queryset.filter(**{name: request.query_params[name]})
         return Response(MonitorOutputSerializer(queryset[:500], many=True).data)
 
+    @extend_schema(request=MonitorInputSerializer, responses={201: MonitorDetailOutputSerializer})
     def post(self, request: Request) -> Response:
+        """Create a monitor
+
+        A period (`period_seconds`) or cron (`cron`, `timezone`) monitor with its grace,
+        channels and links; the answer has its `ping_url`, next deadlines and warnings
+        about its crons.
+        """
         data = MonitorInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
@@ -270,10 +309,20 @@ class MonitorListCreateApi(WatchdogApiView):
 
 
 class MonitorDetailApi(WatchdogApiView):
+    @extend_schema(responses=MonitorDetailOutputSerializer)
     def get(self, request: Request, monitor_id: int) -> Response:
+        """Read a monitor
+
+        Its definition, state, schedule in words, next deadlines and open incidents.
+        """
         return Response(MonitorDetailOutputSerializer(_monitor(monitor_id)).data)
 
+    @extend_schema(request=MonitorInputSerializer, responses=MonitorDetailOutputSerializer)
     def patch(self, request: Request, monitor_id: int) -> Response:
+        """Change a monitor
+
+        Fields left out stay as they are; `channel_ids` replaces the channels.
+        """
         monitor = _monitor(monitor_id)
         data = MonitorInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
@@ -282,13 +331,24 @@ class MonitorDetailApi(WatchdogApiView):
         monitor = monitors.monitor_update(monitor, channels=channels, now=timezone.now(), **fields)
         return Response(MonitorDetailOutputSerializer(monitor).data)
 
+    @extend_schema(responses={204: None})
     def delete(self, request: Request, monitor_id: int) -> Response:
+        """Delete a monitor
+
+        With its pings and incidents.
+        """
         _monitor(monitor_id).delete()
         return Response(status=204)
 
 
 class MonitorPauseApi(WatchdogApiView):
+    @extend_schema(request=None, responses=MonitorDetailOutputSerializer)
     def post(self, request: Request, monitor_id: int) -> Response:
+        """Pause a monitor
+
+        A paused monitor is not judged and pages nobody until resumed; `paused_by` names
+        the token.
+        """
         monitor = monitors.monitor_pause(
             _monitor(monitor_id), now=timezone.now(), by=_caller(request)
         )
@@ -296,16 +356,32 @@ class MonitorPauseApi(WatchdogApiView):
 
 
 class MonitorResumeApi(WatchdogApiView):
+    @extend_schema(request=None, responses=MonitorDetailOutputSerializer)
     def post(self, request: Request, monitor_id: int) -> Response:
+        """Resume a paused monitor
+
+        It is judged again from now on.
+        """
         monitor = monitors.monitor_resume(_monitor(monitor_id), now=timezone.now())
         return Response(MonitorDetailOutputSerializer(monitor).data)
 
 
 class ChannelListCreateApi(WatchdogApiView):
+    @extend_schema(responses=ChannelSerializer(many=True))
     def get(self, request: Request) -> Response:
+        """List channels
+
+        Where monitors page or notify (PagerDuty, Slack, webhook, email), oldest first.
+        """
         return Response(ChannelSerializer(Channel.objects.order_by("id"), many=True).data)
 
+    @extend_schema(request=ChannelSerializer, responses={201: ChannelCreatedOutputSerializer})
     def post(self, request: Request) -> Response:
+        """Create a channel
+
+        Its `target` is checked for its `kind` (a routing key, a Slack webhook URL, an
+        allowed address); a webhook channel's signing secret is in this answer only.
+        """
         data = ChannelSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         channel, secret = monitors.channel_create(**data.validated_data)
@@ -316,7 +392,18 @@ class ChannelListCreateApi(WatchdogApiView):
 
 
 class IncidentListApi(WatchdogApiView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("open", description="`1` or `true`: only unresolved incidents."),
+            OpenApiParameter("monitor_id", OpenApiTypes.INT, description="One monitor's."),
+        ],
+        responses=IncidentSerializer(many=True),
+    )
     def get(self, request: Request) -> Response:
+        """List incidents
+
+        Newest first, at most 500.
+        """
         queryset = Incident.objects.select_related("monitor").order_by("-opened_at")
         if request.query_params.get("open") in ("1", "true"):
             queryset = queryset.filter(resolved_at__isnull=True)
@@ -328,7 +415,7 @@ class IncidentListApi(WatchdogApiView):
         return Response(IncidentSerializer(queryset[:500], many=True).data)
 
 
-class ChannelSpecSerializer(serializers.Serializer):
+class ChannelSpecSerializer(TypedStrings, serializers.Serializer):
     kind = ChoiceField(Channel.Kind.choices)
     target = serializers.CharField(max_length=2048)
     name = serializers.CharField(max_length=200, required=False)
@@ -367,7 +454,25 @@ class ExternalMonitorApi(WatchdogApiView):
     """Create or update the monitor a managing system (the catalog) knows by its own id.
     Its channels are given by kind and target and created on first use."""
 
+    # The id is the managing system's: an unknown one is created, never a 404.
+    problem_statuses = {"POST": {404: None}}
+
+    @extend_schema(
+        request=ExternalMonitorInputSerializer,
+        responses={
+            200: OpenApiResponse(MonitorDetailOutputSerializer, "created or updated"),
+            208: OpenApiResponse(
+                MonitorDetailOutputSerializer, "an older `version` arrived late: unchanged"
+            ),
+        },
+    )
     def post(self, request: Request, external_id: str) -> Response:
+        """Create or update a managed monitor
+
+        The monitor a managing system (the catalog) knows as `external_id`, with its
+        channels by kind and target; a definition whose `version` is older than the
+        monitor's is answered 208 and changes nothing.
+        """
         monitor, changed = external_monitor_apply(
             external_id, request.data, now=timezone.now(), by=_caller(request)
         )
@@ -426,12 +531,36 @@ def external_monitor_apply(
     )
 
 
+class PingResultSerializer(serializers.Serializer):
+    """Documents a ping's answer."""
+
+    result = serializers.CharField(help_text="What the ping did, e.g. `ok`.")
+
+
 class ExternalPingApi(WatchdogApiView):
     """A success ping for the monitor known by ``external_id`` (the catalog's feed of ready
     partitions, ``?partition=``). 425 until the monitor exists, so a feed that overtook
     its monitor's creation is retried rather than dropped."""
 
+    problem_statuses = {
+        "POST": {
+            400: "`ping_rejected`: a partition of another format than the monitor's.",
+            422: "`ping_rejected`: the partition's period has not started (`rule` "
+            "`partition_started`, `starts_at`, `newest_accepted_partition`).",
+            425: "`monitor_not_provisioned`: no monitor has this `external_id` yet; retry.",
+            429: "`ping_rejected`: over the monitor's ping rate; retry after `Retry-After`.",
+        }
+    }
+
+    @extend_schema(
+        request=None,
+        parameters=[
+            OpenApiParameter("partition", description="The partition that is ready, if any.")
+        ],
+        responses=PingResultSerializer,
+    )
     def post(self, request: Request, external_id: str) -> Response:
+        """Ping a managed monitor (success)."""
         monitor = Monitor.objects.filter(external_id=external_id).only("ping_key").first()
         if monitor is None:
             raise TooEarly(f"no monitor {external_id!r} yet")

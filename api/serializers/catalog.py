@@ -18,12 +18,13 @@ from catalog.models import (
     PartitionRevision,
     Restatement,
 )
-from httpkit.fields import ChoiceField
+from httpkit.fields import ChoiceField, TypedStrings
 from problems import REQUIRED_DETAIL
 
 
-class StrictSerializer(serializers.Serializer):
-    """Reject unknown fields instead of silently dropping them (a typo should be a 400)."""
+class StrictSerializer(TypedStrings, serializers.Serializer):
+    """Reject unknown fields instead of silently dropping them (a typo should be a 400),
+    and numbers for strings (``TypedStrings``)."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -175,11 +176,13 @@ class DatasetOutputSerializer(serializers.Serializer):
     sla_holidays_country = serializers.CharField(help_text=_SLA_HOLIDAYS_COUNTRY)
     sla_holidays_subdivision = serializers.CharField(help_text=_SLA_HOLIDAYS_SUBDIVISION)
     sla_non_business_day = serializers.CharField(help_text=_SLA_NON_BUSINESS_DAY)
-    next_deadline_at = serializers.DateTimeField(help_text="The next SLA deadline to judge.")
+    next_deadline_at = serializers.DateTimeField(
+        allow_null=True, help_text="The next SLA deadline to judge; null without an SLA."
+    )
     change_notice_days = serializers.IntegerField()
     accepts_future_partitions = serializers.BooleanField(help_text=_ACCEPTS_FUTURE_PARTITIONS)
     lifecycle = serializers.CharField()
-    sunset_at = serializers.DateTimeField()
+    sunset_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     badge_url = serializers.URLField(
@@ -346,10 +349,10 @@ class ReadinessPublishOutputSerializer(serializers.Serializer):
 class RevisionOutputSerializer(serializers.Serializer):
     version = serializers.SerializerMethodField()
     state = serializers.CharField()
-    ready_at = serializers.DateTimeField()
+    ready_at = serializers.DateTimeField(allow_null=True)
     detected_by = serializers.CharField()
     code_version = serializers.CharField()
-    manifest = serializers.JSONField()
+    manifest = serializers.JSONField(allow_null=True)
     metadata = serializers.JSONField()
 
     def get_version(self, obj) -> str | None:
@@ -358,8 +361,8 @@ class RevisionOutputSerializer(serializers.Serializer):
 
 class PartitionOutputSerializer(serializers.Serializer):
     key = serializers.CharField()
-    logical_start = serializers.DateTimeField(source="start_at")
-    logical_end = serializers.DateTimeField(source="end_at")
+    logical_start = serializers.DateTimeField(source="start_at", allow_null=True)
+    logical_end = serializers.DateTimeField(source="end_at", allow_null=True)
     state = serializers.SerializerMethodField()
     current_revision = RevisionOutputSerializer(allow_null=True)
     updated_at = serializers.DateTimeField()
@@ -506,9 +509,21 @@ class ApiKeyOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     scopes = serializers.ListField(child=ChoiceField(ApiKey.Scope.choices))
     created_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    revoked_at = serializers.DateTimeField()
-    last_used_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    last_used_at = serializers.DateTimeField(allow_null=True)
+
+
+class TeamRefOutputSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+
+
+class MeOutputSerializer(serializers.Serializer):
+    """Documents ``GET /api/v1/me``: the key's team and the key itself."""
+
+    team = TeamRefOutputSerializer(help_text="The team the key acts for.")
+    key = ApiKeyOutputSerializer(help_text="The key presented (never its secret).")
 
 
 class ApiKeyCreateInputSerializer(StrictSerializer):
@@ -532,8 +547,8 @@ class EndpointOutputSerializer(serializers.Serializer):
     url = serializers.CharField()
     is_active = serializers.BooleanField()
     disabled_reason = serializers.CharField()
-    failing_since = serializers.DateTimeField()
-    previous_secret_expires_at = serializers.DateTimeField()
+    failing_since = serializers.DateTimeField(allow_null=True)
+    previous_secret_expires_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     deliveries = serializers.SerializerMethodField()
 
@@ -580,11 +595,11 @@ class DeliveryOutputSerializer(serializers.Serializer):
     state = serializers.CharField()
     attempts = serializers.IntegerField()
     next_attempt_at = serializers.DateTimeField()
-    last_attempt_at = serializers.DateTimeField()
+    last_attempt_at = serializers.DateTimeField(allow_null=True)
     last_status_code = serializers.IntegerField(allow_null=True)
     last_error_kind = serializers.CharField()
     last_error = serializers.CharField()
-    finished_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
 
 

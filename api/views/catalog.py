@@ -24,10 +24,13 @@ from .base import actor_of, paginate
 
 
 class MeApi(APIView):
-    """Who the presented API key acts for."""
-
-    @extend_schema(responses=s.ApiKeyOutputSerializer)
+    @extend_schema(responses=s.MeOutputSerializer)
     def get(self, request: Request) -> Response:
+        """Who the presented API key acts for
+
+        Any valid key may ask: its team (`slug`, `name`) and the key's own record (scopes,
+        expiry, last use), never its secret.
+        """
         key = request.auth
         return Response(
             {
@@ -42,6 +45,7 @@ class ApiKeyListCreateApi(APIView):
 
     @extend_schema(responses=s.ApiKeyOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
+        """List your team's API keys."""
         queryset = selectors.api_key_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.ApiKeyOutputSerializer, ("-id",))
 
@@ -49,6 +53,7 @@ class ApiKeyListCreateApi(APIView):
         request=s.ApiKeyCreateInputSerializer, responses={201: s.ApiKeyCreatedOutputSerializer}
     )
     def post(self, request: Request) -> Response:
+        """Create an API key (its token is shown once)."""
         data = s.ApiKeyCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         expires_at = data.validated_data.get("expires_at")
@@ -73,6 +78,7 @@ class ApiKeyRevokeApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, public_id: str) -> Response:
+        """Revoke an API key."""
         key = selectors.api_key_get(team=actor_of(request).team, public_id=public_id)
         teams.api_key_revoke(key=key, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -80,11 +86,21 @@ class ApiKeyRevokeApi(APIView):
 
 class DatasetListCreateApi(APIView):
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "POST": {
+            409: "`dataset_exists`: a dataset with this namespace and name is registered.",
+            422: (
+                "A rule of the dataset's fields the document cannot express (e.g. "
+                "`sunset_too_soon`)."
+            ),
+        }
+    }
 
     @extend_schema(
         parameters=[s.DatasetListFilterSerializer], responses=s.DatasetOutputSerializer(many=True)
     )
     def get(self, request: Request) -> Response:
+        """List and search datasets."""
         filters = s.DatasetListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -102,6 +118,7 @@ class DatasetListCreateApi(APIView):
         request=s.DatasetCreateInputSerializer, responses={201: s.DatasetDetailOutputSerializer}
     )
     def post(self, request: Request) -> Response:
+        """Register a dataset."""
         data = s.DatasetCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = datasets.dataset_register(actor=actor_of(request), **data.validated_data)
@@ -115,9 +132,17 @@ def _detail(dataset) -> dict:
 
 class DatasetDetailApi(APIView):
     required_scope = {"GET": ApiKey.Scope.READ, "PATCH": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "PATCH": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: "`dataset_retired` or `lifecycle_notice_required`.",
+            422: "A rule of the dataset's fields (e.g. `sunset_too_soon`).",
+        }
+    }
 
     @extend_schema(responses=s.DatasetDetailOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
+        """Read a dataset."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         body = _detail(dataset)
         if dataset.owner_id == actor_of(request).team.pk:  # the badge URL is the owner's to share
@@ -130,6 +155,7 @@ class DatasetDetailApi(APIView):
         request=s.DatasetUpdateInputSerializer, responses=s.DatasetDetailOutputSerializer
     )
     def patch(self, request: Request, dataset_id: int) -> Response:
+        """Change a dataset (owner team)."""
         data = s.DatasetUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
@@ -145,6 +171,15 @@ class CatalogApplyApi(APIView):
     it all or nothing through the same rules as the dataset endpoints."""
 
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `declaration_for_another_team`.",
+            409: (
+                "A dataset of the declaration conflicts with the catalog (e.g. `dataset_exists` "
+                "under another team)."
+            ),
+        }
+    }
     parser_classes = [DeclarationYAMLParser, StrictJSONParser]
 
     @extend_schema(
@@ -153,6 +188,7 @@ class CatalogApplyApi(APIView):
         responses=s.CatalogPlanOutputSerializer,
     )
     def post(self, request: Request) -> Response:
+        """Plan or apply a catalog declaration."""
         query = s.CatalogApplyQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         dry_run = query.validated_data["dry_run"]
@@ -171,6 +207,7 @@ class DatasetAuditApi(APIView):
 
     @extend_schema(responses=s.AuditEntryOutputSerializer(many=True))
     def get(self, request: Request, dataset_id: int) -> Response:
+        """A dataset's audit trail."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = AuditEntry.objects.filter(dataset=dataset)
         return paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
@@ -181,6 +218,7 @@ class DatasetFreshnessApi(APIView):
 
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
+        """A dataset's freshness and arrival profile."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         now = timezone.now()
         state = freshness_state.dataset_freshness(dataset, now=now)
@@ -197,6 +235,7 @@ class DatasetPollApi(APIView):
 
     @extend_schema(responses=s.PollOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
+        """A dataset's storage polling."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         return Response(s.PollOutputSerializer(selectors.dataset_poll(dataset=dataset)).data)
 
@@ -209,6 +248,7 @@ class PartitionListApi(APIView):
         responses=s.PartitionOutputSerializer(many=True),
     )
     def get(self, request: Request, dataset_id: int) -> Response:
+        """List a dataset's partitions."""
         filters = s.PartitionListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -232,6 +272,7 @@ class PartitionLatestReadyApi(APIView):
         responses=s.PartitionOutputSerializer,
     )
     def get(self, request: Request, dataset_id: int) -> Response:
+        """The newest ready partition."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         partition = selectors.partition_latest_ready(dataset=dataset, now=timezone.now())
         if partition is None:
@@ -244,6 +285,7 @@ class PartitionDetailApi(APIView):
 
     @extend_schema(responses=s.PartitionOutputSerializer)
     def get(self, request: Request, dataset_id: int, key: str) -> Response:
+        """Read one partition."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         partition = selectors.partition_get(dataset=dataset, key=key)
         return Response(s.PartitionOutputSerializer(partition).data)
@@ -251,9 +293,16 @@ class PartitionDetailApi(APIView):
 
 class SubscriptionListCreateApi(APIView):
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "POST": {
+            404: "`dataset_not_found` (with `suggestion`).",
+            409: "`subscription_exists`: the same dataset and job with another `endpoint_url`.",
+        }
+    }
 
     @extend_schema(responses=s.SubscriptionOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
+        """List your team's subscriptions."""
         queryset = selectors.subscription_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
 
@@ -271,6 +320,7 @@ class SubscriptionListCreateApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
+        """Declare a subscription to a dataset."""
         data = s.SubscriptionCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
@@ -304,6 +354,7 @@ class SubscriptionDetailApi(APIView):
         responses=s.SubscriptionOutputSerializer,
     )
     def patch(self, request: Request, subscription_id: int) -> Response:
+        """Change a subscription's filters."""
         data = s.SubscriptionUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         subscription = subscriptions.subscription_update(
@@ -313,5 +364,6 @@ class SubscriptionDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:
+        """Delete a subscription."""
         subscriptions.subscription_delete(actor=actor_of(request), subscription_id=subscription_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -32,6 +32,12 @@ class ChangeNoticeListCreateApi(APIView):
     """A dataset's change notices, newest first; its owner team announces new ones."""
 
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            422: "`notice_period_too_short` (with `earliest_effective_at`).",
+        }
+    }
 
     @extend_schema(
         description="The dataset's change notices, newest announcement first, each with "
@@ -39,6 +45,7 @@ class ChangeNoticeListCreateApi(APIView):
         responses=s.ChangeNoticeOutputSerializer(many=True),
     )
     def get(self, request: Request, dataset_id: int) -> Response:
+        """List a dataset's change notices."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = selectors.change_notice_list(dataset=dataset)
         return paginate(
@@ -59,6 +66,7 @@ class ChangeNoticeListCreateApi(APIView):
         responses={201: s.ChangeNoticeOutputSerializer},
     )
     def post(self, request: Request, dataset_id: int) -> Response:
+        """Announce a change notice (owner team)."""
         data = s.ChangeNoticeCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
@@ -75,6 +83,7 @@ class ChangeNoticeDetailApi(APIView):
 
     @extend_schema(responses=s.ChangeNoticeOutputSerializer)
     def get(self, request: Request, dataset_id: int, notice_id: int) -> Response:
+        """Read a change notice."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         notice = selectors.change_notice_get(dataset=dataset, notice_id=notice_id)
         return Response(s.ChangeNoticeOutputSerializer(notice, context=_context(dataset)).data)
@@ -84,12 +93,19 @@ class ChangeNoticeAcknowledgementListCreateApi(APIView):
     """Who acknowledged a change notice; a consumer team acknowledges it."""
 
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_a_consumer`.",
+            409: "`change_notice_in_effect` or `acknowledgements_not_required`.",
+        }
+    }
 
     @extend_schema(
         description="Who acknowledged the notice, earliest first.",
         responses=s.ChangeNoticeAcknowledgementOutputSerializer(many=True),
     )
     def get(self, request: Request, dataset_id: int, notice_id: int) -> Response:
+        """List a notice's acknowledgements."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         notice = selectors.change_notice_get(dataset=dataset, notice_id=notice_id)
         queryset = selectors.change_notice_acknowledgement_list(notice=notice)
@@ -112,6 +128,7 @@ class ChangeNoticeAcknowledgementListCreateApi(APIView):
         },
     )
     def post(self, request: Request, dataset_id: int, notice_id: int) -> Response:
+        """Acknowledge a change notice (consumer team)."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         notice = selectors.change_notice_get(dataset=dataset, notice_id=notice_id)
         acknowledgement, created = change_notices.change_notice_acknowledge(
@@ -128,9 +145,19 @@ class ChangeNoticeApplyEarlyApi(APIView):
     before its effective_at, once every consumer team has acknowledged it."""
 
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: (
+                "`acknowledgements_pending`, `acknowledgements_not_required` or "
+                "`change_notice_in_effect`."
+            ),
+        }
+    }
 
     @extend_schema(request=None, responses=s.ChangeNoticeOutputSerializer)
     def post(self, request: Request, dataset_id: int, notice_id: int) -> Response:
+        """Make a change notice take effect early."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         notice = selectors.change_notice_get(dataset=dataset, notice_id=notice_id)
         notice = change_notices.change_notice_apply_early(

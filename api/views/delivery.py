@@ -20,15 +20,18 @@ class EndpointListApi(APIView):
 
     @extend_schema(responses=s.EndpointOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
+        """List your team's webhook endpoints and their health."""
         queryset = selectors.endpoint_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))
 
 
 class EndpointRotateSecretApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {"POST": {409: "`endpoint_has_no_secret`: not a webhook endpoint."}}
 
     @extend_schema(request=None, responses=s.SecretOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
+        """Rotate a webhook endpoint's signing secret."""
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         secret = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
         endpoint.refresh_from_db()
@@ -42,6 +45,7 @@ class EndpointEnableApi(APIView):
 
     @extend_schema(request=None, responses=s.EndpointOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
+        """Re-enable a disabled endpoint."""
         team = actor_of(request).team
         endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
         delivery.endpoint_enable(endpoint=endpoint)
@@ -54,6 +58,7 @@ class EndpointReplayApi(APIView):
 
     @extend_schema(request=None, responses=s.ReplayOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
+        """Replay an endpoint's dead letters."""
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
         return Response({"replayed": count})
@@ -67,6 +72,7 @@ class DeliveryListApi(APIView):
         responses=s.DeliveryOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """List your team's deliveries."""
         filters = s.DeliveryListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         queryset = selectors.delivery_list(
@@ -82,15 +88,18 @@ class DeliveryDetailApi(APIView):
 
     @extend_schema(responses=s.DeliveryDetailOutputSerializer)
     def get(self, request: Request, delivery_id: int) -> Response:
+        """Read a delivery with its attempts."""
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
         return Response(s.DeliveryDetailOutputSerializer(found).data)
 
 
 class DeliveryReplayApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {"POST": {409: "`not_a_dead_letter`."}}
 
     @extend_schema(request=None, responses=s.DeliveryOutputSerializer)
     def post(self, request: Request, delivery_id: int) -> Response:
+        """Replay one dead-letter delivery."""
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
         replayed = delivery.delivery_replay(delivery=found, now=timezone.now())
         return Response(s.DeliveryOutputSerializer(replayed).data)

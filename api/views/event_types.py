@@ -21,6 +21,7 @@ class EventTypeListApi(APIView):
 
     @extend_schema(operation_id="v1_event_types_list", responses=s.EventTypeListOutputSerializer)
     def get(self, request: Request) -> Response:
+        """List the event types Tidemark sends."""
         return Response(s.EventTypeListOutputSerializer({"results": event_types.EVENT_TYPES}).data)
 
 
@@ -31,5 +32,6 @@ class EventTypeDetailApi(APIView):
 
     @extend_schema(responses=s.EventTypeOutputSerializer)
     def get(self, request: Request, type: str) -> Response:
+        """Read one event type."""
         event_type = event_types.event_type_require(type)
         return Response(s.EventTypeOutputSerializer(event_type).data)

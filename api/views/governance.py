@@ -25,9 +25,11 @@ class ClaimListCreateApi(APIView):
     events for its jobs verified."""
 
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {"POST": {409: "`claim_taken`, `claim_over_datasets` or `prefix_claimed`."}}
 
     @extend_schema(responses=s.ClaimOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
+        """List your team's claims."""
         queryset = selectors.claim_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.ClaimOutputSerializer, ("-id",))
 
@@ -36,6 +38,7 @@ class ClaimListCreateApi(APIView):
         responses={201: s.ClaimOutputSerializer, 200: s.ClaimOutputSerializer},
     )
     def post(self, request: Request) -> Response:
+        """Claim a namespace, role or prefix."""
         data = s.ClaimCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         claim, created = ownership.claim_create(actor=actor_of(request), **data.validated_data)
@@ -50,6 +53,7 @@ class ClaimDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, claim_id: int) -> Response:
+        """Release a claim."""
         ownership.claim_release(actor=actor_of(request), claim_id=claim_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -65,6 +69,7 @@ class DatasetTransferListApi(APIView):
         responses=s.DatasetTransferListOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """List your team's ownership transfers."""
         filters = s.DatasetTransferListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         queryset = selectors.dataset_transfer_list(
@@ -79,12 +84,19 @@ class DatasetTransferCreateApi(APIView):
     """The dataset's owner team proposes handing it to another team."""
 
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: "`transfer_pending`, or the receiving team owns it already.",
+        }
+    }
 
     @extend_schema(
         request=s.DatasetTransferCreateInputSerializer,
         responses={201: s.DatasetTransferOutputSerializer},
     )
     def post(self, request: Request, dataset_id: int) -> Response:
+        """Propose an ownership transfer (owner team)."""
         data = s.DatasetTransferCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
@@ -100,9 +112,16 @@ class DatasetTransferAcceptApi(APIView):
     """The receiving team accepts a transfer: the dataset becomes its own."""
 
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope), or not the receiving team.",
+            409: "`transfer_closed`.",
+        }
+    }
 
     @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
     def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
+        """Accept an ownership transfer (receiving team)."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         ownership.dataset_transfer_accept(
             actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
@@ -115,9 +134,16 @@ class DatasetTransferCancelApi(APIView):
     """Either side cancels an open transfer."""
 
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope), or not a party to the transfer.",
+            409: "`transfer_closed`.",
+        }
+    }
 
     @extend_schema(request=None, responses={200: s.DatasetTransferOutputSerializer})
     def post(self, request: Request, dataset_id: int, transfer_id: int) -> Response:
+        """Cancel an ownership transfer."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         transfer = ownership.dataset_transfer_cancel(
             actor=actor_of(request), dataset=dataset, transfer_id=transfer_id
@@ -158,12 +184,22 @@ class UndeclaredReadsReportApi(APIView):
     default; ``verified=false`` lists the unverified ones apart, ``verified=all`` both."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.UndeclaredReadsFilterSerializer],
         responses=s.UndeclaredReadOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: reads without a subscription."""
         f, team = _report_filters(request, s.UndeclaredReadsFilterSerializer)
         queryset = selectors.undeclared_reads_list(team=team, verified=_VERIFIED[f["verified"]])
         return paginate(
@@ -178,12 +214,22 @@ class StaleDeclarationsReportApi(APIView):
     first. A team sees its own rows; a ``governance`` key every team's (``team`` narrows)."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.StaleDeclarationsFilterSerializer],
         responses=s.StaleDeclarationOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: subscriptions nobody reads."""
         f, team = _report_filters(request, s.StaleDeclarationsFilterSerializer)
         queryset = selectors.stale_declarations_list(
             team=team,
@@ -201,12 +247,22 @@ class UndeclaredWritesReportApi(APIView):
     team's (``team`` narrows)."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.ReportFilterSerializer],
         responses=s.UndeclaredWriteOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: writes by other teams than the owner."""
         _, team = _report_filters(request, s.ReportFilterSerializer)
         queryset = selectors.undeclared_writes_list(team=team)
         return paginate(
@@ -221,12 +277,22 @@ class UncataloguedDatasetsReportApi(APIView):
     usage); a ``governance`` key every team's (``team`` narrows)."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.ReportFilterSerializer],
         responses=s.UncataloguedDatasetOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: datasets lineage saw that are not registered."""
         _, team = _report_filters(request, s.ReportFilterSerializer)
         paginator = CursorPagination()
         paginator.ordering = ("-last_seen", "dataset_namespace", "dataset_name")
@@ -247,12 +313,22 @@ class UnannouncedChangesReportApi(APIView):
     team's (``team`` narrows to one owner team)."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.ReportFilterSerializer],
         responses=s.UnannouncedChangeOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: schema changes without a change notice."""
         _, team = _report_filters(request, s.ReportFilterSerializer)
         queryset = selectors.unannounced_schema_changes(teams=None if team is None else [team])
         return paginate(
@@ -269,12 +345,22 @@ class RunConflictsReportApi(APIView):
     (``team`` narrows)."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
 
     @extend_schema(
         parameters=[s.ReportFilterSerializer],
         responses=s.RunConflictOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
+        """Report: events kept out of their run."""
         _, team = _report_filters(request, s.ReportFilterSerializer)
         queryset = selectors.run_conflict_list(team=team)
         return paginate(

@@ -40,6 +40,12 @@ class LineageEventReceiveApi(APIView):
         "POST": ApiKey.Scope.LINEAGE,
         "GET": (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE),
     }
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `job_namespace_of_another_team`.",
+            422: "`invalid_openlineage_event`, naming the field.",
+        }
+    }
     parser_classes = [OpenLineageJSONParser]
 
     def get_permissions(self):
@@ -61,6 +67,7 @@ class LineageEventReceiveApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
+        """Receive an OpenLineage event."""
         if request.stream is None:
             raise ParseError("the body is empty: send one OpenLineage event as JSON")
         payload = request.data
@@ -118,6 +125,7 @@ class RunListApi(APIView):
         parameters=[s.RunListFilterSerializer], responses=s.RunOutputSerializer(many=True)
     )
     def get(self, request: Request) -> Response:
+        """List a job's runs."""
         filters = s.RunListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -139,6 +147,7 @@ class RunEventListApi(APIView):
 
     @extend_schema(responses=s.LineageEventOutputSerializer(many=True))
     def get(self, request: Request, run_id: uuid.UUID) -> Response:
+        """List a run's raw events."""
         run = selectors.run_get(
             team=actor_of(request).team,
             everything=request.auth.has_scope(ApiKey.Scope.GOVERNANCE),
@@ -158,11 +167,13 @@ class LineageGraphApi(APIView):
     Verified edges only unless ``include_unverified=true``."""
 
     required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {"GET": {404: "`lineage_node_not_found`."}}
 
     @extend_schema(
         parameters=[s.LineageGraphFilterSerializer], responses=s.LineageGraphOutputSerializer
     )
     def get(self, request: Request) -> Response:
+        """The lineage graph around a dataset or job."""
         filters = s.LineageGraphFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data

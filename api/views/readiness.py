@@ -127,6 +127,20 @@ class ReadinessPublishApi(APIView):
     (what the schema generator reads)."""
 
     required_scope = ApiKey.Scope.PUBLISH
+    problem_statuses = {
+        "POST": {
+            403: (
+                "`permission_denied` (scope) or `publish_not_allowed` (not the owner team nor "
+                "delegated)."
+            ),
+            404: "`dataset_not_found` (with `suggestion`).",
+            409: (
+                "`revision_already_ready`, `revision_staged`, `dataset_retired` or "
+                "`idempotency_key_in_progress`."
+            ),
+            422: "`partition_in_future`, `idempotency_key_reused` or another publish rule.",
+        }
+    }
 
     @extend_schema(
         summary="Publish a partition's readiness",

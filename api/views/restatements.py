@@ -28,9 +28,17 @@ class RestatementListCreateApi(APIView):
     """A dataset's restatements, newest first; its owner team opens new ones."""
 
     required_scope = {"GET": ApiKey.Scope.READ, "POST": ApiKey.Scope.MANAGE}
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: "`restatement_exists`: another restatement is open.",
+            422: "`invalid_restatement_range`.",
+        }
+    }
 
     @extend_schema(responses=s.RestatementOutputSerializer(many=True))
     def get(self, request: Request, dataset_id: int) -> Response:
+        """List a dataset's restatements."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = selectors.restatement_list(dataset=dataset)
         return paginate(self, request, queryset, s.RestatementOutputSerializer, ("-id",))
@@ -44,6 +52,7 @@ class RestatementListCreateApi(APIView):
         responses={201: s.RestatementOutputSerializer},
     )
     def post(self, request: Request, dataset_id: int) -> Response:
+        """Open a restatement (owner team)."""
         data = s.RestatementOpenInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
@@ -60,6 +69,7 @@ class RestatementDetailApi(APIView):
 
     @extend_schema(responses=s.RestatementOutputSerializer)
     def get(self, request: Request, dataset_id: int, restatement_id: int) -> Response:
+        """Read a restatement."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         restatement = selectors.restatement_get(dataset=dataset, restatement_id=restatement_id)
         return Response(s.RestatementOutputSerializer(restatement).data)
@@ -67,6 +77,14 @@ class RestatementDetailApi(APIView):
 
 class RestatementPromoteApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: (
+                "`restatement_incomplete` (with `missing_partitions`) or the restatement is closed."
+            ),
+        }
+    }
 
     @extend_schema(
         description="Make every partition of the range serve the restatement's revisions, in "
@@ -76,6 +94,7 @@ class RestatementPromoteApi(APIView):
         responses={200: s.RestatementOutputSerializer},
     )
     def post(self, request: Request, dataset_id: int, restatement_id: int) -> Response:
+        """Promote a restatement."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         restatement = selectors.restatement_get(dataset=dataset, restatement_id=restatement_id)
         restatement = restatements.restatement_promote(
@@ -86,6 +105,12 @@ class RestatementPromoteApi(APIView):
 
 class RestatementAbandonApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            403: "`permission_denied` (scope) or `not_dataset_owner`.",
+            409: "The restatement is closed.",
+        }
+    }
 
     @extend_schema(
         description="Abandon a staged restatement; nothing readers see changes.",
@@ -93,6 +118,7 @@ class RestatementAbandonApi(APIView):
         responses={200: s.RestatementOutputSerializer},
     )
     def post(self, request: Request, dataset_id: int, restatement_id: int) -> Response:
+        """Abandon a restatement."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         restatement = selectors.restatement_get(dataset=dataset, restatement_id=restatement_id)
         restatement = restatements.restatement_abandon(

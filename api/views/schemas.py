@@ -26,6 +26,7 @@ class DatasetSchemaObservationListApi(APIView):
         responses=s.SchemaObservationOutputSerializer(many=True),
     )
     def get(self, request: Request, dataset_id: int) -> Response:
+        """List a dataset's observed schemas."""
         filters = s.SchemaObservationFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)

@@ -213,7 +213,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["httpkit.parsers.StrictJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.CursorPagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.CatalogAutoSchema",
     "EXCEPTION_HANDLER": "httpkit.exceptions.problem_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
@@ -223,6 +223,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Tidemark API",
     "DESCRIPTION": "Dataset catalog, per-partition readiness and freshness watchdog.",
     "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -236,6 +237,9 @@ SPECTACULAR_SETTINGS = {
         "ChangeNoticeKindEnum": "catalog.models.ChangeNotice.Kind",
         "RestatementStateEnum": "catalog.models.Restatement.State",
         "DatasetTransferStateEnum": "catalog.models.DatasetTransfer.State",
+        # The watchdog's API document (watchdog.openapi): monitors and channels too.
+        "MonitorKindEnum": "watchdog.models.Monitor.Kind",
+        "ChannelKindEnum": "watchdog.models.Channel.Kind",
     },
 }
 
