@@ -28,7 +28,8 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, Min, Q
+from django.db import connection
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 
 from objectstore import PAGE_SIZE
 from schedules.periods import period_containing
@@ -163,6 +164,18 @@ def _runs(ranges: list[_Range], per_entry: float) -> list[Run]:
     return runs
 
 
+def _first_per_dataset(partitions, *, order: str, fields: tuple[str, ...]) -> list[tuple]:
+    """``(dataset_id, *fields)`` of each dataset's first partition among ``partitions`` by
+    ``order`` (a field name, ``-`` for descending): ``DISTINCT ON`` where the database has
+    it (PostgreSQL), one correlated subquery elsewhere (the embedded SQLite mode)."""
+    if connection.features.can_distinct_on_fields:
+        ordered = partitions.order_by("dataset_id", order).distinct("dataset_id")
+        return list(ordered.values_list("dataset_id", *fields))
+    first = partitions.filter(dataset_id=OuterRef("dataset_id")).order_by(order, "pk")
+    chosen = partitions.filter(pk=Subquery(first.values("pk")[:1]))
+    return list(chosen.values_list("dataset_id", *fields))
+
+
 def _known(datasets, *, since: datetime):
     """``(newest ready {id: (key, end_at)}, oldest pending since {id: key}, {id: count},
     {id: (ready partitions starting at or after since, the first one's start or None,
@@ -174,24 +187,22 @@ def _known(datasets, *, since: datetime):
     recent: dict[int, tuple] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
-        rows = (
+        rows = _first_per_dataset(
             Partition.objects.filter(
                 dataset_id__in=chunk, current_revision__state=PartitionRevision.State.READY
-            )
-            .order_by("dataset_id", "-start_at")
-            .distinct("dataset_id")
-            .values_list("dataset_id", "key", "end_at")
+            ),
+            order="-start_at",
+            fields=("key", "end_at"),
         )
         newest.update({d: (k, e) for d, k, e in rows})
-        rows = (
+        rows = _first_per_dataset(
             Partition.objects.filter(
                 dataset_id__in=chunk,
                 current_revision__state=PartitionRevision.State.PENDING,
                 start_at__gte=since,
-            )
-            .order_by("dataset_id", "start_at")
-            .distinct("dataset_id")
-            .values_list("dataset_id", "key")
+            ),
+            order="start_at",
+            fields=("key",),
         )
         pending.update(dict(rows))
         counts.update(

@@ -20,7 +20,9 @@ import psutil
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 90.0  # seconds: six processes boot at once, two of them Celery workers
+# Seconds: a first start migrates both SQLite databases from scratch and loads the demo
+# (about a minute on two busy cores), then six processes boot at once.
+START_TIMEOUT = 180.0
 KEY_RE = re.compile(r"Demo API key: (tm_[A-Za-z0-9_-]+)")
 # Variables that switch Tidemark away from the embedded mode, or that pytest-django sets.
 SERVER_ENV = ("DATABASE_URL", "WATCHDOG_DATABASE_URL", "CELERY_BROKER_URL")
