@@ -140,9 +140,14 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert len(registered) == 1 and "id" in registered[0], report
     assert registered[0]["name"] == "curated/orders_daily", report
 
-    subscribed = _block_with(blocks, outputs, "/api/v1/subscriptions")
+    subscribed = _block_with(blocks, outputs, "https://hooks.example.com/tidemark")
     assert len(subscribed) == 1, report
     assert subscribed[0]["endpoint_url"] == "https://hooks.example.com/tidemark", report
+    assert subscribed[0]["newest_only"] is False, report
+
+    [dashboard] = _block_with(blocks, outputs, '"newest_only": true')
+    assert dashboard["endpoint_url"].startswith("https://dashboards.example.com/"), report
+    assert (dashboard["dataset"]["name"], dashboard["newest_only"]) == ("raw/orders", True)
 
     published = _block_with(blocks, outputs, "Idempotency-Key:")
     assert [p["state"] for p in published] == ["ready"], report
