@@ -12,12 +12,25 @@ from django.db import OperationalError, connection, connections
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def wrapper():
-    """A second wrapper of ``default`` (its own connection), closed at the end."""
+def _new_wrapper():
     db = connections.create_connection("default")
     db.settings_dict = {**db.settings_dict}  # shared with ``default`` otherwise
     assert type(db).__module__ == "config.postgresql.base"
+    return db
+
+
+@pytest.fixture
+def wrapper():
+    """A second wrapper of ``default`` (its own connection), closed at the end."""
+    db = _new_wrapper()
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def other_wrapper():
+    """A third one, as another thread of the same process holds."""
+    db = _new_wrapper()
     yield db
     db.close()
 
@@ -69,6 +82,22 @@ def test_a_connection_used_within_the_delay_is_reused_without_a_check(wrapper):
     assert wrapper.connection is None  # closed at the end of the failed request
     assert _request(wrapper) == 42
     assert wrapper.connection.info.backend_pid != pid
+
+
+def test_a_failure_on_one_connection_gets_every_other_checked_before_reuse(wrapper, other_wrapper):
+    # Two threads' connections, both used a moment ago; the server loses both sessions
+    # (a restart, a failover). The first thread meets it: the second must not as well.
+    for db in (wrapper, other_wrapper):
+        db.settings_dict["HEALTH_CHECK_DELAY"] = 60.0
+        assert _request(db) == 42
+    pids = [_kill_session(db) for db in (wrapper, other_wrapper)]
+
+    with pytest.raises(OperationalError):
+        _request(wrapper)
+
+    assert _request(other_wrapper) == 42  # checked, found dead, replaced
+    assert other_wrapper.connection.info.backend_pid not in pids
+    assert _request(wrapper) == 42
 
 
 def test_a_delay_of_zero_checks_every_reuse_as_django_does(wrapper):
