@@ -1,10 +1,11 @@
 """A typed client generated from the committed docs/openapi.yaml (openapi-python-client)
 against the catalog's real web server: the world is built through the client's own create
-operations, then every GET of the document is called through its generated function and
-each answer must parse into the documented model, with the values served.
+operations, then every operation of the document is called through its generated function
+and each answer must parse into the documented model, with the values served.
 
-A new operation in the document is called without touching this test; one with a new
-path parameter needs a value in ``values`` (the test says so)."""
+A new GET is called without touching this test (one with a new path or required query
+parameter needs a value in ``values``: the test says so); a new write fails the write test
+until it is called there."""
 
 from __future__ import annotations
 
