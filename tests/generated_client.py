@@ -8,12 +8,16 @@ under a package name of its own.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import inspect
 import os
 import re
 import subprocess
 import sys
+import types
+import typing
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -112,6 +116,38 @@ class GeneratedClient:
             assert isinstance(parsed, model), f"{operation}: {status} parsed into {parsed!r}"
         undeclared = list(_undeclared_fields(parsed, "body"))
         assert not undeclared, f"{operation}: served but not in the document: {undeclared}"
+        mistyped = list(self._mistyped_fields(parsed, "body"))
+        assert not mistyped, f"{operation}: served otherwise than typed: {mistyped}"
+
+    def _mistyped_fields(self, value: Any, where: str):
+        """Paths of the fields of generated models in ``value`` whose value is not of the
+        field's annotated type. The generated ``from_dict`` only casts a plain field (a
+        null served for a ``str`` field passes it), so this is what checks nullability."""
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                yield from self._mistyped_fields(item, f"{where}[{index}]")
+            return
+        if not attrs.has(type(value)):
+            return
+        hints = self._hints(type(value))
+        for attribute in attrs.fields(type(value)):
+            if attribute.name == "additional_properties":
+                continue
+            field_value = getattr(value, attribute.name)
+            if not _conforms(field_value, hints[attribute.name]):
+                yield f"{where}.{attribute.name} = {field_value!r} (typed {hints[attribute.name]})"
+            yield from self._mistyped_fields(field_value, f"{where}.{attribute.name}")
+
+    def _hints(self, model: type) -> dict[str, Any]:
+        # Nested models are imported by the generated modules only for type checkers.
+        package = self.package.__name__
+        names = {
+            **vars(importlib.import_module(f"{package}.models")),
+            **vars(importlib.import_module(f"{package}.types")),
+            "datetime": datetime,
+            "UUID": uuid.UUID,
+        }
+        return typing.get_type_hints(model, localns=names)
 
 
 def generate(document: Path, into: Path, package: str) -> GeneratedClient:
@@ -190,6 +226,28 @@ def _expected_type(response: dict) -> tuple[str, str] | None:
             return "array", schema["items"]["$ref"].rsplit("/", 1)[1]
         raise AssertionError(f"a response schema this test cannot name: {schema}")
     return None
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the type ``hint`` (a generated model's annotation)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(item, args[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is None or hint is type(None):
+        return value is None
+    if hint in (int, float):
+        return isinstance(value, (int, float) if hint is float else int) and not isinstance(
+            value, bool
+        )
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True  # a typing form the generator does not use for fields
 
 
 def _undeclared_fields(value: Any, where: str):
