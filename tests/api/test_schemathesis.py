@@ -4,7 +4,6 @@ to every operation, with a key holding every scope on a seeded database."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -13,33 +12,15 @@ from django.utils import timezone
 from catalog.models import ApiKey
 from catalog.services import publishing
 from catalog.services.teams import api_key_create
+from tests.api.servers import CatalogServer
 from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
-from tests.catalog.worker_helpers import LoggedProcess, free_port, wait_until, worker_environment
+from tests.catalog.worker_helpers import free_port, worker_environment
 from tests.schemathesis_helpers import run_schemathesis
-from tests.watchdog.processes import GUNICORN
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "watchdog"]),
     pytest.mark.timeout(900),
 ]
-
-
-@dataclass
-class CatalogServer(LoggedProcess):
-    """The catalog's web server, as the Procfile starts it."""
-
-    port: int = 0
-
-    def argv(self) -> list[str]:
-        return [
-            *(str(GUNICORN), "config.wsgi:application", "-c", "config/gunicorn.py"),
-            *("--bind", f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "2"),
-            "--no-control-socket",
-        ]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
 
 def _seed() -> str:
@@ -77,8 +58,7 @@ def test_the_catalog_api_does_what_its_openapi_document_says(tmp_path, settings)
         name="catalog-web", log_path=tmp_path / "web.log", env=env, port=free_port()
     ).start()
     try:
-        wait_until(lambda: not server.alive or _answers(server.url), 30, "the catalog server")
-        assert server.alive, server.log()[-3000:]
+        server.wait_ready()
         run = run_schemathesis(
             schema_url=f"{server.url}/api/schema/?format=json",
             base_url=server.url,
@@ -88,12 +68,3 @@ def test_the_catalog_api_does_what_its_openapi_document_says(tmp_path, settings)
     finally:
         server.kill()
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-3000:]
-
-
-def _answers(url: str) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
