@@ -155,6 +155,10 @@ class MonitorInputSerializer(ModelSerializer):
     start_grace_seconds = serializers.IntegerField(
         min_value=0, max_value=31 * 86400, required=False, allow_null=True
     )
+    # A limit of the rule's, not the column's: the column's range depends on the database.
+    max_runtime_seconds = serializers.IntegerField(
+        min_value=0, max_value=31 * 86400, required=False, allow_null=True
+    )
     links = LinkSerializer(
         many=True,
         required=False,
@@ -196,6 +200,8 @@ class MonitorOutputSerializer(ModelSerializer):
             "open_incidents",
             "created_at",
         ]
+        # Served, never read: no input limits (the columns' ranges differ by database).
+        read_only_fields = fields
 
     def get_ping_url(self, obj) -> str:
         return f"{settings.WATCHDOG_PUBLIC_URL.rstrip('/')}/ping/{obj.ping_key}"
@@ -221,6 +227,7 @@ class MonitorDetailOutputSerializer(MonitorOutputSerializer):
 
     class Meta(MonitorOutputSerializer.Meta):
         fields = [*MonitorOutputSerializer.Meta.fields, "next_deadlines", "warnings"]
+        read_only_fields = fields
 
     def get_next_deadlines(self, obj) -> list[dict[str, str]]:
         from . import schedule
