@@ -1,12 +1,14 @@
-"""Helpers shared by the benchmarks (``ingest.py``, ``delivery.py``).
+"""Helpers shared by the benchmarks (``ingest.py``, ``delivery.py``, ``freshness.py``...).
 
-Services and bench databases, gunicorn on a loopback port, machine info, percentiles and
-CPU accounting on a possibly shared machine. Nothing here imports Django at module level:
+The options and the start and end every bench shares, services and bench databases,
+gunicorn on a loopback port, machine info, percentiles and CPU accounting on a possibly
+shared machine. Nothing here imports Django at module level:
 the benchmarks set their environment (``DATABASE_URL``...) before ``django.setup()``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -26,6 +28,56 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "bench" / "results"
 VENV_BIN = ROOT / ".venv" / "bin"
+
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+# --- what every bench's main shares ------------------------------------------------------
+
+
+def add_service_args(
+    parser: argparse.ArgumentParser,
+    *,
+    broker_url: str,
+    output: str,
+    db_name: str | None = None,
+    db_prefix: str | None = None,
+) -> None:
+    """Add ``--pg`` (the PostgreSQL server URL), ``--db-name`` (default ``db_name``) or
+    ``--db-prefix`` (default ``db_prefix``), ``--broker-url`` (default ``broker_url``),
+    ``--keep`` (keep the bench databases) and ``--output`` (default ``output``, a file
+    name under ``bench/results``)."""
+    parser.add_argument("--pg", default=PG_SERVER)
+    if db_name is not None:
+        parser.add_argument("--db-name", default=db_name)
+    if db_prefix is not None:
+        parser.add_argument("--db-prefix", default=db_prefix)
+    parser.add_argument("--broker-url", default=broker_url)
+    parser.add_argument("--keep", action="store_true", help="keep the bench databases")
+    parser.add_argument("--output", type=Path, default=RESULTS_DIR / output)
+
+
+def bench_start(pg: str) -> None:
+    """Run from the repository root, with PostgreSQL and Redis up (else exit with a hint)
+    and ``bench/results`` made."""
+    os.chdir(ROOT)
+    check_services(pg)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def bench_end(
+    *, pg: str, databases: list[str], keep: bool, broker_url: str, doorbells: tuple[str, ...]
+) -> None:
+    """Close this process's Django connections (if it set Django up), drop ``databases``
+    unless ``keep``, and clear the doorbell lists (``clear_doorbells`` with ``doorbells``)."""
+    with contextlib.suppress(Exception):
+        from django.db import connections
+
+        connections.close_all()
+    if not keep:
+        drop_databases(pg, databases)
+    clear_doorbells(broker_url, doorbells)
 
 
 # --- services and databases -------------------------------------------------------------

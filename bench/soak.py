@@ -40,8 +40,10 @@ from bench.common import (
     ROOT,
     VENV_BIN,
     Server,
+    add_service_args,
+    bench_end,
     bench_env,
-    check_services,
+    bench_start,
     clear_doorbells,
     drop_databases,
     machine_info,
@@ -71,11 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second")
     parser.add_argument("--prune-baseline", type=float, default=20.0, help="seconds")
     parser.add_argument("--sweep-publishes", type=int, default=100)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--db-prefix", default="tmbench_soak")
-    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/8")
-    parser.add_argument("--keep", action="store_true", help="keep the bench databases")
-    parser.add_argument("--output", type=Path, default=RESULTS_DIR / "soak.json")
+    add_service_args(
+        parser, db_prefix="tmbench_soak", broker_url="redis://127.0.0.1:6379/8", output="soak.json"
+    )
     return parser.parse_args(argv)
 
 
@@ -590,9 +590,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.delivery import Receiver
 
-    os.chdir(ROOT)
-    check_services(args.pg)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    bench_start(args.pg)
     p = args.db_prefix
     pairs = {
         "template": [f"{p}_tpl", f"{p}_tpl_wd"],
@@ -717,9 +715,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.output}")
     finally:
         receiver.stop()
-        if not args.keep:
-            drop_databases(args.pg, [n for v in pairs.values() for n in v])
-        clear_doorbells(args.broker_url, ("lineage",))
+        bench_end(
+            pg=args.pg,
+            databases=[n for v in pairs.values() for n in v],
+            keep=args.keep,
+            broker_url=args.broker_url,
+            doorbells=("lineage",),
+        )
     return 0
 
 
