@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -169,6 +171,66 @@ def migrate(env: dict[str, str]) -> None:
             env=env,
             check=True,
         )
+
+
+# --- seeding with INSERT ... SELECT --------------------------------------------------------
+
+# The zero value a seeding INSERT gives a NOT NULL column it does not name, by data type.
+ZERO_VALUES = {
+    "boolean": "false",
+    "smallint": "0",
+    "integer": "0",
+    "bigint": "0",
+    "numeric": "0",
+    "double precision": "0",
+    "text": "''",
+    "character varying": "''",
+    "jsonb": "'[]'::jsonb",
+    "timestamp with time zone": "now()",
+    "uuid": "gen_random_uuid()",
+}
+_INSERT = re.compile(r"INSERT INTO (\w+)\s*\((.*?)\)\s*(?:OVERRIDING SYSTEM VALUE\s*)?SELECT", re.S)
+_REQUIRED_COLUMNS_SQL = (
+    "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
+    " AND is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO'"
+)
+
+
+def fill_required(
+    statement: str,
+    fetch: Callable[[str, list], list[tuple]],
+    filled: dict[str, list[str]],
+    zeros: dict[str, str] | None = None,
+) -> str:
+    """``statement`` (an ``INSERT INTO t (cols) SELECT ... FROM ...`` naming the models'
+    columns as written) with every NOT NULL column added since (no database default:
+    Django keeps defaults in Python) added, valued its type's zero (``ZERO_VALUES``, then
+    ``zeros``; ``DEFAULT`` for a type neither knows). Any other statement is returned as
+    it is.
+
+    Args:
+        fetch: runs a query (SQL, params) on the seeded database and returns its rows.
+        filled: gets ``{table: [columns filled]}`` for the report.
+    """
+    match = _INSERT.search(statement)
+    if not match:
+        return statement
+    table, given = match.group(1), {c.strip() for c in match.group(2).split(",")}
+    missing = [(c, t) for c, t in fetch(_REQUIRED_COLUMNS_SQL, [table]) if c not in given]
+    if not missing:
+        return statement
+    zero = {**ZERO_VALUES, **(zeros or {})}
+    filled[table] = sorted(c for c, _ in missing)
+    cols = "".join(f", {c}" for c, _ in missing)
+    vals = "".join(f", {zero.get(t, 'DEFAULT')}" for _, t in missing)
+    from_at = re.compile(r"\n\s*FROM ").search(statement, match.end()).start()
+    return (
+        statement[: match.end(2)]
+        + cols
+        + statement[match.end(2) : from_at]
+        + vals
+        + statement[from_at:]
+    )
 
 
 # --- gunicorn ---------------------------------------------------------------------------

@@ -41,7 +41,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -62,6 +61,7 @@ from bench.common import (
     ReceiverProcess,
     Server,
     drop_databases,
+    fill_required,
     http_answer,
     machine_info,
     percentile,
@@ -231,7 +231,7 @@ def migrate(env: dict[str, str]) -> None:
 def sql(statement: str, params: list | dict | None = None) -> list[tuple]:
     from django.db import connection
 
-    statement = _fill_required(statement)
+    statement = fill_required(statement, _fetch, FILLED_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.fetchall() if cursor.description else []
@@ -241,51 +241,14 @@ def sql(statement: str, params: list | dict | None = None) -> list[tuple]:
 # since (no database default: Django keeps defaults in Python) gets its type's zero value,
 # and the report lists it.
 FILLED_COLUMNS: dict[str, list[str]] = {}
-_ZERO = {
-    "boolean": "false",
-    "smallint": "0",
-    "integer": "0",
-    "bigint": "0",
-    "numeric": "0",
-    "double precision": "0",
-    "text": "''",
-    "character varying": "''",
-    "jsonb": "'[]'::jsonb",
-    "timestamp with time zone": "now()",
-    "uuid": "gen_random_uuid()",
-}
-_INSERT = re.compile(r"INSERT INTO (\w+)\s*\((.*?)\)\s*SELECT", re.S)
 
 
-def _fill_required(statement: str) -> str:
-    match = _INSERT.search(statement)
-    if not match:
-        return statement
-    table, given = match.group(1), {c.strip() for c in match.group(2).split(",")}
+def _fetch(query: str, params: list) -> list[tuple]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = "
-            "%s AND is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO'",
-            [table],
-        )
-        missing = [(c, t) for c, t in cursor.fetchall() if c not in given]
-    if not missing:
-        return statement
-    FILLED_COLUMNS[table] = sorted(c for c, _ in missing)
-    cols = "".join(f", {c}" for c, _ in missing)
-    vals = "".join(f", {_ZERO.get(t, 'DEFAULT')}" for _, t in missing)
-    select_at = match.end()
-    from_at = re.compile(r"\n\s*FROM ").search(statement, select_at).start()
-    return (
-        statement[: match.start(2)]
-        + match.group(2)
-        + cols
-        + statement[match.end(2) : from_at]
-        + vals
-        + statement[from_at:]
-    )
+        cursor.execute(query, params)
+        return cursor.fetchall()
 
 
 CHANNELS = 100
