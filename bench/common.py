@@ -288,16 +288,7 @@ class Server:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log.unlink(missing_ok=True)
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = spawn_logged(self.argv, self.env, self.log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -529,6 +520,22 @@ def run_wrk(
         "socket_errors": data["errors"],
         "first_error": errbody,
     }
+
+
+def spawn_logged(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start ``argv`` from the repository root with ``env``, stdin closed, stdout and
+    stderr appended to ``log``, in a session of its own (``stop_process`` signals the
+    whole group)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 15) -> None:

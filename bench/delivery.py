@@ -79,6 +79,7 @@ from bench.common import (
     publish_body,
     recreate_databases,
     serve_http,
+    spawn_logged,
     stop_process,
     wait_quiet,
 )
@@ -380,16 +381,7 @@ class Worker:
         import redis
 
         started = time.monotonic()
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = spawn_logged(self.argv, self.env, self.log)
         client = redis.Redis.from_url(self.broker_url, socket_connect_timeout=1)
         db = client.connection_pool.connection_kwargs.get("db", 0)
         deadline = time.monotonic() + 60

@@ -41,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     RESULTS_DIR,
-    ROOT,
     VENV_BIN,
     add_service_args,
     bench_end,
@@ -51,6 +50,7 @@ from bench.common import (
     migrate,
     percentile,
     recreate_databases,
+    spawn_logged,
     stop_process,
 )
 
@@ -123,20 +123,15 @@ def start_workers(env: dict[str, str], count: int) -> list[tuple[subprocess.Pope
     for n in range(count):
         log = RESULTS_DIR / f"freshness-worker-{n}.log"
         log.unlink(missing_ok=True)
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                [
-                    *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
-                    *("-Q", "freshness", "--without-gossip", "--without-mingle", "-l", "info"),
-                    *("-n", f"tidemark-bench-freshness-{n}-{os.getpid()}@%h"),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc = spawn_logged(
+            [
+                *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
+                *("-Q", "freshness", "--without-gossip", "--without-mingle", "-l", "info"),
+                *("-n", f"tidemark-bench-freshness-{n}-{os.getpid()}@%h"),
+            ],
+            env,
+            log,
+        )
         workers.append((proc, log))
     deadline = time.monotonic() + 60
     for proc, log in workers:

@@ -50,6 +50,7 @@ from bench.common import (
     migrate,
     percentile,
     recreate_databases,
+    spawn_logged,
     stop_process,
 )
 
@@ -245,20 +246,15 @@ def publisher(cfg: dict[str, Any], base_url: str, offset: int) -> Load:
 def start_worker(env: dict[str, str], label: str) -> subprocess.Popen:
     log = RESULTS_DIR / f"soak-{label}-worker.log"
     log.unlink(missing_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
-                *("-Q", "delivery,default,lineage", "--without-gossip", "--without-mingle"),
-                *("-l", "info", "-n", f"tidemark-soak-{label}-{os.getpid()}@%h"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn_logged(
+        [
+            *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
+            *("-Q", "delivery,default,lineage", "--without-gossip", "--without-mingle"),
+            *("-l", "info", "-n", f"tidemark-soak-{label}-{os.getpid()}@%h"),
+        ],
+        env,
+        log,
+    )
     import redis
 
     # kombu's Redis transport waits for messages in BRPOP: then the worker is consuming.

@@ -67,6 +67,7 @@ from bench.common import (
     recreate_databases,
     run_wrk,
     serve_http,
+    spawn_logged,
     stop_process,
     wait_quiet,
     write_temp,
@@ -516,16 +517,7 @@ class LoopProcess:
 
     def start(self) -> None:
         LOG_LOOP.unlink(missing_ok=True)
-        with LOG_LOOP.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = spawn_logged(self.argv, self.env, LOG_LOOP)
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
