@@ -1,7 +1,9 @@
 """The API's routes (mounted at ``/api/v1/``). Routes under one resource are listed as
 ``(suffix, view, name)`` rows under its path; the order is the resolving order."""
 
-from django.urls import URLPattern, path, re_path
+from django.urls import path, re_path
+
+from httpkit.routes import routes_under
 
 from .views import (
     catalog,
@@ -15,13 +17,6 @@ from .views import (
     restatements,
     schemas,
 )
-
-
-def _under(prefix: str, *routes: tuple[str, type, str]) -> list[URLPattern]:
-    """A route ``prefix + suffix`` to ``view`` named ``name`` for each ``(suffix, view,
-    name)``, in the order given (``view`` an APIView class)."""
-    return [path(prefix + suffix, view.as_view(), name=name) for suffix, view, name in routes]
-
 
 DATASET = "datasets/<int:dataset_id>"
 NOTICE = f"{DATASET}/change-notices/<int:notice_id>"
@@ -39,7 +34,7 @@ REPORTS = [
 ]
 
 urlpatterns = [
-    *_under(
+    *routes_under(
         "",
         ("me", catalog.MeApi, "me"),
         ("keys", catalog.ApiKeyListCreateApi, "key-list"),
@@ -47,7 +42,7 @@ urlpatterns = [
         ("datasets", catalog.DatasetListCreateApi, "dataset-list"),
         ("catalog/apply", catalog.CatalogApplyApi, "catalog-apply"),
     ),
-    *_under(
+    *routes_under(
         DATASET,
         ("", catalog.DatasetDetailApi, "dataset-detail"),
         ("/audit", catalog.DatasetAuditApi, "dataset-audit"),
@@ -63,7 +58,7 @@ urlpatterns = [
         ),
         ("/change-notices", change_notices.ChangeNoticeListCreateApi, "change-notice-list"),
     ),
-    *_under(
+    *routes_under(
         NOTICE,
         ("", change_notices.ChangeNoticeDetailApi, "change-notice-detail"),
         (
@@ -73,44 +68,48 @@ urlpatterns = [
         ),
         ("/apply-early", change_notices.ChangeNoticeApplyEarlyApi, "change-notice-apply-early"),
     ),
-    *_under(DATASET, ("/restatements", restatements.RestatementListCreateApi, "restatement-list")),
-    *_under(
+    *routes_under(
+        DATASET, ("/restatements", restatements.RestatementListCreateApi, "restatement-list")
+    ),
+    *routes_under(
         RESTATEMENT,
         ("", restatements.RestatementDetailApi, "restatement-detail"),
         ("/promote", restatements.RestatementPromoteApi, "restatement-promote"),
         ("/abandon", restatements.RestatementAbandonApi, "restatement-abandon"),
     ),
     path("readiness", readiness.readiness_publish_view, name="readiness-publish"),
-    *_under(
+    *routes_under(
         "",
         ("event-types", event_types.EventTypeListApi, "event-type-list"),
         ("event-types/<str:type>", event_types.EventTypeDetailApi, "event-type-detail"),
         ("endpoints", delivery.EndpointListApi, "endpoint-list"),
     ),
-    *_under(
+    *routes_under(
         "endpoints/<int:endpoint_id>",
         ("/rotate-secret", delivery.EndpointRotateSecretApi, "endpoint-rotate-secret"),
         ("/enable", delivery.EndpointEnableApi, "endpoint-enable"),
         ("/replay", delivery.EndpointReplayApi, "endpoint-replay"),
     ),
-    *_under(
+    *routes_under(
         "deliveries",
         ("", delivery.DeliveryListApi, "delivery-list"),
         ("/<int:delivery_id>", delivery.DeliveryDetailApi, "delivery-detail"),
         ("/<int:delivery_id>/replay", delivery.DeliveryReplayApi, "delivery-replay"),
     ),
-    *_under(
+    *routes_under(
         "subscriptions",
         ("", catalog.SubscriptionListCreateApi, "subscription-list"),
         ("/<int:subscription_id>", catalog.SubscriptionDetailApi, "subscription-detail"),
     ),
-    *_under(DATASET, ("/transfers", governance.DatasetTransferCreateApi, "dataset-transfer-list")),
-    *_under(
+    *routes_under(
+        DATASET, ("/transfers", governance.DatasetTransferCreateApi, "dataset-transfer-list")
+    ),
+    *routes_under(
         TRANSFER,
         ("/accept", governance.DatasetTransferAcceptApi, "dataset-transfer-accept"),
         ("/cancel", governance.DatasetTransferCancelApi, "dataset-transfer-cancel"),
     ),
-    *_under(
+    *routes_under(
         "",
         ("ownership-transfers", governance.DatasetTransferListApi, "ownership-transfer-list"),
         ("claims", governance.ClaimListCreateApi, "claim-list"),
@@ -118,7 +117,7 @@ urlpatterns = [
     ),
     *(path(f"reports/{slug}", view.as_view(), name=f"report-{slug}") for slug, view in REPORTS),
     # POST: the OpenLineage endpoint; GET: Marquez's lineage graph (api.views.marquez).
-    *_under(
+    *routes_under(
         "lineage",
         ("", lineage.LineageEventReceiveApi, "lineage-receive"),
         ("/graph", lineage.LineageGraphApi, "lineage-graph"),
@@ -132,7 +131,7 @@ urlpatterns = [
         marquez.MarquezNamespacePathApi.as_view(),
         name="marquez-namespace-path",
     ),
-    *_under(
+    *routes_under(
         "",
         ("jobs", marquez.MarquezJobListApi, "marquez-job-list"),
         ("jobs/runs/<uuid:run_id>", marquez.MarquezRunApi, "marquez-run"),
