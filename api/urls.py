@@ -1,4 +1,9 @@
+"""The API's routes (mounted at ``/api/v1/``). Routes under one resource are listed as
+``(suffix, view, name)`` rows under its path; the order is the resolving order."""
+
 from django.urls import path, re_path
+
+from httpkit.routes import routes_under
 
 from .views import (
     catalog,
@@ -13,180 +18,111 @@ from .views import (
     schemas,
 )
 
+DATASET = "datasets/<int:dataset_id>"
+NOTICE = f"{DATASET}/change-notices/<int:notice_id>"
+RESTATEMENT = f"{DATASET}/restatements/<int:restatement_id>"
+TRANSFER = f"{DATASET}/transfers/<int:transfer_id>"
+
+# Governance reports: ``reports/<slug>`` named ``report-<slug>``.
+REPORTS = [
+    ("undeclared-reads", governance.UndeclaredReadsReportApi),
+    ("undeclared-writes", governance.UndeclaredWritesReportApi),
+    ("stale-declarations", governance.StaleDeclarationsReportApi),
+    ("uncatalogued-datasets", governance.UncataloguedDatasetsReportApi),
+    ("unannounced-changes", governance.UnannouncedChangesReportApi),
+    ("run-conflicts", governance.RunConflictsReportApi),
+]
+
 urlpatterns = [
-    path("me", catalog.MeApi.as_view(), name="me"),
-    path("keys", catalog.ApiKeyListCreateApi.as_view(), name="key-list"),
-    path("keys/<str:public_id>", catalog.ApiKeyRevokeApi.as_view(), name="key-revoke"),
-    path("datasets", catalog.DatasetListCreateApi.as_view(), name="dataset-list"),
-    path("catalog/apply", catalog.CatalogApplyApi.as_view(), name="catalog-apply"),
-    path("datasets/<int:dataset_id>", catalog.DatasetDetailApi.as_view(), name="dataset-detail"),
-    path(
-        "datasets/<int:dataset_id>/audit", catalog.DatasetAuditApi.as_view(), name="dataset-audit"
+    *routes_under(
+        "",
+        ("me", catalog.MeApi, "me"),
+        ("keys", catalog.ApiKeyListCreateApi, "key-list"),
+        ("keys/<str:public_id>", catalog.ApiKeyRevokeApi, "key-revoke"),
+        ("datasets", catalog.DatasetListCreateApi, "dataset-list"),
+        ("catalog/apply", catalog.CatalogApplyApi, "catalog-apply"),
     ),
-    path(
-        "datasets/<int:dataset_id>/freshness",
-        catalog.DatasetFreshnessApi.as_view(),
-        name="dataset-freshness",
+    *routes_under(
+        DATASET,
+        ("", catalog.DatasetDetailApi, "dataset-detail"),
+        ("/audit", catalog.DatasetAuditApi, "dataset-audit"),
+        ("/freshness", catalog.DatasetFreshnessApi, "dataset-freshness"),
+        ("/poll", catalog.DatasetPollApi, "dataset-poll"),
+        ("/partitions", catalog.PartitionListApi, "partition-list"),
+        ("/partitions/latest", catalog.PartitionLatestReadyApi, "partition-latest"),
+        ("/partitions/<str:key>", catalog.PartitionDetailApi, "partition-detail"),
+        (
+            "/schema-observations",
+            schemas.DatasetSchemaObservationListApi,
+            "dataset-schema-observations",
+        ),
+        ("/change-notices", change_notices.ChangeNoticeListCreateApi, "change-notice-list"),
     ),
-    path("datasets/<int:dataset_id>/poll", catalog.DatasetPollApi.as_view(), name="dataset-poll"),
-    path(
-        "datasets/<int:dataset_id>/partitions",
-        catalog.PartitionListApi.as_view(),
-        name="partition-list",
+    *routes_under(
+        NOTICE,
+        ("", change_notices.ChangeNoticeDetailApi, "change-notice-detail"),
+        (
+            "/acknowledgements",
+            change_notices.ChangeNoticeAcknowledgementListCreateApi,
+            "change-notice-acknowledgements",
+        ),
+        ("/apply-early", change_notices.ChangeNoticeApplyEarlyApi, "change-notice-apply-early"),
     ),
-    path(
-        "datasets/<int:dataset_id>/partitions/latest",
-        catalog.PartitionLatestReadyApi.as_view(),
-        name="partition-latest",
+    *routes_under(
+        DATASET, ("/restatements", restatements.RestatementListCreateApi, "restatement-list")
     ),
-    path(
-        "datasets/<int:dataset_id>/partitions/<str:key>",
-        catalog.PartitionDetailApi.as_view(),
-        name="partition-detail",
-    ),
-    path(
-        "datasets/<int:dataset_id>/schema-observations",
-        schemas.DatasetSchemaObservationListApi.as_view(),
-        name="dataset-schema-observations",
-    ),
-    path(
-        "datasets/<int:dataset_id>/change-notices",
-        change_notices.ChangeNoticeListCreateApi.as_view(),
-        name="change-notice-list",
-    ),
-    path(
-        "datasets/<int:dataset_id>/change-notices/<int:notice_id>",
-        change_notices.ChangeNoticeDetailApi.as_view(),
-        name="change-notice-detail",
-    ),
-    path(
-        "datasets/<int:dataset_id>/change-notices/<int:notice_id>/acknowledgements",
-        change_notices.ChangeNoticeAcknowledgementListCreateApi.as_view(),
-        name="change-notice-acknowledgements",
-    ),
-    path(
-        "datasets/<int:dataset_id>/change-notices/<int:notice_id>/apply-early",
-        change_notices.ChangeNoticeApplyEarlyApi.as_view(),
-        name="change-notice-apply-early",
-    ),
-    path(
-        "datasets/<int:dataset_id>/restatements",
-        restatements.RestatementListCreateApi.as_view(),
-        name="restatement-list",
-    ),
-    path(
-        "datasets/<int:dataset_id>/restatements/<int:restatement_id>",
-        restatements.RestatementDetailApi.as_view(),
-        name="restatement-detail",
-    ),
-    path(
-        "datasets/<int:dataset_id>/restatements/<int:restatement_id>/promote",
-        restatements.RestatementPromoteApi.as_view(),
-        name="restatement-promote",
-    ),
-    path(
-        "datasets/<int:dataset_id>/restatements/<int:restatement_id>/abandon",
-        restatements.RestatementAbandonApi.as_view(),
-        name="restatement-abandon",
+    *routes_under(
+        RESTATEMENT,
+        ("", restatements.RestatementDetailApi, "restatement-detail"),
+        ("/promote", restatements.RestatementPromoteApi, "restatement-promote"),
+        ("/abandon", restatements.RestatementAbandonApi, "restatement-abandon"),
     ),
     path("readiness", readiness.readiness_publish_view, name="readiness-publish"),
-    path("event-types", event_types.EventTypeListApi.as_view(), name="event-type-list"),
-    path(
-        "event-types/<str:type>", event_types.EventTypeDetailApi.as_view(), name="event-type-detail"
+    *routes_under(
+        "",
+        ("event-types", event_types.EventTypeListApi, "event-type-list"),
+        ("event-types/<str:type>", event_types.EventTypeDetailApi, "event-type-detail"),
+        ("endpoints", delivery.EndpointListApi, "endpoint-list"),
     ),
-    path("endpoints", delivery.EndpointListApi.as_view(), name="endpoint-list"),
-    path(
-        "endpoints/<int:endpoint_id>/rotate-secret",
-        delivery.EndpointRotateSecretApi.as_view(),
-        name="endpoint-rotate-secret",
+    *routes_under(
+        "endpoints/<int:endpoint_id>",
+        ("/rotate-secret", delivery.EndpointRotateSecretApi, "endpoint-rotate-secret"),
+        ("/enable", delivery.EndpointEnableApi, "endpoint-enable"),
+        ("/replay", delivery.EndpointReplayApi, "endpoint-replay"),
     ),
-    path(
-        "endpoints/<int:endpoint_id>/enable",
-        delivery.EndpointEnableApi.as_view(),
-        name="endpoint-enable",
+    *routes_under(
+        "deliveries",
+        ("", delivery.DeliveryListApi, "delivery-list"),
+        ("/<int:delivery_id>", delivery.DeliveryDetailApi, "delivery-detail"),
+        ("/<int:delivery_id>/replay", delivery.DeliveryReplayApi, "delivery-replay"),
     ),
-    path(
-        "endpoints/<int:endpoint_id>/replay",
-        delivery.EndpointReplayApi.as_view(),
-        name="endpoint-replay",
+    *routes_under(
+        "subscriptions",
+        ("", catalog.SubscriptionListCreateApi, "subscription-list"),
+        ("/<int:subscription_id>", catalog.SubscriptionDetailApi, "subscription-detail"),
     ),
-    path("deliveries", delivery.DeliveryListApi.as_view(), name="delivery-list"),
-    path(
-        "deliveries/<int:delivery_id>",
-        delivery.DeliveryDetailApi.as_view(),
-        name="delivery-detail",
+    *routes_under(
+        DATASET, ("/transfers", governance.DatasetTransferCreateApi, "dataset-transfer-list")
     ),
-    path(
-        "deliveries/<int:delivery_id>/replay",
-        delivery.DeliveryReplayApi.as_view(),
-        name="delivery-replay",
+    *routes_under(
+        TRANSFER,
+        ("/accept", governance.DatasetTransferAcceptApi, "dataset-transfer-accept"),
+        ("/cancel", governance.DatasetTransferCancelApi, "dataset-transfer-cancel"),
     ),
-    path("subscriptions", catalog.SubscriptionListCreateApi.as_view(), name="subscription-list"),
-    path(
-        "subscriptions/<int:subscription_id>",
-        catalog.SubscriptionDetailApi.as_view(),
-        name="subscription-detail",
+    *routes_under(
+        "",
+        ("ownership-transfers", governance.DatasetTransferListApi, "ownership-transfer-list"),
+        ("claims", governance.ClaimListCreateApi, "claim-list"),
+        ("claims/<int:claim_id>", governance.ClaimDeleteApi, "claim-delete"),
     ),
-    path(
-        "datasets/<int:dataset_id>/transfers",
-        governance.DatasetTransferCreateApi.as_view(),
-        name="dataset-transfer-list",
-    ),
-    path(
-        "datasets/<int:dataset_id>/transfers/<int:transfer_id>/accept",
-        governance.DatasetTransferAcceptApi.as_view(),
-        name="dataset-transfer-accept",
-    ),
-    path(
-        "datasets/<int:dataset_id>/transfers/<int:transfer_id>/cancel",
-        governance.DatasetTransferCancelApi.as_view(),
-        name="dataset-transfer-cancel",
-    ),
-    path(
-        "ownership-transfers",
-        governance.DatasetTransferListApi.as_view(),
-        name="ownership-transfer-list",
-    ),
-    path("claims", governance.ClaimListCreateApi.as_view(), name="claim-list"),
-    path("claims/<int:claim_id>", governance.ClaimDeleteApi.as_view(), name="claim-delete"),
-    path(
-        "reports/undeclared-reads",
-        governance.UndeclaredReadsReportApi.as_view(),
-        name="report-undeclared-reads",
-    ),
-    path(
-        "reports/undeclared-writes",
-        governance.UndeclaredWritesReportApi.as_view(),
-        name="report-undeclared-writes",
-    ),
-    path(
-        "reports/stale-declarations",
-        governance.StaleDeclarationsReportApi.as_view(),
-        name="report-stale-declarations",
-    ),
-    path(
-        "reports/uncatalogued-datasets",
-        governance.UncataloguedDatasetsReportApi.as_view(),
-        name="report-uncatalogued-datasets",
-    ),
-    path(
-        "reports/unannounced-changes",
-        governance.UnannouncedChangesReportApi.as_view(),
-        name="report-unannounced-changes",
-    ),
-    path(
-        "reports/run-conflicts",
-        governance.RunConflictsReportApi.as_view(),
-        name="report-run-conflicts",
-    ),
+    *(path(f"reports/{slug}", view.as_view(), name=f"report-{slug}") for slug, view in REPORTS),
     # POST: the OpenLineage endpoint; GET: Marquez's lineage graph (api.views.marquez).
-    path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
-    path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),
-    path("lineage/runs", lineage.RunListApi.as_view(), name="lineage-run-list"),
-    path(
-        "lineage/runs/<uuid:run_id>/events",
-        lineage.RunEventListApi.as_view(),
-        name="lineage-run-events",
+    *routes_under(
+        "lineage",
+        ("", lineage.LineageEventReceiveApi, "lineage-receive"),
+        ("/graph", lineage.LineageGraphApi, "lineage-graph"),
+        ("/runs", lineage.RunListApi, "lineage-run-list"),
+        ("/runs/<uuid:run_id>/events", lineage.RunEventListApi, "lineage-run-events"),
     ),
     # Marquez's read API (paths as Marquez serves them; api.views.marquez).
     path("namespaces", marquez.MarquezNamespaceListApi.as_view(), name="marquez-namespace-list"),
@@ -195,17 +131,12 @@ urlpatterns = [
         marquez.MarquezNamespacePathApi.as_view(),
         name="marquez-namespace-path",
     ),
-    path("jobs", marquez.MarquezJobListApi.as_view(), name="marquez-job-list"),
-    path("jobs/runs/<uuid:run_id>", marquez.MarquezRunApi.as_view(), name="marquez-run"),
-    path(
-        "jobs/runs/<uuid:run_id>/facets",
-        marquez.MarquezRunFacetsApi.as_view(),
-        name="marquez-run-facets",
+    *routes_under(
+        "",
+        ("jobs", marquez.MarquezJobListApi, "marquez-job-list"),
+        ("jobs/runs/<uuid:run_id>", marquez.MarquezRunApi, "marquez-run"),
+        ("jobs/runs/<uuid:run_id>/facets", marquez.MarquezRunFacetsApi, "marquez-run-facets"),
+        ("column-lineage", marquez.MarquezColumnLineageApi, "marquez-column-lineage"),
+        ("search", marquez.MarquezSearchApi, "marquez-search"),
     ),
-    path(
-        "column-lineage",
-        marquez.MarquezColumnLineageApi.as_view(),
-        name="marquez-column-lineage",
-    ),
-    path("search", marquez.MarquezSearchApi.as_view(), name="marquez-search"),
 ]

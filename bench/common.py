@@ -1,17 +1,20 @@
-"""Helpers shared by the benchmarks (``ingest.py``, ``delivery.py``).
+"""Helpers shared by the benchmarks (``ingest.py``, ``delivery.py``, ``freshness.py``...).
 
-Services and bench databases, gunicorn on a loopback port, machine info, percentiles and
-CPU accounting on a possibly shared machine. Nothing here imports Django at module level:
+The options and the start and end every bench shares, services and bench databases,
+gunicorn on a loopback port, machine info, percentiles and CPU accounting on a possibly
+shared machine. Nothing here imports Django at module level:
 the benchmarks set their environment (``DATABASE_URL``...) before ``django.setup()``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,56 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "bench" / "results"
 VENV_BIN = ROOT / ".venv" / "bin"
+
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+# --- what every bench's main shares ------------------------------------------------------
+
+
+def add_service_args(
+    parser: argparse.ArgumentParser,
+    *,
+    broker_url: str,
+    output: str,
+    db_name: str | None = None,
+    db_prefix: str | None = None,
+) -> None:
+    """Add ``--pg`` (the PostgreSQL server URL), ``--db-name`` (default ``db_name``) or
+    ``--db-prefix`` (default ``db_prefix``), ``--broker-url`` (default ``broker_url``),
+    ``--keep`` (keep the bench databases) and ``--output`` (default ``output``, a file
+    name under ``bench/results``)."""
+    parser.add_argument("--pg", default=PG_SERVER)
+    if db_name is not None:
+        parser.add_argument("--db-name", default=db_name)
+    if db_prefix is not None:
+        parser.add_argument("--db-prefix", default=db_prefix)
+    parser.add_argument("--broker-url", default=broker_url)
+    parser.add_argument("--keep", action="store_true", help="keep the bench databases")
+    parser.add_argument("--output", type=Path, default=RESULTS_DIR / output)
+
+
+def bench_start(pg: str) -> None:
+    """Run from the repository root, with PostgreSQL and Redis up (else exit with a hint)
+    and ``bench/results`` made."""
+    os.chdir(ROOT)
+    check_services(pg)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def bench_end(
+    *, pg: str, databases: list[str], keep: bool, broker_url: str, doorbells: tuple[str, ...]
+) -> None:
+    """Close this process's Django connections (if it set Django up), drop ``databases``
+    unless ``keep``, and clear the doorbell lists (``clear_doorbells`` with ``doorbells``)."""
+    with contextlib.suppress(Exception):
+        from django.db import connections
+
+        connections.close_all()
+    if not keep:
+        drop_databases(pg, databases)
+    clear_doorbells(broker_url, doorbells)
 
 
 # --- services and databases -------------------------------------------------------------
@@ -119,6 +173,66 @@ def migrate(env: dict[str, str]) -> None:
         )
 
 
+# --- seeding with INSERT ... SELECT --------------------------------------------------------
+
+# The zero value a seeding INSERT gives a NOT NULL column it does not name, by data type.
+ZERO_VALUES = {
+    "boolean": "false",
+    "smallint": "0",
+    "integer": "0",
+    "bigint": "0",
+    "numeric": "0",
+    "double precision": "0",
+    "text": "''",
+    "character varying": "''",
+    "jsonb": "'[]'::jsonb",
+    "timestamp with time zone": "now()",
+    "uuid": "gen_random_uuid()",
+}
+_INSERT = re.compile(r"INSERT INTO (\w+)\s*\((.*?)\)\s*(?:OVERRIDING SYSTEM VALUE\s*)?SELECT", re.S)
+_REQUIRED_COLUMNS_SQL = (
+    "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
+    " AND is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO'"
+)
+
+
+def fill_required(
+    statement: str,
+    fetch: Callable[[str, list], list[tuple]],
+    filled: dict[str, list[str]],
+    zeros: dict[str, str] | None = None,
+) -> str:
+    """``statement`` (an ``INSERT INTO t (cols) SELECT ... FROM ...`` naming the models'
+    columns as written) with every NOT NULL column added since (no database default:
+    Django keeps defaults in Python) added, valued its type's zero (``ZERO_VALUES``, then
+    ``zeros``; ``DEFAULT`` for a type neither knows). Any other statement is returned as
+    it is.
+
+    Args:
+        fetch: runs a query (SQL, params) on the seeded database and returns its rows.
+        filled: gets ``{table: [columns filled]}`` for the report.
+    """
+    match = _INSERT.search(statement)
+    if not match:
+        return statement
+    table, given = match.group(1), {c.strip() for c in match.group(2).split(",")}
+    missing = [(c, t) for c, t in fetch(_REQUIRED_COLUMNS_SQL, [table]) if c not in given]
+    if not missing:
+        return statement
+    zero = {**ZERO_VALUES, **(zeros or {})}
+    filled[table] = sorted(c for c, _ in missing)
+    cols = "".join(f", {c}" for c, _ in missing)
+    vals = "".join(f", {zero.get(t, 'DEFAULT')}" for _, t in missing)
+    from_at = re.compile(r"\n\s*FROM ").search(statement, match.end()).start()
+    return (
+        statement[: match.end(2)]
+        + cols
+        + statement[match.end(2) : from_at]
+        + vals
+        + statement[from_at:]
+    )
+
+
 # --- gunicorn ---------------------------------------------------------------------------
 
 
@@ -174,16 +288,7 @@ class Server:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log.unlink(missing_ok=True)
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = spawn_logged(self.argv, self.env, self.log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -415,6 +520,22 @@ def run_wrk(
         "socket_errors": data["errors"],
         "first_error": errbody,
     }
+
+
+def spawn_logged(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start ``argv`` from the repository root with ``env``, stdin closed, stdout and
+    stderr appended to ``log``, in a session of its own (``stop_process`` signals the
+    whole group)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop_process(proc: subprocess.Popen | None, timeout: float = 15) -> None:

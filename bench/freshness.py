@@ -28,7 +28,6 @@ datasets); datasets judged per second. A beat tick can come up to one beat inter
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -42,16 +41,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     RESULTS_DIR,
-    ROOT,
     VENV_BIN,
+    add_service_args,
+    bench_end,
     bench_env,
-    check_services,
-    clear_doorbells,
-    drop_databases,
+    bench_start,
     machine_info,
     migrate,
     percentile,
     recreate_databases,
+    spawn_logged,
     stop_process,
 )
 
@@ -64,12 +63,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--subscribers", type=int, default=1, help="teams per dataset")
     parser.add_argument("--mode", choices=["worker", "inprocess"], default="worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (worker mode)")
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--db-name", default="tmbench_freshness")
-    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/12")
     parser.add_argument("--timeout", type=float, default=600.0)
-    parser.add_argument("--keep", action="store_true", help="keep the bench databases")
-    parser.add_argument("--output", type=Path, default=RESULTS_DIR / "freshness.json")
+    add_service_args(
+        parser,
+        db_name="tmbench_freshness",
+        broker_url="redis://127.0.0.1:6379/12",
+        output="freshness.json",
+    )
     return parser.parse_args(argv)
 
 
@@ -123,20 +123,15 @@ def start_workers(env: dict[str, str], count: int) -> list[tuple[subprocess.Pope
     for n in range(count):
         log = RESULTS_DIR / f"freshness-worker-{n}.log"
         log.unlink(missing_ok=True)
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                [
-                    *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
-                    *("-Q", "freshness", "--without-gossip", "--without-mingle", "-l", "info"),
-                    *("-n", f"tidemark-bench-freshness-{n}-{os.getpid()}@%h"),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc = spawn_logged(
+            [
+                *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
+                *("-Q", "freshness", "--without-gossip", "--without-mingle", "-l", "info"),
+                *("-n", f"tidemark-bench-freshness-{n}-{os.getpid()}@%h"),
+            ],
+            env,
+            log,
+        )
         workers.append((proc, log))
     deadline = time.monotonic() + 60
     for proc, log in workers:
@@ -198,12 +193,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    os.chdir(ROOT)
-    check_services(args.pg)
+    bench_start(args.pg)
     databases = [args.db_name, f"{args.db_name}_wd"]
     env = bench_env(args.pg, databases, args.broker_url, TIDEMARK_LOG_LEVEL="WARNING")
     os.environ.update(env)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     try:
         print(f"creating databases {', '.join(databases)} and migrating")
         recreate_databases(args.pg, databases)
@@ -233,13 +226,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {key:28} {value}")
         print(f"wrote {args.output}")
     finally:
-        with contextlib.suppress(Exception):
-            from django.db import connections
-
-            connections.close_all()
-        if not args.keep:
-            drop_databases(args.pg, databases)
-        clear_doorbells(args.broker_url, ("freshness",))
+        bench_end(
+            pg=args.pg,
+            databases=databases,
+            keep=args.keep,
+            broker_url=args.broker_url,
+            doorbells=("freshness",),
+        )
     return 0
 
 

@@ -40,14 +40,17 @@ from bench.common import (
     ROOT,
     VENV_BIN,
     Server,
+    add_service_args,
+    bench_end,
     bench_env,
-    check_services,
+    bench_start,
     clear_doorbells,
     drop_databases,
     machine_info,
     migrate,
     percentile,
     recreate_databases,
+    spawn_logged,
     stop_process,
 )
 
@@ -71,11 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second")
     parser.add_argument("--prune-baseline", type=float, default=20.0, help="seconds")
     parser.add_argument("--sweep-publishes", type=int, default=100)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--db-prefix", default="tmbench_soak")
-    parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/8")
-    parser.add_argument("--keep", action="store_true", help="keep the bench databases")
-    parser.add_argument("--output", type=Path, default=RESULTS_DIR / "soak.json")
+    add_service_args(
+        parser, db_prefix="tmbench_soak", broker_url="redis://127.0.0.1:6379/8", output="soak.json"
+    )
     return parser.parse_args(argv)
 
 
@@ -245,20 +246,15 @@ def publisher(cfg: dict[str, Any], base_url: str, offset: int) -> Load:
 def start_worker(env: dict[str, str], label: str) -> subprocess.Popen:
     log = RESULTS_DIR / f"soak-{label}-worker.log"
     log.unlink(missing_ok=True)
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
-                *("-Q", "delivery,default,lineage", "--without-gossip", "--without-mingle"),
-                *("-l", "info", "-n", f"tidemark-soak-{label}-{os.getpid()}@%h"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn_logged(
+        [
+            *(str(VENV_BIN / "celery"), "-A", "config.celery", "worker", "-P", "solo"),
+            *("-Q", "delivery,default,lineage", "--without-gossip", "--without-mingle"),
+            *("-l", "info", "-n", f"tidemark-soak-{label}-{os.getpid()}@%h"),
+        ],
+        env,
+        log,
+    )
     import redis
 
     # kombu's Redis transport waits for messages in BRPOP: then the worker is consuming.
@@ -590,9 +586,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.delivery import Receiver
 
-    os.chdir(ROOT)
-    check_services(args.pg)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    bench_start(args.pg)
     p = args.db_prefix
     pairs = {
         "template": [f"{p}_tpl", f"{p}_tpl_wd"],
@@ -717,9 +711,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.output}")
     finally:
         receiver.stop()
-        if not args.keep:
-            drop_databases(args.pg, [n for v in pairs.values() for n in v])
-        clear_doorbells(args.broker_url, ("lineage",))
+        bench_end(
+            pg=args.pg,
+            databases=[n for v in pairs.values() for n in v],
+            keep=args.keep,
+            broker_url=args.broker_url,
+            doorbells=("lineage",),
+        )
     return 0
 
 

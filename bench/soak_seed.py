@@ -20,55 +20,20 @@ zero value (``FILLED`` lists them for the report).
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
+from bench.common import fill_required
+
 FILLED: dict[str, list[str]] = {}
-_ZERO = {
-    "boolean": "false",
-    "smallint": "0",
-    "integer": "0",
-    "bigint": "0",
-    "double precision": "0",
-    "text": "''",
-    "character varying": "''",
-    "jsonb": "'{}'::jsonb",
-    "timestamp with time zone": "now()",
-    "uuid": "gen_random_uuid()",
-}
-_INSERT = re.compile(r"INSERT INTO (\w+)\s*\((.*?)\)\s*(?:OVERRIDING SYSTEM VALUE\s*)?SELECT", re.S)
-
-
-def _fill_required(conn, statement: str) -> str:
-    match = _INSERT.search(statement)
-    if not match:
-        return statement
-    table, given = match.group(1), {c.strip() for c in match.group(2).split(",")}
-    rows = conn.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s"
-        " AND is_nullable = 'NO' AND column_default IS NULL AND is_identity = 'NO'",
-        [table],
-    ).fetchall()
-    missing = [(c, t) for c, t in rows if c not in given]
-    if not missing:
-        return statement
-    FILLED[table] = sorted(c for c, _ in missing)
-    cols = "".join(f", {c}" for c, _ in missing)
-    vals = "".join(f", {_ZERO.get(t, 'DEFAULT')}" for _, t in missing)
-    from_at = re.compile(r"\n\s*FROM ").search(statement, match.end()).start()
-    return (
-        statement[: match.end(2)]
-        + cols
-        + statement[match.end(2) : from_at]
-        + vals
-        + statement[from_at:]
-    )
 
 
 def run(conn, statement: str, params: dict | None = None) -> int:
     """Execute one seeding statement (missing NOT NULL columns filled); rows written."""
-    cursor = conn.execute(_fill_required(conn, statement), params or {})
+    statement = fill_required(
+        statement, lambda q, p: conn.execute(q, p).fetchall(), FILLED, {"jsonb": "'{}'::jsonb"}
+    )
+    cursor = conn.execute(statement, params or {})
     return max(cursor.rowcount, 0)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from celery import shared_task
@@ -63,14 +64,40 @@ def evaluate_freshness() -> int:
     ``TIDEMARK_PASS_SECONDS``, then rings itself for the next; one pass runs at a time
     (``passes.single_flight``): while one runs, beat's tick returns at once (0).
     """
-    with passes.single_flight(passes.FRESHNESS) as held:
+    summary = _single_flight_pass(
+        passes.FRESHNESS,
+        EVALUATE_FRESHNESS,
+        lambda: freshness.evaluate_pass(clock=timezone.now, on_late=_log_late),
+        log_as="freshness pass",
+    )
+    return summary.handled if summary else 0
+
+
+def _single_flight_pass(
+    name: str,
+    task: str,
+    run: Callable[[], passes.PassSummary],
+    *,
+    log_as: str | None = None,
+) -> passes.PassSummary | None:
+    """Run one pass (``run``) holding the pass ``name`` (``passes.single_flight``), and
+    ring the task named ``task`` again when it stopped with work left.
+
+    Args:
+        log_as: when given, the summary is logged (INFO) under this label.
+
+    Returns:
+        the pass's summary, or None when another process held the pass (nothing ran).
+    """
+    with passes.single_flight(name) as held:
         if not held:
-            return 0
-        summary = freshness.evaluate_pass(clock=timezone.now, on_late=_log_late)
-    logger.info("freshness pass: %s", summary)
+            return None
+        summary = run()
+    if log_as:
+        logger.info("%s: %s", log_as, summary)
     if summary.more_due:  # rung after the pass is released, so the next one can take it
-        doorbell.ring_now(EVALUATE_FRESHNESS)
-    return summary.handled
+        doorbell.ring_now(task)
+    return summary
 
 
 def _log_late(report: freshness.LateReport) -> None:
@@ -85,13 +112,12 @@ def check_unusually_late() -> int:
     (``unusually_late.check_pass``; beat, every 60 s, freshness queue); idempotent (one
     notice per partition). Continues and runs single-flight as ``evaluate_freshness``
     does. Returns the partitions told."""
-    with passes.single_flight(passes.UNUSUALLY_LATE) as held:
-        if not held:
-            return 0
-        summary = unusually_late.check_pass(clock=timezone.now, on_told=_log_unusual)
-    if summary.more_due:
-        doorbell.ring_now(CHECK_UNUSUALLY_LATE)
-    return summary.handled
+    summary = _single_flight_pass(
+        passes.UNUSUALLY_LATE,
+        CHECK_UNUSUALLY_LATE,
+        lambda: unusually_late.check_pass(clock=timezone.now, on_told=_log_unusual),
+    )
+    return summary.handled if summary else 0
 
 
 def _log_unusual(report: unusually_late.UnusualReport) -> None:
@@ -108,13 +134,12 @@ def send_change_notices() -> int:
     """Send the change-notice reminders and effective notifications that are due (beat,
     every 60 s); idempotent: each step is sent once however often this runs. Continues
     and runs single-flight as ``evaluate_freshness`` does. Returns the steps sent."""
-    with passes.single_flight(passes.CHANGE_NOTICES) as held:
-        if not held:
-            return 0
-        summary = change_notices.send_pass(clock=timezone.now, on_step=_log_step)
-    if summary.more_due:
-        doorbell.ring_now(SEND_CHANGE_NOTICES)
-    return summary.handled
+    summary = _single_flight_pass(
+        passes.CHANGE_NOTICES,
+        SEND_CHANGE_NOTICES,
+        lambda: change_notices.send_pass(clock=timezone.now, on_step=_log_step),
+    )
+    return summary.handled if summary else 0
 
 
 def _log_step(step: change_notices.StepReport) -> None:

@@ -170,16 +170,7 @@ def next_business_deadline(
     Raises:
         CalendarError: (field ``cron``) no such firing within ``LONGEST_WALK``.
     """
-    zone = ZoneInfo(time_zone)
-    at = after
-    while True:
-        firing = deadlines.next_deadline(expression, time_zone, at)
-        day = _local_date(firing, zone)
-        if calendar.is_business_day(day):
-            return firing
-        if firing - after > LONGEST_WALK:
-            raise _never(expression)
-        at = _day_starts(day + timedelta(days=1), zone) - timedelta(seconds=1)
+    return _business_firing(expression, time_zone, calendar, after, forward=True)
 
 
 def previous_business_deadline(
@@ -191,16 +182,32 @@ def previous_business_deadline(
     Raises:
         CalendarError: (field ``cron``) no such firing within ``LONGEST_WALK``.
     """
+    return _business_firing(expression, time_zone, calendar, at_or_before, forward=False)
+
+
+def _business_firing(
+    expression: str, time_zone: str, calendar: BusinessCalendar, start: datetime, *, forward: bool
+) -> datetime:
+    """The walk both of the above make: firings from ``start`` on (``forward``: strictly
+    after it, by ``next_deadline``; else at or before it, by ``previous_deadline``) until
+    one's local date is a business day; a firing on another day skips the rest of that day.
+
+    Raises:
+        CalendarError: (field ``cron``) no such firing within ``LONGEST_WALK`` of ``start``.
+    """
     zone = ZoneInfo(time_zone)
-    at = at_or_before
+    step = deadlines.next_deadline if forward else deadlines.previous_deadline
+    at = start
     while True:
-        firing = deadlines.previous_deadline(expression, time_zone, at)
+        firing = step(expression, time_zone, at)
         day = _local_date(firing, zone)
         if calendar.is_business_day(day):
             return firing
-        if at_or_before - firing > LONGEST_WALK:
+        if abs(firing - start) > LONGEST_WALK:
             raise _never(expression)
-        at = _day_starts(day, zone) - timedelta(seconds=1)
+        # A second before the next day starts (forward: the next firing is strictly after
+        # it) or before this day starts (back: the previous one is at or before it).
+        at = _day_starts(day + timedelta(days=1) if forward else day, zone) - timedelta(seconds=1)
 
 
 def _never(expression: str) -> CalendarError:

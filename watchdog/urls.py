@@ -2,6 +2,8 @@
 
 from django.urls import include, path, register_converter
 
+from httpkit.routes import routes_under
+
 from . import api, api_ping_keys, metrics, views
 
 
@@ -35,35 +37,22 @@ urlpatterns = [
     # A UUID's suffixes come first: a ping key is never UUID-shaped.
     path("ping/<slug:ping_key>/<slug:slug>", views.ping_by_slug, name="ping-slug"),
     path("ping/<slug:ping_key>/<slug:slug>/", include(_suffixes(views.ping_by_slug, "ping-slug"))),
-    path("api/v1/monitors", api.MonitorListCreateApi.as_view(), name="monitor-list"),
-    path("api/v1/monitors/<int:monitor_id>", api.MonitorDetailApi.as_view(), name="monitor-detail"),
-    path(
-        "api/v1/monitors/<int:monitor_id>/pause",
-        api.MonitorPauseApi.as_view(),
-        name="monitor-pause",
-    ),
-    path(
-        "api/v1/monitors/<int:monitor_id>/resume",
-        api.MonitorResumeApi.as_view(),
-        name="monitor-resume",
-    ),
-    path(
-        "api/v1/monitors/external/<str:external_id>",
-        api.ExternalMonitorApi.as_view(),
-        name="monitor-external",
-    ),
-    path(
-        "api/v1/monitors/external/<str:external_id>/ping",
-        api.ExternalPingApi.as_view(),
-        name="monitor-external-ping",
-    ),
-    path("api/v1/channels", api.ChannelListCreateApi.as_view(), name="channel-list"),
-    path("api/v1/incidents", api.IncidentListApi.as_view(), name="incident-list"),
-    path("api/v1/ping-keys", api_ping_keys.PingKeyListCreateApi.as_view(), name="ping-key-list"),
-    path(
-        "api/v1/ping-keys/<int:key_id>",
-        api_ping_keys.PingKeyDetailApi.as_view(),
-        name="ping-key-detail",
+    *routes_under(
+        "api/v1/",
+        ("monitors", api.MonitorListCreateApi, "monitor-list"),
+        ("monitors/<int:monitor_id>", api.MonitorDetailApi, "monitor-detail"),
+        ("monitors/<int:monitor_id>/pause", api.MonitorPauseApi, "monitor-pause"),
+        ("monitors/<int:monitor_id>/resume", api.MonitorResumeApi, "monitor-resume"),
+        ("monitors/external/<str:external_id>", api.ExternalMonitorApi, "monitor-external"),
+        (
+            "monitors/external/<str:external_id>/ping",
+            api.ExternalPingApi,
+            "monitor-external-ping",
+        ),
+        ("channels", api.ChannelListCreateApi, "channel-list"),
+        ("incidents", api.IncidentListApi, "incident-list"),
+        ("ping-keys", api_ping_keys.PingKeyListCreateApi, "ping-key-list"),
+        ("ping-keys/<int:key_id>", api_ping_keys.PingKeyDetailApi, "ping-key-detail"),
     ),
     path("healthz", views.healthz, name="watchdog-healthz"),
     path("readyz", views.readyz, name="watchdog-readyz"),

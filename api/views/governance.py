@@ -9,6 +9,7 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from catalog import selectors
@@ -177,134 +178,127 @@ def _report_filters(request: Request, serializer_class) -> tuple[dict, Team | No
 _VERIFIED = {"true": True, "false": False, "all": None}
 
 
-class UndeclaredReadsReportApi(APIView):
+class _TeamReportApi(APIView):
+    """What every governance report shares: the scopes, the problems, ``team`` and the
+    other query parameters of ``filter_serializer`` (validated by ``_report_filters``),
+    and one cursor page of ``rows()`` in ``ordering`` rendered with ``output_serializer``.
+
+    A report subclasses it with its own docstring (the operation's description) and sets
+    ``summary``, ``filter_serializer``, ``output_serializer`` and ``ordering``, and
+    defines ``rows()``; its OpenAPI operation is annotated from these when the class is
+    made, so no report repeats the ``get``.
+    """
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
+    #: The operation's summary (OpenAPI), with no closing full stop.
+    summary: str
+    filter_serializer: type[Serializer] = s.ReportFilterSerializer
+    output_serializer: type[Serializer]
+    #: The cursor pagination's ordering: field names, ``-`` for descending.
+    ordering: tuple[str, ...]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        extend_schema(
+            summary=cls.summary,
+            parameters=[cls.filter_serializer],
+            responses=cls.output_serializer(many=True),
+        )(cls)
+
+    def rows(self, *, filters: dict, team: Team | None):
+        """The report's rows (a QuerySet) for ``filters`` (the validated query
+        parameters) and ``team`` (None: every team's)."""
+        raise NotImplementedError
+
+    def page_loaded(self, *, page: list, team: Team | None) -> None:
+        """Called with the page of rows before it is rendered; nothing by default."""
+
+    def get(self, request: Request) -> Response:
+        filters, team = _report_filters(request, self.filter_serializer)
+        paginator = CursorPagination()
+        paginator.ordering = self.ordering
+        page = paginator.paginate_queryset(
+            self.rows(filters=filters, team=team), request, view=self
+        )
+        self.page_loaded(page=page, team=team)
+        return paginator.get_paginated_response(self.output_serializer(page, many=True).data)
+
+
+class UndeclaredReadsReportApi(_TeamReportApi):
     """Observed reads of registered datasets by a team with no subscription to them (per
     job), most recently seen first. A team sees its own rows; a key with the
     ``governance`` scope sees every team's (``team`` narrows them). Verified reads only by
     default; ``verified=false`` lists the unverified ones apart, ``verified=all`` both."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: reads without a subscription"
+    filter_serializer = s.UndeclaredReadsFilterSerializer
+    output_serializer = s.UndeclaredReadOutputSerializer
+    ordering = ("-last_seen_at", "-id")
 
-    @extend_schema(
-        parameters=[s.UndeclaredReadsFilterSerializer],
-        responses=s.UndeclaredReadOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: reads without a subscription."""
-        f, team = _report_filters(request, s.UndeclaredReadsFilterSerializer)
-        queryset = selectors.undeclared_reads_list(team=team, verified=_VERIFIED[f["verified"]])
-        return paginate(
-            self, request, queryset, s.UndeclaredReadOutputSerializer, ("-last_seen_at", "-id")
-        )
+    def rows(self, *, filters, team):
+        return selectors.undeclared_reads_list(team=team, verified=_VERIFIED[filters["verified"]])
 
 
-class StaleDeclarationsReportApi(APIView):
+class StaleDeclarationsReportApi(_TeamReportApi):
     """Stale declarations: subscriptions whose team has not been seen reading the dataset
     (verified usage by any of its jobs) for ``days`` days (``TIDEMARK_STALE_DECLARATION_DAYS``,
     30 by default), including those never seen once they are that old; oldest declaration
     first. A team sees its own rows; a ``governance`` key every team's (``team`` narrows)."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: subscriptions nobody reads"
+    filter_serializer = s.StaleDeclarationsFilterSerializer
+    output_serializer = s.StaleDeclarationOutputSerializer
+    ordering = ("created_at", "id")
 
-    @extend_schema(
-        parameters=[s.StaleDeclarationsFilterSerializer],
-        responses=s.StaleDeclarationOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: subscriptions nobody reads."""
-        f, team = _report_filters(request, s.StaleDeclarationsFilterSerializer)
-        queryset = selectors.stale_declarations_list(
+    def rows(self, *, filters, team):
+        return selectors.stale_declarations_list(
             team=team,
-            days=f.get("days") or settings.TIDEMARK_STALE_DECLARATION_DAYS,
+            days=filters.get("days") or settings.TIDEMARK_STALE_DECLARATION_DAYS,
             now=timezone.now(),
         )
-        return paginate(
-            self, request, queryset, s.StaleDeclarationOutputSerializer, ("created_at", "id")
-        )
 
 
-class UndeclaredWritesReportApi(APIView):
+class UndeclaredWritesReportApi(_TeamReportApi):
     """Verified writes to a registered dataset by a team that does not own it (per job),
     most recently seen first. A team sees its own rows; a ``governance`` key every
     team's (``team`` narrows)."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: writes by other teams than the owner"
+    output_serializer = s.UndeclaredWriteOutputSerializer
+    ordering = ("-last_seen_at", "-id")
 
-    @extend_schema(
-        parameters=[s.ReportFilterSerializer],
-        responses=s.UndeclaredWriteOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: writes by other teams than the owner."""
-        _, team = _report_filters(request, s.ReportFilterSerializer)
-        queryset = selectors.undeclared_writes_list(team=team)
-        return paginate(
-            self, request, queryset, s.UndeclaredWriteOutputSerializer, ("-last_seen_at", "-id")
-        )
+    def rows(self, *, filters, team):
+        return selectors.undeclared_writes_list(team=team)
 
 
-class UncataloguedDatasetsReportApi(APIView):
+class UncataloguedDatasetsReportApi(_TeamReportApi):
     """Dataset identities seen in verified lineage that the catalog does not know, with
     the teams and jobs seen reading and writing each, most recently seen first: what is
     ready to register. A team sees the identities its own jobs used (and only its own
     usage); a ``governance`` key every team's (``team`` narrows)."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: datasets lineage saw that are not registered"
+    output_serializer = s.UncataloguedDatasetOutputSerializer
+    ordering = ("-last_seen", "dataset_namespace", "dataset_name")
 
-    @extend_schema(
-        parameters=[s.ReportFilterSerializer],
-        responses=s.UncataloguedDatasetOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: datasets lineage saw that are not registered."""
-        _, team = _report_filters(request, s.ReportFilterSerializer)
-        paginator = CursorPagination()
-        paginator.ordering = ("-last_seen", "dataset_namespace", "dataset_name")
-        page = paginator.paginate_queryset(
-            selectors.uncatalogued_datasets_list(team=team), request, view=self
-        )
+    def rows(self, *, filters, team):
+        return selectors.uncatalogued_datasets_list(team=team)
+
+    def page_loaded(self, *, page, team):
+        # Who read and wrote each identity is one query for the page, not one per row.
         selectors.uncatalogued_usage_attach(team=team, rows=page)
-        data = s.UncataloguedDatasetOutputSerializer(page, many=True).data
-        return paginator.get_paginated_response(data)
 
 
-class UnannouncedChangesReportApi(APIView):
+class UnannouncedChangesReportApi(_TeamReportApi):
     """Unannounced breaking schema changes: lineage or a readiness publish showed a
     dataset's schema lose or retype a column, and no breaking schema change notice of the
     dataset covered that date (announced before it, in effect at it, at most
@@ -312,31 +306,15 @@ class UnannouncedChangesReportApi(APIView):
     observed first. A team sees its own datasets' changes; a ``governance`` key every
     team's (``team`` narrows to one owner team)."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: schema changes without a change notice"
+    output_serializer = s.UnannouncedChangeOutputSerializer
+    ordering = ("-observed_at", "-id")
 
-    @extend_schema(
-        parameters=[s.ReportFilterSerializer],
-        responses=s.UnannouncedChangeOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: schema changes without a change notice."""
-        _, team = _report_filters(request, s.ReportFilterSerializer)
-        queryset = selectors.unannounced_schema_changes(teams=None if team is None else [team])
-        return paginate(
-            self, request, queryset, s.UnannouncedChangeOutputSerializer, ("-observed_at", "-id")
-        )
+    def rows(self, *, filters, team):
+        return selectors.unannounced_schema_changes(teams=None if team is None else [team])
 
 
-class RunConflictsReportApi(APIView):
+class RunConflictsReportApi(_TeamReportApi):
     """Run conflicts: lineage events kept out of a run they named (another job's event,
     an unverified event for a run verified events made, another team's unverified
     report), most recently detected first. Each event is kept and listed under the run's
@@ -344,25 +322,9 @@ class RunConflictsReportApi(APIView):
     sender or as the team the run is made of); a ``governance`` key every team's
     (``team`` narrows)."""
 
-    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
-    problem_statuses = {
-        "GET": {
-            403: (
-                "`permission_denied`: the scope, or `team` names another team without the "
-                "`governance` scope."
-            ),
-            404: "`team_not_found`: no team has the slug given as `team`.",
-        }
-    }
+    summary = "Report: events kept out of their run"
+    output_serializer = s.RunConflictOutputSerializer
+    ordering = ("-detected_at", "-id")
 
-    @extend_schema(
-        parameters=[s.ReportFilterSerializer],
-        responses=s.RunConflictOutputSerializer(many=True),
-    )
-    def get(self, request: Request) -> Response:
-        """Report: events kept out of their run."""
-        _, team = _report_filters(request, s.ReportFilterSerializer)
-        queryset = selectors.run_conflict_list(team=team)
-        return paginate(
-            self, request, queryset, s.RunConflictOutputSerializer, ("-detected_at", "-id")
-        )
+    def rows(self, *, filters, team):
+        return selectors.run_conflict_list(team=team)

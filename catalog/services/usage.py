@@ -51,19 +51,26 @@ def job_record(*, namespace: str, name: str, team: Team | None, seen_at: datetim
     )
     if created:
         return job
-    changes: dict[str, Any] = {}
+    changes = _seen_widened(job, seen_at)
     if team is not None and job.team_id != team.pk:
         changes["team"] = team
-    # Seen times only widen, so a stale read can only skip an update that is not needed.
-    if seen_at < job.first_seen_at:
-        changes["first_seen_at"] = Least(models.F("first_seen_at"), seen_at)
-    if seen_at > job.last_seen_at:
-        changes["last_seen_at"] = Greatest(models.F("last_seen_at"), seen_at)
     if changes:
         Job.objects.filter(pk=job.pk).update(**changes)
         if team is not None:
             job.team = team
     return job
+
+
+def _seen_widened(row: Job | DatasetUsage, seen_at: datetime) -> dict[str, Any]:
+    """The updates that widen ``row``'s ``first_seen_at``/``last_seen_at`` to take in
+    ``seen_at`` (empty when they hold it already), as LEAST/GREATEST of the stored value:
+    seen times only widen, so a stale read can only skip an update that is not needed."""
+    changes: dict[str, Any] = {}
+    if seen_at < row.first_seen_at:
+        changes["first_seen_at"] = Least(models.F("first_seen_at"), seen_at)
+    if seen_at > row.last_seen_at:
+        changes["last_seen_at"] = Greatest(models.F("last_seen_at"), seen_at)
+    return changes
 
 
 def _job_upsert(*, namespace: str, name: str, team: Team | None, seen_at: datetime) -> Job:
@@ -151,13 +158,9 @@ def usage_observe(
     )
     if created:
         return usage
-    changes: dict[str, Any] = {}
+    changes = _seen_widened(usage, seen_at)
     if dataset_id is not None and usage.dataset_id != dataset_id:
         changes["dataset_id"] = dataset_id
-    if seen_at < usage.first_seen_at:
-        changes["first_seen_at"] = Least(models.F("first_seen_at"), seen_at)
-    if seen_at > usage.last_seen_at:
-        changes["last_seen_at"] = Greatest(models.F("last_seen_at"), seen_at)
     if changes:
         DatasetUsage.objects.filter(pk=usage.pk).update(**changes)
     return usage

@@ -5,7 +5,9 @@ temp-directory source as the fallback poll's ``lake``, a private Redis broker fo
 from __future__ import annotations
 
 import pytest
+import time_machine
 
+from tests.catalog.polling_helpers import NOW
 from tests.storage_helpers import S3Store
 
 
@@ -16,6 +18,13 @@ def s3(s3_bucket, settings) -> S3Store:
     store = s3_bucket("tidemark-lake", "landing")
     settings.TIDEMARK_STORAGE_SOURCES = {"lake": store.source()}
     return store
+
+
+@pytest.fixture
+def frozen_clock():
+    """The clock stopped at the fallback-poll tests' ``NOW`` (2026-11-29 08:00 UTC)."""
+    with time_machine.travel(NOW, tick=False):
+        yield
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
-"""What the fallback-poll tests share: a dataset polled in source ``lake`` and a sweep."""
+"""What the fallback-poll tests share: a dataset polled in source ``lake``, a sweep, and
+partitions recorded ready in bulk (the history a dataset already has)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
 
 from catalog import polling
 from catalog.actors import Actor
-from catalog.models import Dataset
+from catalog.models import Dataset, Partition, PartitionRevision
 from catalog.services import datasets
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
@@ -26,3 +28,45 @@ def sweep(dataset, *, now=NOW, full=False):
     """Sweep the dataset's storage group now."""
     dataset.refresh_from_db()
     return polling.sweep_group(dataset.poll_group, now=now, full=full)
+
+
+def record_ready(
+    dataset,
+    days: Iterable[date],
+    *,
+    detected_by: str = PartitionRevision.DetectedBy.EVENT,
+) -> None:
+    """Record ``days`` of daily ``dataset`` ready in bulk, as ``detected_by`` found them
+    (history a producer published, or an earlier poll found)."""
+    partitions = Partition.objects.bulk_create(
+        Partition(
+            dataset=dataset,
+            key=day.isoformat(),
+            start_at=datetime.combine(day, time(), UTC),
+            end_at=datetime.combine(day + timedelta(days=1), time(), UTC),
+        )
+        for day in days
+    )
+    revisions = PartitionRevision.objects.bulk_create(
+        PartitionRevision(
+            partition=partition,
+            state=PartitionRevision.State.READY,
+            ready_at=partition.end_at,
+            detected_by=detected_by,
+        )
+        for partition in partitions
+    )
+    for partition, revision in zip(partitions, revisions, strict=True):
+        partition.current_revision = revision
+    Partition.objects.bulk_update(partitions, ["current_revision"], batch_size=500)
+
+
+def ready_keys(dataset, *, besides: Iterable[date] = ()) -> set[str]:
+    """The keys of ``dataset``'s ready partitions, but for the days ``besides``."""
+    return set(
+        Partition.objects.filter(
+            dataset=dataset, current_revision__state=PartitionRevision.State.READY
+        )
+        .exclude(key__in=[day.isoformat() for day in besides])
+        .values_list("key", flat=True)
+    )

@@ -6,66 +6,28 @@ measured; and where each listing starts, so a sweep costs what is new, not what 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, time, timedelta
+from datetime import timedelta
 
 import pytest
-import time_machine
 
 from catalog.models import (
     Delivery,
     Partition,
-    PartitionRevision,
     StorageSweep,
 )
 from tests.catalog.factories import SubscriptionFactory
-from tests.catalog.polling_helpers import NOW, register, sweep
+from tests.catalog.polling_helpers import NOW, ready_keys, record_ready, register, sweep
 
 TODAY = NOW.date()  # 2026-11-29: 2026-11-28 is the newest partition due
 
 
-@pytest.fixture(autouse=True)
-def frozen_clock():
-    with time_machine.travel(NOW, tick=False):
-        yield
+pytestmark = pytest.mark.usefixtures("frozen_clock")
 
 
 def land(s3, template: str, day, files: int = 1) -> None:
     base = template.format(partition=day.isoformat())
     s3.put_many([f"{base}part-{i}.parquet" for i in range(files)])
     s3.put(base + "_SUCCESS", b"")
-
-
-def record_ready(dataset, days) -> None:
-    """Record ``days`` of ``dataset`` ready in bulk (history a producer published)."""
-    partitions = Partition.objects.bulk_create(
-        Partition(
-            dataset=dataset,
-            key=day.isoformat(),
-            start_at=datetime.combine(day, time(), UTC),
-            end_at=datetime.combine(day + timedelta(days=1), time(), UTC),
-        )
-        for day in days
-    )
-    revisions = PartitionRevision.objects.bulk_create(
-        PartitionRevision(
-            partition=partition,
-            state=PartitionRevision.State.READY,
-            ready_at=partition.end_at,
-            detected_by=PartitionRevision.DetectedBy.EVENT,
-        )
-        for partition in partitions
-    )
-    for partition, revision in zip(partitions, revisions, strict=True):
-        partition.current_revision = revision
-    Partition.objects.bulk_update(partitions, ["current_revision"], batch_size=500)
-
-
-def ready_keys(dataset) -> set[str]:
-    return set(
-        Partition.objects.filter(
-            dataset=dataset, current_revision__state=PartitionRevision.State.READY
-        ).values_list("key", flat=True)
-    )
 
 
 def listings(dataset) -> list[tuple[str, float | None]]:

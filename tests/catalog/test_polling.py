@@ -6,7 +6,6 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import time_machine
 
 import objectstore
 from catalog import polling, selectors
@@ -25,11 +24,7 @@ from catalog.services import datasets, publishing
 from tests.catalog.factories import SubscriptionFactory
 from tests.catalog.polling_helpers import NOW, register, sweep
 
-
-@pytest.fixture(autouse=True)
-def frozen_clock():
-    with time_machine.travel(NOW, tick=False):
-        yield
+pytestmark = pytest.mark.usefixtures("frozen_clock")
 
 
 def put(root, relative: str, body: bytes = b"x") -> None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, timedelta
 from time import monotonic
 
 import pytest
-import time_machine
 
 from catalog import polling
 from catalog.models import (
@@ -26,15 +25,12 @@ from catalog.models import (
     StorageSweep,
 )
 from tests.catalog.factories import SubscriptionFactory
-from tests.catalog.polling_helpers import NOW, register, sweep
+from tests.catalog.polling_helpers import NOW, ready_keys, record_ready, register, sweep
 
 TODAY = NOW.date()
 
 
-@pytest.fixture(autouse=True)
-def frozen_clock():
-    with time_machine.travel(NOW, tick=False):
-        yield
+pytestmark = pytest.mark.usefixtures("frozen_clock")
 
 
 # --- a lost event, a manifest -------------------------------------------------------------
@@ -160,38 +156,8 @@ def history(s3_bucket, settings):
 def _events_with_known_history(team) -> Dataset:
     """A poll-only daily dataset whose 1,500 historical partitions are recorded ready."""
     dataset = register(team, "events", location_template=HISTORY_TEMPLATE)
-    partitions = Partition.objects.bulk_create(
-        Partition(
-            dataset=dataset,
-            key=day.isoformat(),
-            start_at=datetime.combine(day, time(), UTC),
-            end_at=datetime.combine(day + timedelta(days=1), time(), UTC),
-        )
-        for day in HISTORY
-    )
-    revisions = PartitionRevision.objects.bulk_create(
-        PartitionRevision(
-            partition=partition,
-            state=PartitionRevision.State.READY,
-            ready_at=partition.end_at,
-            detected_by=PartitionRevision.DetectedBy.POLL,
-        )
-        for partition in partitions
-    )
-    for partition, revision in zip(partitions, revisions, strict=True):
-        partition.current_revision = revision
-    Partition.objects.bulk_update(partitions, ["current_revision"], batch_size=500)
+    record_ready(dataset, HISTORY, detected_by=PartitionRevision.DetectedBy.POLL)
     return dataset
-
-
-def _ready_keys(dataset) -> set[str]:
-    return set(
-        Partition.objects.filter(
-            dataset=dataset, current_revision__state=PartitionRevision.State.READY
-        )
-        .exclude(key__in=[d.isoformat() for d in HISTORY])
-        .values_list("key", flat=True)
-    )
 
 
 def test_a_regular_sweep_lists_only_what_follows_the_newest_ready_partition(history, producer):
@@ -201,7 +167,7 @@ def test_a_regular_sweep_lists_only_what_follows_the_newest_ready_partition(hist
 
     assert regular.error == ""
     assert regular.full is False
-    assert _ready_keys(dataset) == {d.isoformat() for d in NEW}
+    assert ready_keys(dataset, besides=HISTORY) == {d.isoformat() for d in NEW}
     assert (regular.partitions_checked, regular.partitions_found) == (2, 2)
     # One page for the parent, started after the newest ready day; one listing inside
     # each new day.
@@ -213,7 +179,7 @@ def test_a_regular_sweep_lists_only_what_follows_the_newest_ready_partition(hist
     full = sweep(dataset, now=NOW + timedelta(minutes=1), full=True)
 
     assert (full.error, full.partitions_checked, full.partitions_found) == ("", 1, 1)
-    assert _ready_keys(dataset) == {d.isoformat() for d in [*NEW, BACKFILL]}
+    assert ready_keys(dataset, besides=HISTORY) == {d.isoformat() for d in [*NEW, BACKFILL]}
     # Two pages for 1,503 prefixes; the ready days are not listed inside.
     assert (full.list_calls, full.pages) == (1 + 1, 2 + 1)
     assert full.objects_seen == HISTORY_DAYS + 3 + 2
@@ -225,7 +191,7 @@ def test_a_full_sweep_pages_through_every_partition_prefix(history, producer):
     row = StorageSweep.objects.get(group_id=dataset.poll_group_id)
 
     assert (row.error, row.full) == ("", True)
-    assert _ready_keys(dataset) == {d.isoformat() for d in [*NEW, BACKFILL]}
+    assert ready_keys(dataset, besides=HISTORY) == {d.isoformat() for d in [*NEW, BACKFILL]}
     assert (row.partitions_checked, row.partitions_found) == (3, 3)
     # The parent: 1,503 prefixes in pages of 1,000, so 2; then one listing per new day.
     assert (row.list_calls, row.pages) == (1 + 3, 2 + 3)
