@@ -110,6 +110,16 @@ urlpatterns = [
         delivery.EndpointReplayApi.as_view(),
         name="endpoint-replay",
     ),
+    path(
+        "endpoints/<int:endpoint_id>/recover",
+        delivery.EndpointRecoverApi.as_view(),
+        name="endpoint-recover",
+    ),
+    path(
+        "endpoints/<int:endpoint_id>/attempts",
+        delivery.EndpointAttemptListApi.as_view(),
+        name="endpoint-attempts",
+    ),
     path("deliveries", delivery.DeliveryListApi.as_view(), name="delivery-list"),
     path(
         "deliveries/<int:delivery_id>",
