@@ -96,6 +96,7 @@ def test_disable_enable_recover_since_end_to_end(world, mailoutbox):
         e for e in client.get("/api/v1/endpoints").json()["results"] if e["id"] == endpoint_id
     ]
     assert endpoint["is_active"] is False and "failed" in endpoint["disabled_reason"]
+    assert endpoint["disabled_at"] and endpoint["outage_started_at"] < endpoint["disabled_at"]
     assert any("disabled" in m.subject for m in mailoutbox)
     sent_first = dict((p, i) for i, p in state["received"])
 

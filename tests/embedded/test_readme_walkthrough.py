@@ -214,6 +214,12 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert (applied["id"], applied["state"]) == (notice["id"], "effective"), report
     assert applied["applied_early"] is True, report
 
+    enabled, recovered, attempts, too_old = _block_with(blocks, outputs, "/recover")
+    assert enabled["is_active"] is True and recovered["queued"] >= 0, report
+    assert {a["outcome"] for a in attempts["results"]} <= {"retry", "rejected", "gone"}, report
+    assert (too_old["status"], too_old["code"]) == (422, "recover_since_out_of_range"), report
+    assert [e["field"] for e in too_old["errors"]] == ["since"], report
+
     [emergency] = _block_with(blocks, outputs, '"emergency": true')
     assert (emergency["emergency"], emergency["kind"]) == (True, "location_move"), report
     assert emergency["override_reason"].startswith("the storage provider"), report
