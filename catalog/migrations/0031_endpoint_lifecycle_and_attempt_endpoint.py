@@ -40,5 +40,13 @@ class Migration(migrations.Migration):
             model_name='deliveryattempt',
             index=models.Index(fields=['endpoint', '-id'], name='attempt_log_by_endpoint'),
         ),
+        migrations.AddIndex(
+            model_name="deliveryattempt",
+            index=models.Index(
+                condition=models.Q(("decision", "succeeded"), _negated=True),
+                fields=["endpoint", "-id"],
+                name="attempt_failures_by_endpoint",
+            ),
+        ),
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
     ]
