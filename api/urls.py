@@ -89,6 +89,8 @@ urlpatterns = [
         ("/rotate-secret", delivery.EndpointRotateSecretApi, "endpoint-rotate-secret"),
         ("/enable", delivery.EndpointEnableApi, "endpoint-enable"),
         ("/replay", delivery.EndpointReplayApi, "endpoint-replay"),
+        ("/recover", delivery.EndpointRecoverApi, "endpoint-recover"),
+        ("/attempts", delivery.EndpointAttemptListApi, "endpoint-attempts"),
     ),
     *routes_under(
         "deliveries",

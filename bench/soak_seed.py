@@ -113,11 +113,11 @@ FROM soak_h h JOIN soak_subs s ON s.dataset_id = h.dataset_id
 """,
     "catalog_deliveryattempt": """
 INSERT INTO catalog_deliveryattempt (number, started_at, duration_ms, status_code, decision,
-    error_kind, error, response_excerpt, next_attempt_in_seconds, delivery_id)
+    error_kind, error, response_excerpt, next_attempt_in_seconds, delivery_id, endpoint_id)
 SELECT a, h.ready_at, 12, CASE WHEN dead THEN 500 ELSE 204 END,
     CASE WHEN NOT dead THEN 'succeeded' WHEN a < 5 THEN 'retry' ELSE 'dead' END,
     CASE WHEN dead THEN 'http_status' ELSE '' END, '', '',
-    CASE WHEN dead AND a < 5 THEN 60 END, 3 * h.n + s.j
+    CASE WHEN dead AND a < 5 THEN 60 END, 3 * h.n + s.j, s.endpoint_id
 FROM soak_h h JOIN soak_subs s ON s.dataset_id = h.dataset_id
 CROSS JOIN LATERAL (SELECT (3 * h.n + s.j) %% 100 = 0 AS dead) x
 CROSS JOIN LATERAL generate_series(1, CASE WHEN x.dead THEN 5 ELSE 1 END) a

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet, Subquery
 
-from . import future_partitions, selectors
+from . import future_partitions, recovery, selectors
 from .freshness_state import Freshness, datasets_freshness
 from .models import (
     AuditEntry,
@@ -245,16 +245,29 @@ def audit_trail(*, dataset: Dataset, limit: int = 50) -> list[AuditEntry]:
 # --- a team ---------------------------------------------------------------------------------
 
 
-def endpoint_health(*, team: Team) -> list[Endpoint]:
-    """The team's endpoints with their delivery counts (``selectors.endpoint_list``) and
-    ``success_rate``: succeeded over finished deliveries (succeeded and dead letters), in
-    percent, None when none finished."""
+ATTEMPTS_SHOWN = 5
+
+
+def endpoint_health(*, team: Team, now: datetime) -> list[Endpoint]:
+    """The team's endpoints with their delivery counts (``selectors.endpoint_list``),
+    ``success_rate`` (succeeded over finished deliveries, succeeded and dead letters, in
+    percent; None when none finished), ``recent_attempts`` (the last ``ATTEMPTS_SHOWN``
+    of its delivery log, newest first) and ``recover_since`` (the recovery form's default,
+    ``recovery.recover_default_since``).
+
+    Cost: one query for the endpoints, then one per endpoint (a range of the attempt
+    log's index) and one more per endpoint with an outage on record.
+    """
     endpoints = list(selectors.endpoint_list(team=team))
     for endpoint in endpoints:
         finished = endpoint.n_succeeded + endpoint.n_dead_letters
         endpoint.success_rate = (
             round(100 * endpoint.n_succeeded / finished, 1) if finished else None
         )
+        endpoint.recent_attempts = list(
+            selectors.delivery_attempt_list(endpoint=endpoint)[:ATTEMPTS_SHOWN]
+        )
+        endpoint.recover_since = recovery.recover_default_since(endpoint=endpoint, now=now)
     return endpoints
 
 

@@ -27,8 +27,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 import outbound
@@ -313,6 +313,7 @@ def delivery_record(
             return None
         DeliveryAttempt.objects.create(
             delivery_id=claim.delivery_id,
+            endpoint_id=claim.endpoint_id,
             number=claim.attempt,
             started_at=started_at,
             duration_ms=result.duration_ms,
@@ -357,8 +358,12 @@ def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime
 
 def _disable(claim: Claim, reason: str, *, now: datetime) -> None:
     """Disable the endpoint (compare-and-set) and tell its owner team, once."""
+    # A 410 may end a streak of none: the outage then starts at this attempt.
     flipped = Endpoint.objects.filter(pk=claim.endpoint_id, is_active=True).update(
-        is_active=False, disabled_reason=reason
+        is_active=False,
+        disabled_reason=reason,
+        disabled_at=now,
+        outage_started_at=Coalesce(F("failing_since"), Value(now)),
     )
     if flipped != 1 or claim.kind != Endpoint.Kind.WEBHOOK:
         return  # already disabled, or a contact channel (telling it about itself is moot)
@@ -497,8 +502,9 @@ _KIND_NAMES = {
 }
 
 
-def _replay_changes(now: datetime) -> dict:
-    """A dead letter made due again: same notification, fresh attempt budget."""
+def replay_changes(now: datetime) -> dict:
+    """The update that makes a dead letter due again at ``now``: same notification (so
+    the same ``webhook-id``), a fresh attempt budget. For ``QuerySet.update``."""
     return {
         "state": Delivery.State.PENDING,
         "next_attempt_at": now,
@@ -518,7 +524,7 @@ def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
         NotADeadLetter: the delivery is not rejected or dead (409).
     """
     updated = Delivery.objects.filter(pk=delivery.pk, state__in=DEAD_LETTER_STATES).update(
-        **_replay_changes(now)
+        **replay_changes(now)
     )
     if updated != 1:
         raise errors.NotADeadLetter(
@@ -534,7 +540,7 @@ def delivery_replay(*, delivery: Delivery, now: datetime) -> Delivery:
 def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
     """Replay every dead letter of ``endpoint``; returns how many."""
     count = Delivery.objects.filter(endpoint=endpoint, state__in=DEAD_LETTER_STATES).update(
-        **_replay_changes(now)
+        **replay_changes(now)
     )
     if count:
         doorbell.ring_deliveries()
@@ -549,12 +555,19 @@ def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
     Idempotent: an endpoint that is already active is left exactly as it is (a failing
     streak it is in stays recorded). A disabled one starts afresh: no disabled reason,
     no failing streak (``failing_since`` None, ``consecutive_failures`` 0), so the next
-    day of failures is judged on its own. The flip is compare-and-set.
+    day of failures is judged on its own; ``outage_started_at`` stays, as the default
+    start of a recovery (``catalog.recovery.endpoint_recover``). The flip is
+    compare-and-set. Deliveries that waited while it was disabled (pending, retrying) are
+    claimed again; dead letters are not: recover or replay them.
 
     Side effects: rings the delivery doorbell after commit when it re-enabled.
     """
     flipped = Endpoint.objects.filter(pk=endpoint.pk, is_active=False).update(
-        is_active=True, disabled_reason="", failing_since=None, consecutive_failures=0
+        is_active=True,
+        disabled_reason="",
+        disabled_at=None,
+        failing_since=None,
+        consecutive_failures=0,
     )
     if flipped:
         doorbell.ring_deliveries()

@@ -138,6 +138,27 @@ class EndpointHasNoSecret(Conflict):
     title = "Only webhook endpoints have a signing secret"
 
 
+class EndpointDisabled(Conflict):
+    """The endpoint is disabled, so nothing is sent to it: a recovery would only queue
+    deliveries that wait. Enable it first (``POST /api/v1/endpoints/{id}/enable``, which
+    also sends what waited while it was disabled), then recover. ``disabled_reason`` says
+    why it was disabled."""
+
+    code = "endpoint_disabled"
+    title = "The endpoint is disabled; enable it first"
+
+
+class RecoverSinceOutOfRange(Problem):
+    """A recovery's ``since`` is later than now, or earlier than the recovery window
+    (``TIDEMARK_RECOVER_WINDOW_DAYS``, 14 by default, and never longer than dead letters
+    are kept). ``earliest_since`` is the earliest time accepted now; ``errors[]`` names
+    ``since``."""
+
+    code = "recover_since_out_of_range"
+    title = "Deliveries are recovered only from a bounded window before now"
+    status = 422
+
+
 class ChangeNoticeNotFound(NotFound):
     code = "change_notice_not_found"
     title = "Change notice not found"

@@ -548,6 +548,14 @@ class EndpointOutputSerializer(serializers.Serializer):
     is_active = serializers.BooleanField()
     disabled_reason = serializers.CharField()
     failing_since = serializers.DateTimeField(allow_null=True)
+    disabled_at = serializers.DateTimeField(
+        allow_null=True, help_text="When it was disabled; null while it is active."
+    )
+    outage_started_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the failing streak that last disabled it began (kept after it is "
+        "enabled): a natural `since` for POST /endpoints/{id}/recover.",
+    )
     previous_secret_expires_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     deliveries = serializers.SerializerMethodField()

@@ -1,4 +1,5 @@
-"""Endpoints and deliveries of the caller's team: health, dead letters, replay, secrets."""
+"""Endpoints and deliveries of the caller's team: health, dead letters, replay, recovery,
+secrets and the delivery log."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import delivery, selectors
+from catalog import delivery, recovery, selectors
 from catalog.models import ApiKey
 
 from ..serializers import catalog as s
+from ..serializers import endpoints as e
 from .base import actor_of, paginate
 
 
@@ -103,3 +105,62 @@ class DeliveryReplayApi(APIView):
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
         replayed = delivery.delivery_replay(delivery=found, now=timezone.now())
         return Response(s.DeliveryOutputSerializer(replayed).data)
+
+
+class EndpointRecoverApi(APIView):
+    required_scope = ApiKey.Scope.MANAGE
+    problem_statuses = {
+        "POST": {
+            409: "`endpoint_disabled`: enable the endpoint first.",
+            422: "`recover_since_out_of_range` (with `earliest_since`).",
+        }
+    }
+
+    @extend_schema(
+        request=e.EndpointRecoverInputSerializer,
+        responses=e.EndpointRecoverOutputSerializer,
+        description="Send again every delivery to the endpoint that failed (dead or "
+        "rejected), of notifications made since `since`, each with its original "
+        "`webhook-id`, oldest first, with a fresh attempt budget (as Svix's recover). "
+        "Idempotent while they are pending: a second call queues none of them again. "
+        "Deliveries that waited while the endpoint was disabled need no recovery: "
+        "enabling it sends them.",
+    )
+    def post(self, request: Request, endpoint_id: int) -> Response:
+        """Recover an endpoint's failed deliveries since a time."""
+        body = e.EndpointRecoverInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
+        now = timezone.now()
+        since = body.validated_data["since"]
+        queued = recovery.endpoint_recover(endpoint=endpoint, since=since, now=now)
+        earliest = recovery.recover_window(now=now).earliest
+        return Response(
+            e.EndpointRecoverOutputSerializer(
+                {"queued": queued, "since": since, "earliest_since": earliest}
+            ).data
+        )
+
+
+class EndpointAttemptListApi(APIView):
+    required_scope = ApiKey.Scope.READ
+
+    @extend_schema(
+        parameters=[e.AttemptListFilterSerializer],
+        responses=e.AttemptLogOutputSerializer(many=True),
+        description="The endpoint's delivery log: every attempt made to it, newest first, "
+        "with the delivery, its webhook-id and event type, the HTTP status (or why no "
+        "answer came), the latency and the first KiB of the answer.",
+    )
+    def get(self, request: Request, endpoint_id: int) -> Response:
+        """List the attempts made to one of your team's endpoints."""
+        filters = e.AttemptListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
+        queryset = selectors.delivery_attempt_list(
+            endpoint=endpoint,
+            outcome=filters.validated_data.get("outcome"),
+            status_code=filters.validated_data.get("status_code"),
+            since=filters.validated_data.get("since"),
+        )
+        return paginate(self, request, queryset, e.AttemptLogOutputSerializer, ("-id",))

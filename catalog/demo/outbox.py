@@ -97,6 +97,7 @@ def settle(*, now: datetime, rng: random.Random) -> dict[str, int]:
             attempts.append(
                 DeliveryAttempt(
                     delivery=delivery,
+                    endpoint_id=delivery.endpoint_id,
                     number=delivery.attempts,
                     started_at=at,
                     duration_ms=result.duration_ms,

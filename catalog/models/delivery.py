@@ -38,6 +38,15 @@ class Endpoint(models.Model):
         null=True, blank=True, help_text="First retryable failure since the last success."
     )
     consecutive_failures = models.PositiveIntegerField(default=0)
+    disabled_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was disabled; None while it is active."
+    )
+    outage_started_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the failing streak that last disabled it began; kept after it is "
+        "enabled again, as the default start of a recovery (catalog.recovery).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -178,6 +187,11 @@ class DeliveryAttempt(models.Model):
     """One try of a delivery, append-only: what was sent when, and what came back."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    # The delivery's endpoint, copied so that an endpoint's delivery log is one index range
+    # (newest first) at any history length; null only for rows a release before it wrote.
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField()
@@ -191,6 +205,16 @@ class DeliveryAttempt(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["delivery", "number"], name="uniq_attempt_number"),
+        ]
+        indexes = [
+            models.Index(fields=["endpoint", "-id"], name="attempt_log_by_endpoint"),
+            # Its failures alone (``outcome=failed``): rare among a month of successes, they
+            # would otherwise be found by reading every attempt the endpoint had.
+            models.Index(
+                fields=["endpoint", "-id"],
+                name="attempt_failures_by_endpoint",
+                condition=~Q(decision="succeeded"),
+            ),
         ]
 
     def __str__(self) -> str:

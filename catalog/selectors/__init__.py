@@ -23,6 +23,10 @@ from .datasets import (
     subscription_list,
     team_get,
 )
+from .deliveries import (
+    ATTEMPT_OUTCOMES,
+    delivery_attempt_list,
+)
 from .governance import (
     change_notice_acknowledgement_list,
     change_notice_get,
@@ -51,6 +55,7 @@ from .schemas import (
 )
 
 __all__ = [
+    "ATTEMPT_OUTCOMES",
     "api_key_get",
     "api_key_list",
     "change_notice_acknowledgement_list",
@@ -67,6 +72,7 @@ __all__ = [
     "dataset_transfer_get",
     "dataset_transfer_list",
     "declarations_plan",
+    "delivery_attempt_list",
     "delivery_get",
     "delivery_list",
     "endpoint_get",

@@ -217,3 +217,10 @@ class ApiKeyCreateForm(Form):
             for value, label in ApiKey.Scope.choices
             if governance or value != ApiKey.Scope.GOVERNANCE
         ]
+
+
+class EndpointRecoverForm(Form):
+    """Recover an endpoint's failed deliveries since a time (UTC);
+    ``recovery.endpoint_recover`` judges it."""
+
+    since = forms.DateTimeField(label="Since (UTC)")

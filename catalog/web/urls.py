@@ -5,7 +5,7 @@ from django.urls import path
 
 from httpkit.methods import post_only
 
-from . import views
+from . import endpoints, views
 
 app_name = "web"
 
@@ -29,6 +29,21 @@ urlpatterns = [
         "teams/<slug:slug>/endpoints/<int:endpoint_id>/replay",
         views.endpoint_replay,
         name="endpoint-replay",
+    ),
+    path(
+        "teams/<slug:slug>/endpoints/<int:endpoint_id>/enable",
+        endpoints.endpoint_enable,
+        name="endpoint-enable",
+    ),
+    path(
+        "teams/<slug:slug>/endpoints/<int:endpoint_id>/recover",
+        endpoints.endpoint_recover,
+        name="endpoint-recover",
+    ),
+    path(
+        "teams/<slug:slug>/endpoints/<int:endpoint_id>/attempts",
+        endpoints.endpoint_attempts,
+        name="endpoint-attempts",
     ),
     path("teams/<slug:slug>/keys", views.api_key_create, name="key-create"),
     path("teams/<slug:slug>/keys/<str:public_id>/revoke", views.api_key_revoke, name="key-revoke"),

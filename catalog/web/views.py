@@ -366,7 +366,7 @@ def _team_response(
         "owned": [(d, states[d.pk]) for d in shown],
         "owned_count": owned.count(),
         "subscriptions": list(selectors.subscription_list(team=team)),
-        "endpoints": browse.endpoint_health(team=team),
+        "endpoints": browse.endpoint_health(team=team, now=now),
         "dead_letters": list(
             selectors.delivery_list(team=team, state="dead_letter")[:DEAD_LETTERS_SHOWN]
         ),

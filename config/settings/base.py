@@ -276,6 +276,9 @@ TIDEMARK_DELIVERY = {
     "disable_after_failures": env.int("TIDEMARK_DISABLE_AFTER_FAILURES", default=5),
     # After a secret rotation the old secret keeps signing this long.
     "secret_overlap_seconds": env.int("TIDEMARK_SECRET_OVERLAP", default=24 * 3600),
+    # How far back "recover since" reaches (Svix's 14 days); never beyond the dead-letter
+    # retention (catalog.recovery).
+    "recover_window_days": env.int("TIDEMARK_RECOVER_WINDOW_DAYS", default=14),
 }
 # Non-public networks outbound requests may reach (SSRF guard); empty: public only.
 # The embedded demo notifies its own loopback receiver, so loopback is allowed there.

@@ -26,6 +26,7 @@ PAGES = {
     "web:datasets",
     "web:dataset",
     "web:team",
+    "web:endpoint-attempts",
     "web:governance",
     "login",
     "oncall:monitor-list",
@@ -51,6 +52,14 @@ TABLE = {
     "web:endpoint-replay": (
         "/teams/orders/endpoints/7/replay",
         ("405", "Replaying an endpoint&#x27;s dead letters", "/teams/orders/"),
+    ),
+    "web:endpoint-enable": (
+        "/teams/orders/endpoints/7/enable",
+        ("405", "Enabling an endpoint", "/teams/orders/"),
+    ),
+    "web:endpoint-recover": (
+        "/teams/orders/endpoints/7/recover",
+        ("405", "Recovering an endpoint&#x27;s failed deliveries", "/teams/orders/"),
     ),
     "web:key-revoke": (
         "/teams/orders/keys/abcdef/revoke",
