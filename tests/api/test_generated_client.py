@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.utils import timezone
 
-from catalog.models import ApiKey, Subscription
+from catalog.models import ApiKey, Delivery, DeliveryAttempt, Subscription
 from catalog.services.teams import api_key_create
 from lineage.services import processing
 from tests.api.servers import CatalogServer
@@ -231,6 +231,18 @@ def test_every_get_of_the_document_parses_into_its_documented_model(generated, s
     world.build()
     endpoint_id = world.call("v1_endpoints_list", world.orders, status=200).results[0].id
     delivery_id = world.call("v1_deliveries_list", world.orders, status=200).results[0].id
+    # No worker sends here: one failed attempt, as the sender records it, for the log.
+    DeliveryAttempt.objects.create(
+        delivery=Delivery.objects.get(pk=delivery_id),
+        endpoint_id=endpoint_id,
+        number=1,
+        started_at=timezone.now(),
+        duration_ms=12,
+        status_code=503,
+        decision="retry",
+        response_excerpt="upstream unavailable",
+        next_attempt_in_seconds=10.0,
+    )
     # Path parameters, and query parameters an operation requires.
     values = world.values | {"endpoint_id": endpoint_id, "delivery_id": delivery_id}
     values |= {"job_namespace": JOB[0], "job_name": JOB[1]}
@@ -335,6 +347,15 @@ def test_every_write_of_the_document_parses_into_its_documented_model(generated,
     assert call("v1_endpoints_rotate_secret_create", world.orders, endpoint, status=200).secret
     call("v1_endpoints_enable_create", world.orders, endpoint, status=200)
     call("v1_endpoints_replay_create", world.orders, endpoint, status=200)
+    since = timezone.now() - timedelta(days=1)
+    recovered = call(
+        "v1_endpoints_recover_create",
+        world.orders,
+        endpoint,
+        body=m("EndpointRecoverInputRequest")(since=since),
+        status=200,
+    )
+    assert recovered.queued == 0  # nothing failed yet
     # Still pending (no worker here): replaying it is refused, as a typed problem.
     refused = call("v1_deliveries_replay_create", world.orders, delivery, status=409)
     assert refused.code == "not_a_dead_letter"
