@@ -23,6 +23,7 @@ from .datasets import (
     subscription_list,
     team_get,
 )
+from .forecasts import dataset_forecast, dataset_forecasts
 from .governance import (
     change_notice_acknowledgement_list,
     change_notice_get,
@@ -60,6 +61,8 @@ __all__ = [
     "claimants",
     "dataset_arrival_profile",
     "dataset_consumer_teams",
+    "dataset_forecast",
+    "dataset_forecasts",
     "dataset_get",
     "dataset_get_by_id",
     "dataset_list",
