@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
-from catalog import at_risk, freshness, tasks
+from catalog import at_risk, freshness, notices, tasks
 from catalog.actors import Actor
 from catalog.models import DatasetUsage, Delivery, Job, Notification, PartitionRevision
 from catalog.services.datasets import dataset_register
@@ -159,3 +159,18 @@ def test_freshness_api_shows_the_forecast(world, owner, client_for):
     publish(owner, down, KEY, at(7, 10))
     with time_machine.travel(at(7, 15), tick=False):
         assert client.get(url).json()["forecast"] is None
+
+
+def test_owner_notice_says_when_and_which_upstream(world, owner):
+    at_risk.check_pass(now=at(7, 5))
+    subject, text = notices.render_text(told()[0].payload)
+    assert subject == f"Tidemark: s3://lake/mart/orders partition {KEY} is at risk"
+    assert "is expected at 2026-11-29T08:05:00Z, after its deadline 2026-11-29T08:00:00Z" in text
+    assert f"Held up by s3://lake/raw/orders partition {KEY}." in text
+    assert "Nobody was paged" in text
+
+
+def test_pass_runs_on_beat_on_the_freshness_queue(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["check-at-risk"]
+    assert (entry["task"], entry["schedule"]) == (tasks.CHECK_AT_RISK, 300.0)
+    assert settings.CELERY_TASK_ROUTES[tasks.CHECK_AT_RISK] == {"queue": "freshness"}
