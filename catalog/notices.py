@@ -136,6 +136,8 @@ def render(payload: dict[str, Any]) -> tuple[str, list[Segment]]:
         return _schema_change_text(data)
     if kind == Notification.Type.DATASET_UNUSUALLY_LATE:
         return _unusually_late_text(data)
+    if kind == Notification.Type.DATASET_AT_RISK:
+        return _at_risk_text(data)
     if kind == Notification.Type.DATASET_VERSION_PROMOTED:
         name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
         subject = f"Tidemark: version {data.get('version')} of {name} promoted"
@@ -187,6 +189,32 @@ def _unusually_late_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
         "This dataset has no freshness SLA, so nobody was paged; consumers that asked for "
         "dataset.unusually_late were told. Set an SLA to have lateness judged against a "
         "deadline you choose."
+    )
+    return subject, [text]
+
+
+def _at_risk_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
+    """A partition forecast to miss its deadline, for the owner team's people: when it
+    is expected and which upstream partition holds it up."""
+    dataset = data.get("dataset") or {}
+    name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    subject = f"Tidemark: {name} partition {data.get('partition')} is at risk"
+    if data.get("blocked"):
+        expected = "cannot arrive yet: a partition it needs upstream failed"
+    else:
+        expected = f"is expected at {data.get('estimate_at')}"
+    cause = data.get("cause") or {}
+    upstream = cause.get("dataset") or {}
+    why = (
+        f" Held up by {upstream.get('namespace', '')}/{upstream.get('name', '')} partition "
+        f"{cause.get('partition')}."
+        if cause
+        else " Judged from its own arrival history."
+    )
+    text = (
+        f"Partition {data.get('partition')} of {name} {expected}, after its deadline "
+        f"{data.get('deadline_at')}.{why}\nNobody was paged; dataset.late follows if the "
+        "deadline is missed."
     )
     return subject, [text]
 

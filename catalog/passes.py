@@ -32,6 +32,7 @@ from django.db import DatabaseError, connection
 FRESHNESS = "freshness"
 CHANGE_NOTICES = "change-notices"
 UNUSUALLY_LATE = "unusually-late"
+AT_RISK = "at-risk"
 
 
 @contextmanager

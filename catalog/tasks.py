@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import (
+    at_risk,
     change_notices,
     delivery,
     doorbell,
@@ -52,6 +53,7 @@ def deliver_due() -> str:
 EVALUATE_FRESHNESS = "catalog.tasks.evaluate_freshness"
 SEND_CHANGE_NOTICES = "catalog.tasks.send_change_notices"
 CHECK_UNUSUALLY_LATE = "catalog.tasks.check_unusually_late"
+CHECK_AT_RISK = "catalog.tasks.check_at_risk"
 
 
 @shared_task(name=EVALUATE_FRESHNESS)
@@ -126,6 +128,27 @@ def _log_unusual(report: unusually_late.UnusualReport) -> None:
         report.dataset,
         report.partition,
         report.expected_by,
+    )
+
+
+@shared_task(name=CHECK_AT_RISK)
+def check_at_risk() -> int:
+    """Tell the partitions forecast to miss their deadline (``at_risk.check_pass``; beat,
+    every ``TIDEMARK_FORECAST_SECONDS``, freshness queue); idempotent (one notice per
+    partition); single-flight. Returns the partitions told."""
+    with passes.single_flight(passes.AT_RISK) as held:
+        if not held:
+            return 0
+        told = at_risk.check_pass(now=timezone.now(), on_told=_log_at_risk)
+    return len(told)
+
+
+def _log_at_risk(report: at_risk.AtRiskReport) -> None:
+    logger.info(
+        "at risk: %s partition %s (expected %s)",
+        report.dataset,
+        report.partition,
+        report.estimate_at,
     )
 
 

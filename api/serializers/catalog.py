@@ -750,6 +750,39 @@ class ArrivalProfileOutputSerializer(serializers.Serializer):
     )
 
 
+class ForecastDatasetOutputSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+
+
+class ForecastUpstreamOutputSerializer(serializers.Serializer):
+    dataset = ForecastDatasetOutputSerializer()
+    partition = serializers.CharField()
+
+
+class ForecastOutputSerializer(serializers.Serializer):
+    partition = serializers.CharField(help_text="A partition due at the next deadline, not ready.")
+    deadline_at = serializers.DateTimeField(help_text="The next deadline.")
+    estimate_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When it is expected; null when a failed upstream partition blocks it.",
+    )
+    basis = serializers.CharField(
+        help_text="What set the estimate: p90 or overdue (the dataset's own arrival profile), "
+        "upstream_lag (an upstream later than usual plus the learned lag), failed, now."
+    )
+    at_risk = serializers.BooleanField(
+        help_text="Expected after the deadline, or blocked: dataset.at_risk is sent once."
+    )
+    blocked = serializers.BooleanField(help_text="A failed upstream partition holds it up.")
+    via = ForecastUpstreamOutputSerializer(
+        allow_null=True, help_text="The direct upstream partition that set the estimate."
+    )
+    cause = ForecastUpstreamOutputSerializer(
+        allow_null=True, help_text="The partition furthest up the chain that holds it up."
+    )
+
+
 class FreshnessOutputSerializer(serializers.Serializer):
     state = ChoiceField(
         ["fresh", "awaiting", "due", "late", "no_sla"],
@@ -780,6 +813,15 @@ class FreshnessOutputSerializer(serializers.Serializer):
             "When partitions usually become ready, in seconds after their period ends, "
             "learned from the dataset's own history (restatements and backfills left "
             "out). Null for an unpartitioned dataset."
+        ),
+    )
+    forecast = ForecastOutputSerializer(
+        allow_null=True,
+        help_text=(
+            "When the partition due at the next deadline is expected, from the dataset's "
+            "own arrival profile and its upstream datasets (verified lineage): the first "
+            "at risk, else the oldest not ready. Null without an SLA or when every "
+            "partition due at the next deadline is ready."
         ),
     )
 

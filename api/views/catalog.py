@@ -218,12 +218,13 @@ class DatasetFreshnessApi(APIView):
 
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
-        """A dataset's freshness and arrival profile."""
+        """A dataset's freshness, arrival profile and forecast."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         now = timezone.now()
         state = freshness_state.dataset_freshness(dataset, now=now)
         profile = selectors.dataset_arrival_profile(dataset=dataset, now=now)
-        body = {**dataclasses.asdict(state), "arrival_profile": profile}
+        forecast = selectors.dataset_forecast(dataset=dataset, now=now, profile=profile)
+        body = {**dataclasses.asdict(state), "arrival_profile": profile, "forecast": forecast}
         return Response(s.FreshnessOutputSerializer(body).data)
 
 

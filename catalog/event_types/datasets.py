@@ -1,5 +1,6 @@
 """``dataset.late`` and ``dataset.recovered`` (``catalog.freshness``),
-``dataset.unusually_late`` (``catalog.unusually_late``) and
+``dataset.unusually_late`` (``catalog.unusually_late``), ``dataset.at_risk``
+(``catalog.at_risk``) and
 ``dataset.version_promoted`` (``catalog.restatements``)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from .common import (
     DATE_TIME,
     EventType,
     Schema,
+    boolean,
     dataset_ref,
     envelope,
     example,
@@ -20,6 +22,7 @@ from .common import (
 LATE = "dataset.late"
 RECOVERED = "dataset.recovered"
 UNUSUALLY_LATE = "dataset.unusually_late"
+AT_RISK = "dataset.at_risk"
 VERSION_PROMOTED = "dataset.version_promoted"
 
 
@@ -44,6 +47,13 @@ _LATE_EXAMPLE = {
     "deadline_at": "2026-11-29T06:00:00Z",
     "late_at": "2026-11-29T06:30:00Z",
 }
+
+_UPSTREAM_REF = obj(
+    {
+        "dataset": dataset_ref(with_id=False),
+        "partition": string("the upstream partition"),
+    }
+)
 
 EVENT_TYPES = (
     EventType(
@@ -149,6 +159,68 @@ EVENT_TYPES = (
                 "profile_periods": 88,
             },
             at="2026-11-29T06:10:40Z",
+        ),
+    ),
+    EventType(
+        name=AT_RISK,
+        audience=("subscribers", "owners"),
+        description=(
+            "A partition that is not ready yet will probably miss its deadline: its "
+            "forecast arrival (from the dataset's own arrival profile and from its upstream "
+            "datasets in verified lineage, each later than usual plus the learned lag "
+            "between its arrival and this dataset's) is past the deadline, or a partition "
+            "it needs upstream failed. Sent before the deadline, once per dataset and "
+            "partition, never paged; dataset.late follows if it does miss it. `cause` names "
+            "the partition furthest up the chain that holds it up, `via` the direct "
+            "upstream. Subscribers receive it unless their subscription's `event_types` "
+            "leaves it out."
+        ),
+        schema=envelope(
+            AT_RISK,
+            obj(
+                {
+                    "dataset": dataset_ref(with_id=False),
+                    "owner": string("the owner team's slug"),
+                    "partition": string("the partition at risk"),
+                    "deadline_at": DATE_TIME,
+                    "estimate_at": nullable(
+                        {
+                            **DATE_TIME,
+                            "description": "when it is expected; null when a failed "
+                            "upstream partition blocks it",
+                        }
+                    ),
+                    "blocked": boolean("a failed upstream partition holds it up"),
+                    "basis": string(
+                        "what set the estimate: p90 or overdue (its own profile), "
+                        "upstream_lag (an upstream), failed (a failed partition)"
+                    ),
+                    "via": nullable(_UPSTREAM_REF),
+                    "cause": nullable(_UPSTREAM_REF),
+                }
+            ),
+            title="Dataset at risk",
+        ),
+        example=example(
+            AT_RISK,
+            {
+                "dataset": _DATASET,
+                "owner": "orders",
+                "partition": "2026-11-28",
+                "deadline_at": "2026-11-29T06:00:00Z",
+                "estimate_at": "2026-11-29T06:40:00Z",
+                "blocked": False,
+                "basis": "upstream_lag",
+                "via": {
+                    "dataset": {"namespace": "s3://lake", "name": "staging/orders"},
+                    "partition": "2026-11-28",
+                },
+                "cause": {
+                    "dataset": {"namespace": "postgres://shop:5432", "name": "shop.public.orders"},
+                    "partition": "2026-11-28",
+                },
+            },
+            at="2026-11-29T04:55:00Z",
         ),
     ),
     EventType(

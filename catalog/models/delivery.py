@@ -108,6 +108,7 @@ class Notification(models.Model):
         DATASET_LATE = "dataset.late"
         DATASET_RECOVERED = "dataset.recovered"
         DATASET_UNUSUALLY_LATE = "dataset.unusually_late"
+        DATASET_AT_RISK = "dataset.at_risk"
         WATCHDOG_MONITOR = "watchdog.monitor"
         WATCHDOG_PING = "watchdog.ping"
         CHANGE_NOTICE_ANNOUNCED = "change_notice.announced"

@@ -27,6 +27,7 @@ from .deliveries import (
     ATTEMPT_OUTCOMES,
     delivery_attempt_list,
 )
+from .forecasts import dataset_forecast, dataset_forecasts
 from .governance import (
     change_notice_acknowledgement_list,
     change_notice_get,
@@ -65,6 +66,8 @@ __all__ = [
     "claimants",
     "dataset_arrival_profile",
     "dataset_consumer_teams",
+    "dataset_forecast",
+    "dataset_forecasts",
     "dataset_get",
     "dataset_get_by_id",
     "dataset_list",

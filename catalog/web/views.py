@@ -187,6 +187,9 @@ def _dataset_response(
         "picture": picture,
         "legend": timeline.WORDS,
         "profile": profile,
+        "forecast": (
+            selectors.dataset_forecast(dataset=dataset, now=now, profile=profile) if sla else None
+        ),
         "groups": arrival_profiles.shown_groups(profile) if profile else [],
         "min_periods": settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
         "consumers": browse.dataset_consumers(dataset=dataset),

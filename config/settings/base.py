@@ -505,6 +505,10 @@ TIDEMARK_UNUSUALLY_LATE_MIN_MARGIN_SECONDS = env.int(
 TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR = env.float(
     "TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR", default=3.0
 )
+# At-risk forecasts (catalog/forecasts.py, catalog/at_risk.py): datasets with an SLA whose
+# next deadline is within this many seconds are forecast every FORECAST_SECONDS.
+TIDEMARK_FORECAST_HORIZON_SECONDS = env.int("TIDEMARK_FORECAST_HORIZON_SECONDS", default=86400)
+TIDEMARK_FORECAST_SECONDS = env.int("TIDEMARK_FORECAST_SECONDS", default=300)
 
 # --- Celery: only a doorbell; the database holds the work (DESIGN.md principle 1) ---
 CELERY_DIR = VAR_DIR / "celery"
@@ -558,6 +562,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.deliver_due": {"queue": "delivery"},
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
     "catalog.tasks.check_unusually_late": {"queue": "freshness"},
+    "catalog.tasks.check_at_risk": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
@@ -580,6 +585,12 @@ CELERY_BEAT_SCHEDULE = {
     # Later than usual never pages, so a minute's delay is fine; an idle tick is one
     # indexed query (catalog/unusually_late.py).
     "check-unusually-late": {"task": "catalog.tasks.check_unusually_late", "schedule": 60.0},
+    # Forecasts warn ahead of a deadline; every 5 minutes is the cadence bench/forecast.py
+    # measured its lead times at.
+    "check-at-risk": {
+        "task": "catalog.tasks.check_at_risk",
+        "schedule": float(TIDEMARK_FORECAST_SECONDS),
+    },
     "send-change-notices": {"task": "catalog.tasks.send_change_notices", "schedule": 60.0},
     "sweep-lineage": {"task": "lineage.tasks.process_events", "schedule": 30.0},
     "collect-lineage": {

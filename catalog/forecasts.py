@@ -1,0 +1,341 @@
+"""At-risk forecasts: when an awaited partition will probably arrive, and why. Pure: no
+ORM, no Django; instants and durations are whole seconds (UTC epoch seconds for
+instants), so the catalog and ``bench/forecast.py`` run the very same arithmetic.
+
+The model, for a partition that is not ready yet (``estimate``):
+
+    estimate = max(now, own, for each upstream U behind its usual time: arrival(U) + lag(U))
+
+- ``own``: from the dataset's own arrival profile (``catalog.arrival_profiles``), the
+  group of its period's weekday (``unusual_rule.group_for``): the period's end plus p90
+  while that is still ahead (``p90``: on its usual time); past p90 the partition is
+  later than usual and ``own`` says nothing beyond ``now`` (``overdue``).
+- upstreams: the datasets read by the jobs that write this one (verified lineage),
+  with the upstream partitions covering this period (same or finer partitioning; a
+  daily dataset reading an hourly one needs its 24 hours). ``arrival(U)`` is the
+  latest covering partition's ready time, or its own estimate while it is awaited,
+  recursively (memoised, at most ``max_depth`` hops; beyond that, or around a cycle,
+  an upstream counts by its own profile only). An upstream on its usual time (ready by
+  its p90, or awaited before it) is left out: the dataset's own profile already holds
+  what that means, and adding a lag to every on-time upstream only stacks up noise.
+  ``lag(U)`` is learned (``edge_lags``): the median time the job took to follow U in
+  the past periods when U held it up later than usual.
+- An upstream partition that failed (its current revision is failed) blocks the
+  estimate: no time can be given, and the partition is at risk. An upstream already
+  past its own deadline is later than usual, so it counts with at least ``now``.
+
+The answer (``Estimate``) carries the instant, the term that set it (``quantile``:
+``p90`` or ``overdue`` for the own profile, ``upstream_lag`` for an upstream,
+``failed`` when blocked, ``ready``) and the upstream partition that causes it: ``via``
+the direct upstream, ``cause`` the furthest one up the chain (the root of the delay).
+
+``bench/forecast.py`` measures it on a simulated graph; every choice above (p90 for the
+own term, no p99 step, leaving on-time upstreams out, the median lag on late
+hold-ups) was made there, against precision as much as recall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from .arrival_profiles import ArrivalProfile, nearest_rank, weekday_of
+from .unusual_rule import group_for
+
+READY = "ready"
+FAILED = "failed"
+AWAITED = "awaited"
+
+DEFAULT_MAX_DEPTH = 8
+DEFAULT_LAG_PERCENT = 50
+DEFAULT_MIN_LAG_PERIODS = 5
+DEFAULT_FALLBACK_LAG_PERCENT = 10
+
+PartitionRef = tuple[Hashable, str]  # (dataset id, partition key)
+
+
+@dataclass(frozen=True)
+class OwnProfile:
+    """A dataset's usual arrival for one period's group: ``p50_seconds``,
+    ``p90_seconds``, ``p99_seconds`` after the period's end (the model uses p90; the
+    others are shown); ``group`` names it
+    (``"tuesday"``, ``"business_days"``, ``"weekends"``)."""
+
+    p50_seconds: int
+    p90_seconds: int
+    p99_seconds: int
+    group: str = ""
+
+
+def own_profile(
+    profile: ArrivalProfile | None, period_end: datetime, *, time_zone: str
+) -> OwnProfile | None:
+    """The ``OwnProfile`` of the period ending at ``period_end`` (aware) from a learned
+    ``ArrivalProfile``: its weekday's group, else business days or weekends; None when
+    there is no profile or the group has no quantiles."""
+    if profile is None:
+        return None
+    found = group_for(profile, weekday_of(period_end, time_zone))
+    if found is None:
+        return None
+    name, q = found
+    assert q.p50_seconds is not None and q.p90_seconds is not None and q.p99_seconds is not None
+    return OwnProfile(q.p50_seconds, q.p90_seconds, q.p99_seconds, name)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """What is known of one partition: ``period_end`` (epoch seconds), ``state``
+    (``ready``, ``failed`` or ``awaited``), ``ready_at`` (epoch seconds, when ready),
+    ``deadline`` (epoch seconds, None without an SLA) and ``own`` (None: too little
+    history)."""
+
+    period_end: int
+    state: str = AWAITED
+    ready_at: int | None = None
+    deadline: int | None = None
+    own: OwnProfile | None = None
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One upstream of a partition: the upstream ``dataset``, the ``keys`` of its
+    partitions covering the period, and the learned ``lag_seconds`` (None: not learned
+    yet, the upstream is not used)."""
+
+    dataset: Hashable
+    keys: tuple[str, ...]
+    lag_seconds: int | None
+
+
+class World(Protocol):
+    """Where the model reads partitions and lineage from (the catalog's tables, or the
+    bench's simulation)."""
+
+    def partition(self, dataset: Hashable, key: str) -> PartitionState:
+        """The state of ``dataset``'s partition ``key`` (awaited when not seen yet)."""
+        ...
+
+    def upstreams(self, dataset: Hashable, key: str) -> Iterable[Upstream]:
+        """The upstreams of ``dataset``'s partition ``key`` (none for a source)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """When a partition is expected.
+
+    ``at``: epoch seconds (None when ``blocked`` or nothing is known); ``quantile``:
+    the term that set it (``ready``, ``p90``, ``overdue``, ``upstream_lag``,
+    ``failed``, ``now`` when only the clock bounds it, ``unknown``); ``blocked``: a
+    failed partition up the chain stops it; ``via``: the direct upstream partition
+    whose term set it; ``cause``: the furthest partition up the chain that does
+    (itself for a failed partition; None when its own profile sets it); ``on_track``:
+    ready or expected within its usual time (by p90; with no profile: nothing known
+    against it), so its downstreams need not count it.
+    """
+
+    at: int | None
+    quantile: str
+    blocked: bool = False
+    via: PartitionRef | None = None
+    cause: PartitionRef | None = None
+    on_track: bool = False
+
+    def at_risk(self, deadline: int | None) -> bool:
+        """Whether the partition will probably miss ``deadline`` (epoch seconds): blocked,
+        or expected after it. Never with no deadline or no estimate."""
+        if deadline is None:
+            return False
+        return self.blocked or (self.at is not None and self.at > deadline)
+
+
+@dataclass
+class Forecaster:
+    """Estimates for one instant, with one memo shared across partitions (a pass
+    forecasting many partitions computes each upstream once).
+
+    ``now``: epoch seconds; ``max_depth``: upstream hops followed; ``use_lineage``:
+    False gives the own-profile-only baseline.
+    """
+
+    world: World
+    now: int
+    max_depth: int = DEFAULT_MAX_DEPTH
+    use_lineage: bool = True
+    _memo: dict[PartitionRef, Estimate] = field(default_factory=dict)
+    _open: set[PartitionRef] = field(default_factory=set)
+
+    def estimate(self, dataset: Hashable, key: str, *, depth: int = 0) -> Estimate:
+        """The estimate for ``dataset``'s partition ``key`` at ``now``; never earlier
+        than ``now`` unless it is ready (then its ready time)."""
+        ref = (dataset, key)
+        known = self._memo.get(ref)
+        if known is not None:
+            return known
+        state = self.world.partition(dataset, key)
+        if state.state == READY:
+            assert state.ready_at is not None
+            usual = state.own is not None and (
+                state.ready_at <= state.period_end + state.own.p90_seconds
+            )
+            result = Estimate(at=state.ready_at, quantile=READY, on_track=usual)
+        elif state.state == FAILED:
+            result = Estimate(at=None, quantile=FAILED, blocked=True, cause=ref)
+        else:
+            result = self._awaited(ref, state, depth)
+        if depth == 0 or result.quantile in (READY, FAILED) or depth < self.max_depth:
+            self._memo[ref] = result
+        return result
+
+    def _awaited(self, ref: PartitionRef, state: PartitionState, depth: int) -> Estimate:
+        best = own_term(state, now=self.now)
+        if not self.use_lineage or depth >= self.max_depth or ref in self._open:
+            return best
+        self._open.add(ref)
+        try:
+            for upstream in self.world.upstreams(*ref):
+                if upstream.lag_seconds is None:
+                    continue
+                term = self._upstream_term(upstream, depth + 1)
+                if term is None:
+                    continue
+                if term.blocked:
+                    return term
+                assert term.at is not None
+                if best.at is None or term.at > best.at:
+                    best = term
+        finally:
+            self._open.discard(ref)
+        return best
+
+    def _upstream_term(self, upstream: Upstream, depth: int) -> Estimate | None:
+        """The latest covering partition's arrival (or estimate) plus the lag; None when
+        nothing is known of them."""
+        assert upstream.lag_seconds is not None
+        latest: Estimate | None = None
+        latest_key = ""
+        for key in upstream.keys:
+            found = self.estimate(upstream.dataset, key, depth=depth)
+            if found.blocked:
+                return Estimate(
+                    at=None,
+                    quantile=FAILED,
+                    blocked=True,
+                    via=(upstream.dataset, key),
+                    cause=found.cause,
+                )
+            if found.on_track or found.at is None:
+                # On its usual time (or nothing known): the dataset's own profile
+                # already holds what such an upstream means.
+                continue
+            if latest is None or found.at > (latest.at or 0):
+                latest, latest_key = found, key
+        if latest is None or latest.at is None:
+            return None
+        via = (upstream.dataset, latest_key)
+        cause = via if latest.quantile == READY or latest.cause is None else latest.cause
+        return Estimate(
+            at=max(self.now, latest.at + upstream.lag_seconds),
+            quantile="upstream_lag",
+            via=via,
+            cause=cause,
+        )
+
+
+def own_term(state: PartitionState, *, now: int) -> Estimate:
+    """The estimate from the partition's own profile alone (see the module's rule);
+    ``now`` when there is no profile."""
+    own = state.own
+    if own is None:
+        return Estimate(at=now, quantile="now", on_track=True)
+    elapsed = now - state.period_end
+    if elapsed < own.p90_seconds:
+        return Estimate(
+            at=max(now, state.period_end + own.p90_seconds), quantile="p90", on_track=True
+        )
+    return Estimate(at=now, quantile="overdue")
+
+
+def estimate(
+    world: World,
+    dataset: Hashable,
+    key: str,
+    *,
+    now: int,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    use_lineage: bool = True,
+) -> Estimate:
+    """One partition's estimate at ``now`` (epoch seconds); see ``Forecaster`` to share
+    the memo across many."""
+    return Forecaster(world, now, max_depth=max_depth, use_lineage=use_lineage).estimate(
+        dataset, key
+    )
+
+
+def edge_lags(
+    history: Iterable[tuple[int, Mapping[Hashable, int], int]],
+    *,
+    percent: int = DEFAULT_LAG_PERCENT,
+    min_periods: int = DEFAULT_MIN_LAG_PERIODS,
+    fallback_percent: int = DEFAULT_FALLBACK_LAG_PERCENT,
+) -> dict[Hashable, int | None]:
+    """The learned lag of each upstream of one dataset, from past periods given as
+    ``(period_end, {upstream: arrival}, arrival)`` (epoch seconds; an upstream's
+    arrival for a period is the latest of its partitions covering it).
+
+    The lag of an upstream is the ``percent`` percentile of ``arrival - upstream
+    arrival`` over the periods in which it held the job up (it was the last input to
+    arrive) later than it usually does (at or after the median of those periods'
+    upstream arrivals): how long the job takes once a late upstream lands, without the
+    slack a job on a fixed schedule has when its inputs are early. With fewer than
+    ``min_periods`` such periods, all the periods it held the job up; with fewer than
+    that, an upstream that seldom holds the job up gets the ``fallback_percent`` (10)
+    percentile over every period: its lag there is mostly the wait for the other
+    inputs, which a delay of its own eats into, so only the shortest lags say how soon
+    the job can follow it.
+
+    Returns:
+        ``{upstream: lag seconds or None}`` for every upstream seen.
+    """
+    binding: dict[Hashable, list[tuple[int, int, int]]] = {}
+    every: dict[Hashable, list[tuple[int, int]]] = {}
+    for period_end, upstream_arrivals, arrival in history:
+        if not upstream_arrivals:
+            continue
+        last = max(upstream_arrivals, key=lambda u: upstream_arrivals[u])
+        for upstream, at in upstream_arrivals.items():
+            every.setdefault(upstream, []).append((at, arrival))
+            binding.setdefault(upstream, [])
+        at = upstream_arrivals[last]
+        binding[last].append((at - period_end, at, arrival))
+    enough = max(min_periods, 1)
+    lags: dict[Hashable, int | None] = {}
+    for upstream, pairs in every.items():
+        held = binding[upstream]
+        if len(held) >= enough:
+            median = nearest_rank(sorted(offset for offset, _, _ in held), 50)
+            late = [(at, arrival) for offset, at, arrival in held if offset >= median]
+            chosen = late if len(late) >= enough else [(at, arr) for _, at, arr in held]
+            lags[upstream] = lag_seconds(chosen, percent=percent, min_periods=enough)
+        else:
+            lags[upstream] = lag_seconds(pairs, percent=fallback_percent, min_periods=enough)
+    return lags
+
+
+def lag_seconds(
+    pairs: Iterable[tuple[int, int]],
+    *,
+    percent: int = DEFAULT_LAG_PERCENT,
+    min_periods: int = DEFAULT_MIN_LAG_PERIODS,
+) -> int | None:
+    """The learned lag of an edge: the nearest-rank ``percent`` percentile of
+    ``downstream_ready - upstream_ready`` (seconds) over ``pairs`` of
+    ``(upstream_ready, downstream_ready)`` epoch seconds for the same periods; None with
+    fewer than ``min_periods`` pairs."""
+    values = sorted(down - up for up, down in pairs)
+    if len(values) < max(min_periods, 1):
+        return None
+    return nearest_rank(values, percent)
