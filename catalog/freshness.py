@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from . import notices, passes
+from . import need_by_judging, notices, passes
 from .freshness_state import sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
@@ -121,7 +121,9 @@ def evaluate_pass(
     on_late: Callable[[LateReport], None] = lambda report: None,
 ) -> passes.PassSummary:
     """Judge what is due in batches of ``limit`` datasets until a batch comes back short
-    or ``budget_seconds`` are spent (``passes.run_batches``), then run ``recover_arrived``.
+    or ``budget_seconds`` are spent (``passes.run_batches``), then the subscriptions'
+    need-by deadlines the same way (``need_by_judging.judge_pass``), then run
+    ``recover_arrived``.
 
     Args:
         clock: returns the aware UTC instant each batch judges at (read per batch, so a
@@ -129,7 +131,8 @@ def evaluate_pass(
         on_late: called with each partition newly found late (the task logs them).
 
     Returns:
-        The summary: ``handled`` counts the partitions newly late; ``more_due`` says
+        The summary: ``handled`` counts the partitions newly late (to everyone at an SLA,
+        or to one subscription at its need-by); ``more_due`` says
         the budget ran out with datasets (or repairs) possibly left, and the caller
         rings for another pass.
     """
@@ -141,6 +144,12 @@ def evaluate_pass(
         return len(evaluation.late), evaluation.judged == limit or evaluation.behind
 
     summary = passes.run_batches(batch, budget_seconds=budget_seconds)
+    # Consumers' need-by times after the SLAs: a partition the SLA found late at the same
+    # moment is told to every subscriber once, not again to one at its need-by.
+    need_by = need_by_judging.judge_pass(clock=clock, limit=limit, budget_seconds=budget_seconds)
+    summary.batches += need_by.batches
+    summary.handled += need_by.handled
+    summary.more_due = summary.more_due or need_by.more_due
     if recover_arrived(now=clock(), limit=limit) == limit:
         summary.more_due = True
     return summary
@@ -230,8 +239,11 @@ def _open_late(
             "deadline_at": iso(deadline),
             "late_at": iso(late_at),
             "late_seconds": int((now - late_at).total_seconds()),
+            "judged_at": "sla",
         },
         now=now,
+        # Subscribers told at their own need-by already know; one late notice each.
+        excluded=need_by_judging.told_endpoints(dataset, key),
     )
     return incident
 
@@ -332,8 +344,18 @@ def _recover(incident: LatePartition, *, dataset: Dataset, now: datetime) -> boo
     return True
 
 
-def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, now) -> None:
-    """A dataset notice to its subscribers and to its owner team's contacts."""
+def _tell(
+    dataset: Dataset,
+    kind: str,
+    key: str,
+    *,
+    dedup_key: str,
+    data: dict,
+    now,
+    excluded: set[int] = frozenset(),
+) -> None:
+    """A dataset notice to its subscribers (but the ``excluded`` endpoint ids) and to its
+    owner team's contacts."""
     notification = notices.notification_write(
         type=kind,
         dataset=dataset,
@@ -352,4 +374,5 @@ def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, 
         partition_key=key,
         now=now,
         extra_endpoints=notices.contact_endpoints(dataset.owner),
+        excluded=excluded,
     )
