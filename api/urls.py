@@ -179,6 +179,11 @@ urlpatterns = [
         governance.RunConflictsReportApi.as_view(),
         name="report-run-conflicts",
     ),
+    path(
+        "reports/needed-earlier",
+        governance.NeededEarlierReportApi.as_view(),
+        name="report-needed-earlier",
+    ),
     # POST: the OpenLineage endpoint; GET: Marquez's lineage graph (api.views.marquez).
     path("lineage", lineage.LineageEventReceiveApi.as_view(), name="lineage-receive"),
     path("lineage/graph", lineage.LineageGraphApi.as_view(), name="lineage-graph"),

@@ -109,6 +109,15 @@ def compare(
     return found
 
 
+def gap_seconds(subscription: Subscription, dataset: Dataset, *, now: datetime) -> int | None:
+    """The most a period's need-by falls before its SLA deadline over ``compare``'s
+    deadlines (seconds; positive: needed earlier than promised), or None when there is
+    nothing to compare (no need-by, no SLA). Stored as ``need_by_gap_seconds`` for the
+    governance report."""
+    comparisons = compare(subscription, dataset, now=now)
+    return max(c.gap_seconds for c in comparisons) if comparisons else None
+
+
 def earliest_need(comparisons: list[Comparison]) -> Comparison | None:
     """Of ``comparisons``, the one where the need-by comes furthest before the SLA
     deadline; None when the need-by is never earlier."""

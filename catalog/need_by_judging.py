@@ -179,9 +179,14 @@ def _judge(plan: _Plan, *, skip: set[tuple[int, str]], now: datetime) -> list[Ne
                 reports.append(
                     NeedByReport(subscription.pk, str(subscription.dataset), key, deadline)
                 )
+    # The gap to the SLA is refreshed too: with the need-by and the SLA in zones with
+    # different daylight saving rules, it changes twice a year.
     Subscription.objects.filter(
         pk=subscription.pk, need_by_next_at=subscription.need_by_next_at
-    ).update(need_by_next_at=plan.next_deadline)
+    ).update(
+        need_by_next_at=plan.next_deadline,
+        need_by_gap_seconds=need_by.gap_seconds(subscription, subscription.dataset, now=now),
+    )
     return reports
 
 

@@ -20,6 +20,7 @@ from catalog.models import (
 )
 from httpkit.fields import ChoiceField, TypedStrings
 from problems import REQUIRED_DETAIL
+from schedules import local_and_utc
 
 
 class StrictSerializer(TypedStrings, serializers.Serializer):
@@ -215,13 +216,57 @@ class FieldWarningOutputSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="What it does, and what to write instead.")
 
 
+class NeededByOutputSerializer(serializers.Serializer):
+    subscription = serializers.IntegerField(source="subscription.id")
+    team = serializers.CharField(help_text="The consumer team.")
+    job = serializers.DictField(
+        child=serializers.CharField(), allow_null=True, help_text="The job it names; null: none."
+    )
+    need_by_cron = serializers.CharField(source="subscription.need_by_cron")
+    need_by_timezone = serializers.CharField(source="subscription.need_by_timezone")
+    next_need_by = serializers.SerializerMethodField(
+        help_text="The next need-by deadline, in need_by_timezone and UTC."
+    )
+    sla_deadline_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The SLA deadline compared with (of the same period as need_by_at); "
+        "null without an SLA.",
+    )
+    need_by_at = serializers.DateTimeField(
+        allow_null=True, help_text="The need-by of that period; null without an SLA."
+    )
+    earlier_than_sla = serializers.BooleanField(
+        allow_null=True,
+        help_text="Whether the team needs a partition before the producer promises it, "
+        "over the next 3 SLA deadlines; null without an SLA.",
+    )
+    gap_minutes = serializers.IntegerField(
+        allow_null=True,
+        help_text="sla_deadline_at - need_by_at in minutes (positive: needed earlier).",
+    )
+
+    @extend_schema_field(DeadlineOutputSerializer(allow_null=True))
+    def get_next_need_by(self, obj) -> dict[str, str] | None:
+        if obj.next_need_by_at is None:
+            return None
+        return local_and_utc(obj.next_need_by_at, obj.subscription.need_by_timezone)
+
+
 class DatasetDetailOutputSerializer(DatasetOutputSerializer):
+    needed_by = serializers.SerializerMethodField(
+        help_text="Who needs it by when: the subscriptions with a need-by, by team."
+    )
     next_deadlines = serializers.SerializerMethodField(
         help_text="The next 3 SLA deadlines (none without an SLA), in sla_timezone and UTC."
     )
     warnings = serializers.SerializerMethodField(
         help_text="The SLA cron is accepted but probably means something else."
     )
+
+    @extend_schema_field(NeededByOutputSerializer(many=True))
+    def get_needed_by(self, obj) -> list[dict]:
+        rows = selectors.dataset_needed_by(dataset=obj, now=self.context["now"])
+        return NeededByOutputSerializer(rows, many=True).data
 
     @extend_schema_field(DeadlineOutputSerializer(many=True))
     def get_next_deadlines(self, obj) -> list[dict[str, str]]:

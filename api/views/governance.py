@@ -366,3 +366,40 @@ class RunConflictsReportApi(APIView):
         return paginate(
             self, request, queryset, s.RunConflictOutputSerializer, ("-detected_at", "-id")
         )
+
+
+class NeededEarlierReportApi(APIView):
+    """Datasets their consumers need earlier than their producers promise: subscriptions
+    whose need-by falls before the dataset's SLA deadline for the same partition (over
+    the next 3 deadlines), largest gap first. Such a consumer is told ``dataset.late`` at
+    its own need-by; the producer is not paged before its SLA. A team sees the rows it is
+    party to (as producer or consumer); a ``governance`` key every team's (``team``
+    narrows)."""
+
+    required_scope = (ApiKey.Scope.READ, ApiKey.Scope.GOVERNANCE)
+    problem_statuses = {
+        "GET": {
+            403: (
+                "`permission_denied`: the scope, or `team` names another team without the "
+                "`governance` scope."
+            ),
+            404: "`team_not_found`: no team has the slug given as `team`.",
+        }
+    }
+
+    @extend_schema(
+        parameters=[s.ReportFilterSerializer],
+        responses=s.NeededEarlierOutputSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        """Report: consumers needing data before it is promised."""
+        _, team = _report_filters(request, s.ReportFilterSerializer)
+        paginator = CursorPagination()
+        paginator.ordering = ("-need_by_gap_seconds", "id")
+        page = paginator.paginate_queryset(
+            selectors.need_by_before_sla_list(team=team), request, view=self
+        )
+        rows = selectors.needed_by_rows(page, now=timezone.now())
+        return paginator.get_paginated_response(
+            s.NeededEarlierOutputSerializer(rows, many=True).data
+        )

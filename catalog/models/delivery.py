@@ -88,6 +88,13 @@ class Subscription(models.Model):
         blank=True,
         help_text="The first need-by deadline not judged yet (catalog.need_by_judging).",
     )
+    need_by_gap_seconds = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="How long before the producer's SLA deadline the need-by falls, at the "
+        "most over the next deadlines (catalog.need_by.compare); positive: needed earlier "
+        "than promised; null: no need-by or no SLA. Refreshed on every change and judging.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -102,6 +109,12 @@ class Subscription(models.Model):
                 fields=["need_by_next_at"],
                 name="subscription_need_by_due",
                 condition=models.Q(need_by_next_at__isnull=False),
+            ),
+            # The governance report lists the consumers needing data before it is promised.
+            models.Index(
+                fields=["need_by_gap_seconds"],
+                name="subscription_need_by_early",
+                condition=models.Q(need_by_gap_seconds__gt=0),
             ),
         ]
 

@@ -45,12 +45,19 @@ from .governance import (
 from .lineage import (
     lineage_graph,
 )
+from .need_by import (
+    NeededBy,
+    dataset_needed_by,
+    need_by_before_sla_list,
+    needed_by_rows,
+)
 from .schemas import (
     schema_observation_list,
     unannounced_schema_changes,
 )
 
 __all__ = [
+    "NeededBy",
     "api_key_get",
     "api_key_list",
     "change_notice_acknowledgement_list",
@@ -63,6 +70,7 @@ __all__ = [
     "dataset_get",
     "dataset_get_by_id",
     "dataset_list",
+    "dataset_needed_by",
     "dataset_poll",
     "dataset_transfer_get",
     "dataset_transfer_list",
@@ -74,6 +82,8 @@ __all__ = [
     "job_namespace_claim_list",
     "job_namespace_claimed_by",
     "lineage_graph",
+    "need_by_before_sla_list",
+    "needed_by_rows",
     "partition_get",
     "partition_latest_ready",
     "partition_list",

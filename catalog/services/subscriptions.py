@@ -199,13 +199,37 @@ def _validate_need_by(dataset: Dataset, cron: str | None, time_zone: str | None)
 
 
 def _schedule_need_by(subscription: Subscription, *, now: datetime) -> None:
-    """Store the first need-by deadline to judge (``need_by.schedule``). A deadline the
-    previous need-by had not judged yet is still judged, by the new rule, as on an SLA
-    change: a redeclaration never skips one."""
-    owed_from = subscription.need_by_next_at
-    need_by.schedule(subscription, subscription.dataset, now=now, owed_from=owed_from)
-    if subscription.need_by_next_at != owed_from:
-        subscription.save(update_fields=["need_by_next_at"])
+    """Store the first need-by deadline to judge (``need_by.schedule``) and how far it
+    falls before the SLA (``need_by.gap_seconds``). A deadline the previous need-by had
+    not judged yet is still judged, by the new rule, as on an SLA change: a redeclaration
+    never skips one."""
+    before = (subscription.need_by_next_at, subscription.need_by_gap_seconds)
+    need_by.schedule(
+        subscription, subscription.dataset, now=now, owed_from=subscription.need_by_next_at
+    )
+    subscription.need_by_gap_seconds = need_by.gap_seconds(
+        subscription, subscription.dataset, now=now
+    )
+    if (subscription.need_by_next_at, subscription.need_by_gap_seconds) != before:
+        subscription.save(update_fields=["need_by_next_at", "need_by_gap_seconds"])
+
+
+def subscription_need_by_gaps_refresh(*, dataset: Dataset, now: datetime) -> int:
+    """Recompute ``need_by_gap_seconds`` of the dataset's subscriptions with a need-by,
+    after its SLA or partitioning changed (``dataset_update``); call inside its
+    transaction. Their need-by deadlines do not move: those depend on the need-by alone.
+
+    Returns:
+        How many subscriptions changed.
+    """
+    changed = []
+    for subscription in Subscription.objects.filter(dataset=dataset).exclude(need_by_cron=""):
+        gap = need_by.gap_seconds(subscription, dataset, now=now)
+        if gap != subscription.need_by_gap_seconds:
+            subscription.need_by_gap_seconds = gap
+            changed.append(subscription)
+    Subscription.objects.bulk_update(changed, ["need_by_gap_seconds"])
+    return len(changed)
 
 
 def need_by_cautions(subscription: Subscription, *, now: datetime) -> list[Caution]:
