@@ -105,9 +105,13 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
         )
         plans = [_plan(dataset, now=now) for dataset in datasets]
         ready = _ready_keys(plans)
+        # Subscribers told at their own need-by already know: one late notice each.
+        told = need_by_judging.told_endpoints(
+            {(p.dataset.pk, key) for p in plans for *_, keys in p.due for key in keys} - ready
+        )
         behind = False
         for plan in plans:
-            found, still_due = _judge(plan, ready=ready, now=now)
+            found, still_due = _judge(plan, ready=ready, told=told, now=now)
             reports += found
             behind = behind or still_due
     return Evaluation(late=reports, judged=len(datasets), behind=behind)
@@ -199,10 +203,15 @@ def _ready_keys(plans: list[_Plan]) -> set[tuple[int, str]]:
 
 
 def _judge(
-    plan: _Plan, *, ready: set[tuple[int, str]], now: datetime
+    plan: _Plan,
+    *,
+    ready: set[tuple[int, str]],
+    told: dict[tuple[int, str], set[int]],
+    now: datetime,
 ) -> tuple[list[LateReport], bool]:
-    """Open an incident for every due period of ``plan`` not in ``ready`` and move the
-    stored deadline on; returns the partitions newly late and whether more are due."""
+    """Open an incident for every due period of ``plan`` not in ``ready`` (its notice
+    skipping the endpoints ``told`` at a need-by) and move the stored deadline on;
+    returns the partitions newly late and whether more are due."""
     dataset = plan.dataset
     if plan.next_deadline is None:
         Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
@@ -212,7 +221,8 @@ def _judge(
         for key in keys:
             if (dataset.pk, key) in ready:
                 continue
-            if _open_late(dataset, key, deadline, late_at, now) is not None:
+            excluded = told.get((dataset.pk, key), set())
+            if _open_late(dataset, key, deadline, late_at, now, excluded) is not None:
                 reports.append(LateReport(str(dataset), key, deadline, late_at))
     Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
         next_deadline_at=plan.next_deadline, next_check_at=plan.next_check
@@ -221,7 +231,12 @@ def _judge(
 
 
 def _open_late(
-    dataset: Dataset, key: str, deadline: datetime, late_at: datetime, now: datetime
+    dataset: Dataset,
+    key: str,
+    deadline: datetime,
+    late_at: datetime,
+    now: datetime,
+    excluded: set[int],
 ) -> LatePartition | None:
     try:
         with transaction.atomic():
@@ -242,8 +257,7 @@ def _open_late(
             "judged_at": "sla",
         },
         now=now,
-        # Subscribers told at their own need-by already know; one late notice each.
-        excluded=need_by_judging.told_endpoints(dataset, key),
+        excluded=excluded,
     )
     return incident
 

@@ -233,15 +233,22 @@ def _tell_late(subscription: Subscription, key: str, deadline: datetime, *, now:
     return True
 
 
-def told_endpoints(dataset: Dataset, key: str) -> set[int]:
-    """The endpoints already told ``dataset.late`` about ``key`` at a subscriber's
-    need-by: the SLA's own ``dataset.late`` skips them (one late notice per partition per
-    endpoint)."""
-    return set(
-        Notification.objects.filter(
-            dataset=dataset,
-            type=LATE,
-            payload__data__partition=key,
-            payload__data__judged_at=NEED_BY,
-        ).values_list("deliveries__endpoint_id", flat=True)
-    ) - {None}
+def told_endpoints(pairs: set[tuple[int, str]]) -> dict[tuple[int, str], set[int]]:
+    """The endpoints already told ``dataset.late`` at a subscriber's need-by, per
+    ``(dataset id, partition key)`` of ``pairs`` (those with none are left out): the
+    SLA's own ``dataset.late`` skips them, one late notice per partition per endpoint.
+    One query for a whole batch of the SLA evaluation."""
+    if not pairs:
+        return {}
+    rows = Notification.objects.filter(
+        dataset_id__in={pk for pk, _ in pairs},
+        type=LATE,
+        payload__data__judged_at=NEED_BY,
+        payload__data__partition__in=sorted({key for _, key in pairs}),
+        deliveries__isnull=False,
+    ).values_list("dataset_id", "payload__data__partition", "deliveries__endpoint_id")
+    told: dict[tuple[int, str], set[int]] = {}
+    for dataset_id, key, endpoint_id in rows:
+        if (dataset_id, key) in pairs:
+            told.setdefault((dataset_id, key), set()).add(endpoint_id)
+    return told

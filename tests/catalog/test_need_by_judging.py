@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from catalog import freshness, need_by_judging, tasks
 from catalog.actors import Actor
@@ -198,5 +200,23 @@ def test_told_endpoints_names_only_need_by_notices(owner, dataset):
     subscribe(dataset, "early", "0 6 * * *")
     run_pass(utc(2026, 11, 29, 6, 1))
     early_endpoint = Subscription.objects.get(team__slug="early").endpoint_id
-    assert need_by_judging.told_endpoints(dataset, "2026-11-28") == {early_endpoint}
-    assert need_by_judging.told_endpoints(dataset, "2026-11-27") == set()
+    asked = {(dataset.pk, "2026-11-28"), (dataset.pk, "2026-11-27")}
+    assert need_by_judging.told_endpoints(asked) == {(dataset.pk, "2026-11-28"): {early_endpoint}}
+    assert need_by_judging.told_endpoints(set()) == {}
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_the_sla_asks_who_was_told_at_a_need_by_once_per_batch(owner, count):
+    """Skipping the endpoints told at a need-by costs one query per batch of the SLA
+    evaluation, however many datasets are late at a shared deadline."""
+    actor = Actor(team=owner, username="t")
+    with time_machine.travel(utc(2026, 11, 28, 12), tick=False):
+        for n in range(count):
+            dataset_register(
+                actor=actor, namespace="s3://lake", name=f"raw/t{n:03}", sla_cron="0 9 * * *"
+            )
+    with CaptureQueriesContext(connection) as queries:
+        reports = freshness.evaluate_due(now=utc(2026, 11, 29, 9, 1))
+    asked = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and "judged_at" in q["sql"]]
+    assert len(asked) == 1, asked
+    assert len(reports) == count
