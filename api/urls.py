@@ -31,6 +31,7 @@ REPORTS = [
     ("uncatalogued-datasets", governance.UncataloguedDatasetsReportApi),
     ("unannounced-changes", governance.UnannouncedChangesReportApi),
     ("run-conflicts", governance.RunConflictsReportApi),
+    ("needed-earlier", governance.NeededEarlierReportApi),
 ]
 
 urlpatterns = [

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from . import notices, passes
+from . import need_by_judging, notices, passes
 from .freshness_state import sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
@@ -105,9 +105,13 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
         )
         plans = [_plan(dataset, now=now) for dataset in datasets]
         ready = _ready_keys(plans)
+        # Subscribers told at their own need-by already know: one late notice each.
+        told = need_by_judging.told_endpoints(
+            {(p.dataset.pk, key) for p in plans for *_, keys in p.due for key in keys} - ready
+        )
         behind = False
         for plan in plans:
-            found, still_due = _judge(plan, ready=ready, now=now)
+            found, still_due = _judge(plan, ready=ready, told=told, now=now)
             reports += found
             behind = behind or still_due
     return Evaluation(late=reports, judged=len(datasets), behind=behind)
@@ -121,7 +125,9 @@ def evaluate_pass(
     on_late: Callable[[LateReport], None] = lambda report: None,
 ) -> passes.PassSummary:
     """Judge what is due in batches of ``limit`` datasets until a batch comes back short
-    or ``budget_seconds`` are spent (``passes.run_batches``), then run ``recover_arrived``.
+    or ``budget_seconds`` are spent (``passes.run_batches``), then the subscriptions'
+    need-by deadlines the same way (``need_by_judging.judge_pass``), then run
+    ``recover_arrived``.
 
     Args:
         clock: returns the aware UTC instant each batch judges at (read per batch, so a
@@ -129,7 +135,8 @@ def evaluate_pass(
         on_late: called with each partition newly found late (the task logs them).
 
     Returns:
-        The summary: ``handled`` counts the partitions newly late; ``more_due`` says
+        The summary: ``handled`` counts the partitions newly late (to everyone at an SLA,
+        or to one subscription at its need-by); ``more_due`` says
         the budget ran out with datasets (or repairs) possibly left, and the caller
         rings for another pass.
     """
@@ -141,6 +148,12 @@ def evaluate_pass(
         return len(evaluation.late), evaluation.judged == limit or evaluation.behind
 
     summary = passes.run_batches(batch, budget_seconds=budget_seconds)
+    # Consumers' need-by times after the SLAs: a partition the SLA found late at the same
+    # moment is told to every subscriber once, not again to one at its need-by.
+    need_by = need_by_judging.judge_pass(clock=clock, limit=limit, budget_seconds=budget_seconds)
+    summary.batches += need_by.batches
+    summary.handled += need_by.handled
+    summary.more_due = summary.more_due or need_by.more_due
     if recover_arrived(now=clock(), limit=limit) == limit:
         summary.more_due = True
     return summary
@@ -190,10 +203,15 @@ def _ready_keys(plans: list[_Plan]) -> set[tuple[int, str]]:
 
 
 def _judge(
-    plan: _Plan, *, ready: set[tuple[int, str]], now: datetime
+    plan: _Plan,
+    *,
+    ready: set[tuple[int, str]],
+    told: dict[tuple[int, str], set[int]],
+    now: datetime,
 ) -> tuple[list[LateReport], bool]:
-    """Open an incident for every due period of ``plan`` not in ``ready`` and move the
-    stored deadline on; returns the partitions newly late and whether more are due."""
+    """Open an incident for every due period of ``plan`` not in ``ready`` (its notice
+    skipping the endpoints ``told`` at a need-by) and move the stored deadline on;
+    returns the partitions newly late and whether more are due."""
     dataset = plan.dataset
     if plan.next_deadline is None:
         Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
@@ -203,7 +221,8 @@ def _judge(
         for key in keys:
             if (dataset.pk, key) in ready:
                 continue
-            if _open_late(dataset, key, deadline, late_at, now) is not None:
+            excluded = told.get((dataset.pk, key), set())
+            if _open_late(dataset, key, deadline, late_at, now, excluded) is not None:
                 reports.append(LateReport(str(dataset), key, deadline, late_at))
     Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
         next_deadline_at=plan.next_deadline, next_check_at=plan.next_check
@@ -212,7 +231,12 @@ def _judge(
 
 
 def _open_late(
-    dataset: Dataset, key: str, deadline: datetime, late_at: datetime, now: datetime
+    dataset: Dataset,
+    key: str,
+    deadline: datetime,
+    late_at: datetime,
+    now: datetime,
+    excluded: set[int],
 ) -> LatePartition | None:
     try:
         with transaction.atomic():
@@ -230,8 +254,10 @@ def _open_late(
             "deadline_at": iso(deadline),
             "late_at": iso(late_at),
             "late_seconds": int((now - late_at).total_seconds()),
+            "judged_at": "sla",
         },
         now=now,
+        excluded=excluded,
     )
     return incident
 
@@ -332,8 +358,18 @@ def _recover(incident: LatePartition, *, dataset: Dataset, now: datetime) -> boo
     return True
 
 
-def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, now) -> None:
-    """A dataset notice to its subscribers and to its owner team's contacts."""
+def _tell(
+    dataset: Dataset,
+    kind: str,
+    key: str,
+    *,
+    dedup_key: str,
+    data: dict,
+    now,
+    excluded: set[int] = frozenset(),
+) -> None:
+    """A dataset notice to its subscribers (but the ``excluded`` endpoint ids) and to its
+    owner team's contacts."""
     notification = notices.notification_write(
         type=kind,
         dataset=dataset,
@@ -352,4 +388,5 @@ def _tell(dataset: Dataset, kind: str, key: str, *, dedup_key: str, data: dict, 
         partition_key=key,
         now=now,
         extra_endpoints=notices.contact_endpoints(dataset.owner),
+        excluded=excluded,
     )

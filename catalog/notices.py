@@ -277,6 +277,7 @@ def fan_out(
     now: datetime,
     extra_endpoints: Iterable[Endpoint] = (),
     superseded: bool = False,
+    excluded: Iterable[int] = (),
 ) -> int:
     """One delivery of ``notification`` per subscriber endpoint whose filters match (event
     types, partition pattern, newest only; ``partition_key`` None: a notice about the
@@ -285,6 +286,8 @@ def fan_out(
     Args:
         superseded: a newer partition of the dataset than ``partition_key`` is already
             ready (``matching_endpoints``).
+        excluded: subscriber endpoint ids not to deliver to (told the same news before,
+            e.g. ``dataset.late`` at a need-by: ``catalog.need_by_judging``).
 
     Must run inside the transaction that wrote the notification. Returns the count.
     """
@@ -294,6 +297,7 @@ def fan_out(
         partition_key=partition_key,
         superseded=superseded,
     )
+    endpoint_ids.difference_update(excluded)
     endpoint_ids.update(e.pk for e in extra_endpoints)
     return queue(notification, endpoint_ids, now=now)
 

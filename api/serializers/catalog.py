@@ -20,6 +20,7 @@ from catalog.models import (
 )
 from httpkit.fields import ChoiceField, TypedStrings
 from problems import REQUIRED_DETAIL
+from schedules import local_and_utc
 
 
 class StrictSerializer(TypedStrings, serializers.Serializer):
@@ -215,13 +216,57 @@ class FieldWarningOutputSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="What it does, and what to write instead.")
 
 
+class NeededByOutputSerializer(serializers.Serializer):
+    subscription = serializers.IntegerField(source="subscription.id")
+    team = serializers.CharField(help_text="The consumer team.")
+    job = serializers.DictField(
+        child=serializers.CharField(), allow_null=True, help_text="The job it names; null: none."
+    )
+    need_by_cron = serializers.CharField(source="subscription.need_by_cron")
+    need_by_timezone = serializers.CharField(source="subscription.need_by_timezone")
+    next_need_by = serializers.SerializerMethodField(
+        help_text="The next need-by deadline, in need_by_timezone and UTC."
+    )
+    sla_deadline_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The SLA deadline compared with (of the same period as need_by_at); "
+        "null without an SLA.",
+    )
+    need_by_at = serializers.DateTimeField(
+        allow_null=True, help_text="The need-by of that period; null without an SLA."
+    )
+    earlier_than_sla = serializers.BooleanField(
+        allow_null=True,
+        help_text="Whether the team needs a partition before the producer promises it, "
+        "over the next 3 SLA deadlines; null without an SLA.",
+    )
+    gap_minutes = serializers.IntegerField(
+        allow_null=True,
+        help_text="sla_deadline_at - need_by_at in minutes (positive: needed earlier).",
+    )
+
+    @extend_schema_field(DeadlineOutputSerializer(allow_null=True))
+    def get_next_need_by(self, obj) -> dict[str, str] | None:
+        if obj.next_need_by_at is None:
+            return None
+        return local_and_utc(obj.next_need_by_at, obj.subscription.need_by_timezone)
+
+
 class DatasetDetailOutputSerializer(DatasetOutputSerializer):
+    needed_by = serializers.SerializerMethodField(
+        help_text="Who needs it by when: the subscriptions with a need-by, by team."
+    )
     next_deadlines = serializers.SerializerMethodField(
         help_text="The next 3 SLA deadlines (none without an SLA), in sla_timezone and UTC."
     )
     warnings = serializers.SerializerMethodField(
         help_text="The SLA cron is accepted but probably means something else."
     )
+
+    @extend_schema_field(NeededByOutputSerializer(many=True))
+    def get_needed_by(self, obj) -> list[dict]:
+        rows = selectors.dataset_needed_by(dataset=obj, now=self.context["now"])
+        return NeededByOutputSerializer(rows, many=True).data
 
     @extend_schema_field(DeadlineOutputSerializer(many=True))
     def get_next_deadlines(self, obj) -> list[dict[str, str]]:
@@ -401,6 +446,15 @@ EVENT_TYPES_HELP = (
 )
 
 
+NEED_BY_CRON_HELP = (
+    "When your team needs each partition: a five-field cron read in need_by_timezone, "
+    "checked as an SLA cron is. A partition not ready at its need-by (the first firing at "
+    "or after its period's end; no grace) is told to this subscription alone as "
+    "dataset.late (judged_at need_by), without paging the producer. Blank: no need-by."
+)
+NEED_BY_TIMEZONE_HELP = "IANA time zone of need_by_cron (default UTC)."
+
+
 class SubscriptionCreateInputSerializer(StrictSerializer):
     dataset_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
@@ -416,6 +470,12 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, default="")
     newest_only = serializers.BooleanField(default=False, help_text=NEWEST_ONLY_HELP)
+    need_by_cron = serializers.CharField(
+        max_length=128, allow_blank=True, default="", help_text=NEED_BY_CRON_HELP
+    )
+    need_by_timezone = serializers.CharField(
+        max_length=64, default="UTC", help_text=NEED_BY_TIMEZONE_HELP
+    )
     since = serializers.DateTimeField(
         required=False,
         help_text="Also deliver the dataset's notifications since then (<= 30 days).",
@@ -465,12 +525,25 @@ class SubscriptionUpdateInputSerializer(StrictSerializer):
     )
     partition_pattern = serializers.CharField(max_length=64, allow_blank=True, required=False)
     newest_only = serializers.BooleanField(required=False, help_text=NEWEST_ONLY_HELP)
+    need_by_cron = serializers.CharField(
+        max_length=128, allow_blank=True, required=False, help_text=NEED_BY_CRON_HELP
+    )
+    need_by_timezone = serializers.CharField(
+        max_length=64, required=False, help_text=NEED_BY_TIMEZONE_HELP
+    )
 
 
 class WarningOutputSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="Stable snake_case, e.g. dataset_deprecated.")
+    code = serializers.CharField(
+        help_text="Stable snake_case, e.g. dataset_deprecated, need_by_before_sla (your "
+        "need-by comes before the producer's SLA deadline), or a need-by cron's warning "
+        "(as an SLA cron's, e.g. every_minute_of_fixed_hour)."
+    )
     detail = serializers.CharField()
     sunset_at = serializers.DateTimeField(allow_null=True)
+    field = serializers.CharField(
+        allow_null=True, required=False, help_text="The input field it is about, if one."
+    )
 
 
 class SubscriptionOutputSerializer(serializers.Serializer):
@@ -483,6 +556,12 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     event_types = serializers.ListField(child=serializers.CharField())
     partition_pattern = serializers.CharField()
     newest_only = serializers.BooleanField(help_text=NEWEST_ONLY_HELP)
+    need_by_cron = serializers.CharField(help_text=NEED_BY_CRON_HELP)
+    need_by_timezone = serializers.CharField(help_text=NEED_BY_TIMEZONE_HELP)
+    need_by_next_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The next need-by deadline to judge (UTC); null without a need-by.",
+    )
     created_at = serializers.DateTimeField()
     endpoint_secret = serializers.CharField(
         read_only=True,
@@ -494,7 +573,8 @@ class SubscriptionOutputSerializer(serializers.Serializer):
         many=True,
         read_only=True,
         required=False,
-        help_text="Only in the response to a declaration: e.g. dataset_deprecated.",
+        help_text="Only in the response to a declaration or a change: e.g. "
+        "dataset_deprecated, need_by_before_sla.",
     )
 
     def get_dataset(self, obj) -> dict:

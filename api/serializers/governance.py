@@ -242,3 +242,23 @@ class RunConflictOutputSerializer(serializers.Serializer):
         "unverified report of the run's job.",
     )
     detected_at = serializers.DateTimeField(help_text="When processing found it.")
+
+
+class NeededEarlierOutputSerializer(serializers.Serializer):
+    subscription = serializers.IntegerField(source="subscription.id")
+    dataset = _DatasetField(help_text="The dataset, with its owner (the producer).")
+    team = serializers.CharField(help_text="The consumer team.")
+    job = serializers.DictField(
+        child=serializers.CharField(), allow_null=True, help_text="The job it names; null: none."
+    )
+    sla_deadline_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The producer's next SLA deadline where the need-by comes furthest before "
+        "it (over the next 3).",
+    )
+    need_by_at = serializers.DateTimeField(
+        allow_null=True, help_text="The consumer's need-by of the same period."
+    )
+    gap_minutes = serializers.IntegerField(
+        allow_null=True, help_text="sla_deadline_at - need_by_at, in minutes."
+    )

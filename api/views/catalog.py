@@ -349,19 +349,23 @@ class SubscriptionDetailApi(APIView):
 
     @extend_schema(
         description="Change a subscription's filters (event_types, partition_pattern, "
-        "newest_only); fields left out stay as they are. Its endpoint_url cannot change "
-        "here: delete the subscription and declare it again.",
+        "newest_only) or need-by (need_by_cron, need_by_timezone); fields left out stay as "
+        "they are. Its endpoint_url cannot change here: delete the subscription and declare "
+        "it again. The response carries warnings about the need-by (e.g. "
+        "need_by_before_sla).",
         request=s.SubscriptionUpdateInputSerializer,
         responses=s.SubscriptionOutputSerializer,
     )
     def patch(self, request: Request, subscription_id: int) -> Response:
-        """Change a subscription's filters."""
+        """Change a subscription's filters or need-by."""
         data = s.SubscriptionUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        subscription = subscriptions.subscription_update(
+        result = subscriptions.subscription_update(
             actor=actor_of(request), subscription_id=subscription_id, **data.validated_data
         )
-        return Response(s.SubscriptionOutputSerializer(subscription).data)
+        body = dict(s.SubscriptionOutputSerializer(result.subscription).data)
+        body["warnings"] = s.WarningOutputSerializer(result.warnings, many=True).data
+        return Response(body)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:

@@ -219,8 +219,10 @@ class _TeamReportApi(APIView):
         parameters) and ``team`` (None: every team's)."""
         raise NotImplementedError
 
-    def page_loaded(self, *, page: list, team: Team | None) -> None:
-        """Called with the page of rows before it is rendered; nothing by default."""
+    def page_loaded(self, *, page: list, team: Team | None) -> list:
+        """The rows to render for the page of ``rows()`` loaded: the page itself by
+        default."""
+        return page
 
     def get(self, request: Request) -> Response:
         filters, team = _report_filters(request, self.filter_serializer)
@@ -229,8 +231,8 @@ class _TeamReportApi(APIView):
         page = paginator.paginate_queryset(
             self.rows(filters=filters, team=team), request, view=self
         )
-        self.page_loaded(page=page, team=team)
-        return paginator.get_paginated_response(self.output_serializer(page, many=True).data)
+        rendered = self.page_loaded(page=page, team=team)
+        return paginator.get_paginated_response(self.output_serializer(rendered, many=True).data)
 
 
 class UndeclaredReadsReportApi(_TeamReportApi):
@@ -296,6 +298,7 @@ class UncataloguedDatasetsReportApi(_TeamReportApi):
     def page_loaded(self, *, page, team):
         # Who read and wrote each identity is one query for the page, not one per row.
         selectors.uncatalogued_usage_attach(team=team, rows=page)
+        return page
 
 
 class UnannouncedChangesReportApi(_TeamReportApi):
@@ -328,3 +331,23 @@ class RunConflictsReportApi(_TeamReportApi):
 
     def rows(self, *, filters, team):
         return selectors.run_conflict_list(team=team)
+
+
+class NeededEarlierReportApi(_TeamReportApi):
+    """Datasets their consumers need earlier than their producers promise: subscriptions
+    whose need-by falls before the dataset's SLA deadline for the same partition (over
+    the next 3 deadlines), largest gap first. Such a consumer is told ``dataset.late`` at
+    its own need-by; the producer is not paged before its SLA. A team sees the rows it is
+    party to (as producer or consumer); a ``governance`` key every team's (``team``
+    narrows)."""
+
+    summary = "Report: consumers needing data before it is promised"
+    output_serializer = s.NeededEarlierOutputSerializer
+    ordering = ("-need_by_gap_seconds", "id")
+
+    def rows(self, *, filters, team):
+        return selectors.need_by_before_sla_list(team=team)
+
+    def page_loaded(self, *, page, team):
+        # Each row's next need-by and SLA deadline, computed for the page alone.
+        return selectors.needed_by_rows(page, now=timezone.now())

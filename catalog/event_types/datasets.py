@@ -26,16 +26,20 @@ AT_RISK = "dataset.at_risk"
 VERSION_PROMOTED = "dataset.version_promoted"
 
 
-def _lateness(fields: dict[str, Schema]) -> Schema:
+def _lateness(fields: dict[str, Schema], *, optional: tuple[str, ...] = ()) -> Schema:
     return obj(
         {
             "dataset": dataset_ref(with_id=False),
             "owner": string("the owner team's slug"),
             "partition": string("the partition that is (was) late"),
             "deadline_at": DATE_TIME,
-            "late_at": {**DATE_TIME, "description": "the deadline plus grace"},
+            "late_at": {
+                **DATE_TIME,
+                "description": "the deadline plus grace (judged_at need_by: the need-by)",
+            },
             **fields,
-        }
+        },
+        optional=optional,
     )
 
 
@@ -61,14 +65,36 @@ EVENT_TYPES = (
         audience=("subscribers", "owners"),
         description=(
             "A partition was not ready by its deadline plus grace (the dataset's freshness "
-            "SLA). Sent once per dataset and partition; dataset.recovered follows when it lands."
+            "SLA; judged_at sla), sent once per dataset and partition to its subscribers and "
+            "owner, dataset.recovered following when it lands. Or a partition was not ready "
+            "at a subscription's own need-by (judged_at need_by; deadline_at and late_at are "
+            "the need-by: no grace), sent to that subscription alone, once per subscription "
+            "and partition, before the SLA has judged it; the owner is not told nor paged, "
+            "and the SLA's own dataset.late is not sent to it again."
         ),
         schema=envelope(
             LATE,
-            _lateness({"late_seconds": integer("seconds past late_at when it was judged")}),
+            _lateness(
+                {
+                    "late_seconds": integer("seconds past late_at when it was judged"),
+                    "judged_at": string(
+                        "sla: the dataset's SLA deadline plus grace; need_by: the receiving "
+                        "subscription's need-by",
+                        enum=["sla", "need_by"],
+                    ),
+                    "subscription_id": integer(
+                        "judged_at need_by only: the subscription whose need-by it is"
+                    ),
+                },
+                optional=("subscription_id",),
+            ),
             title="Dataset late",
         ),
-        example=example(LATE, {**_LATE_EXAMPLE, "late_seconds": 12}, at="2026-11-29T06:30:12Z"),
+        example=example(
+            LATE,
+            {**_LATE_EXAMPLE, "late_seconds": 12, "judged_at": "sla"},
+            at="2026-11-29T06:30:12Z",
+        ),
     ),
     EventType(
         name=RECOVERED,

@@ -83,12 +83,47 @@ class Subscription(models.Model):
         help_text="Told no backfills, nor restatements of partitions older than the newest "
         "ready one (catalog.notices.matching_endpoints).",
     )
+    need_by_cron = models.CharField(
+        max_length=128,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="When the team needs each partition: a five-field cron read in "
+        "need_by_timezone, judged as an SLA deadline is; blank: no need-by.",
+    )
+    need_by_timezone = models.CharField(max_length=64, default="UTC", db_default="UTC")
+    need_by_next_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The first need-by deadline not judged yet (catalog.need_by_judging).",
+    )
+    need_by_gap_seconds = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="How long before the producer's SLA deadline the need-by falls, at the "
+        "most over the next deadlines (catalog.need_by.compare); positive: needed earlier "
+        "than promised; null: no need-by or no SLA. Refreshed on every change and judging.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["team", "dataset", "job_namespace", "job_name"], name="uniq_subscription"
+            ),
+        ]
+        indexes = [
+            # The need-by judging reads what is due, not every subscription.
+            models.Index(
+                fields=["need_by_next_at"],
+                name="subscription_need_by_due",
+                condition=models.Q(need_by_next_at__isnull=False),
+            ),
+            # The governance report lists the consumers needing data before it is promised.
+            models.Index(
+                fields=["need_by_gap_seconds"],
+                name="subscription_need_by_early",
+                condition=models.Q(need_by_gap_seconds__gt=0),
             ),
         ]
 

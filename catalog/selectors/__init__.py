@@ -50,6 +50,12 @@ from .governance import (
 from .lineage import (
     lineage_graph,
 )
+from .need_by import (
+    NeededBy,
+    dataset_needed_by,
+    need_by_before_sla_list,
+    needed_by_rows,
+)
 from .schemas import (
     schema_observation_list,
     unannounced_schema_changes,
@@ -57,6 +63,7 @@ from .schemas import (
 
 __all__ = [
     "ATTEMPT_OUTCOMES",
+    "NeededBy",
     "api_key_get",
     "api_key_list",
     "change_notice_acknowledgement_list",
@@ -71,6 +78,7 @@ __all__ = [
     "dataset_get",
     "dataset_get_by_id",
     "dataset_list",
+    "dataset_needed_by",
     "dataset_poll",
     "dataset_transfer_get",
     "dataset_transfer_list",
@@ -83,6 +91,8 @@ __all__ = [
     "job_namespace_claim_list",
     "job_namespace_claimed_by",
     "lineage_graph",
+    "need_by_before_sla_list",
+    "needed_by_rows",
     "partition_get",
     "partition_latest_ready",
     "partition_list",

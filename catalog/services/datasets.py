@@ -29,7 +29,7 @@ from .. import (
 from ..actors import Actor
 from ..identity import IdentityError, dataset_location, normalise_dataset_identity
 from ..models import AuditEntry, Dataset, DatasetUsage, StorageGroup
-from . import ownership
+from . import ownership, subscriptions
 
 
 def _storage_sources() -> dict:
@@ -237,6 +237,9 @@ def dataset_update(
     dataset.save()
     if WATCHDOG_FIELDS & set(audited):
         watchdog_feed.sync_monitor(dataset, now=timezone.now())
+    if SLA_FIELDS & set(audited):
+        # Consumers' need-by against the new promise (the governance report reads it).
+        subscriptions.subscription_need_by_gaps_refresh(dataset=dataset, now=timezone.now())
     if audited:
         AuditEntry.objects.create(
             dataset=dataset,

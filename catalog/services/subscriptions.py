@@ -13,8 +13,10 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
+from schedules import cron_checks
+from schedules.periods import validate_timezone
 
-from .. import delivery, doorbell, errors, notices, selectors
+from .. import delivery, doorbell, errors, need_by, notices, selectors
 from ..actors import Actor
 from ..models import Claim, Dataset, Delivery, Endpoint, Notification, Subscription, Team
 from ..notices import iso
@@ -23,11 +25,13 @@ from ..notices import iso
 @dataclass(frozen=True)
 class Caution:
     """Something a caller should know about a request that succeeded (``code`` stable
-    snake_case, ``detail`` for people, ``sunset_at`` when it is about a sunset)."""
+    snake_case, ``detail`` for people, ``sunset_at`` when it is about a sunset, ``field``
+    the input field it is about, if one)."""
 
     code: str
     detail: str
     sunset_at: datetime | None = None
+    field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ def subscription_create(
     event_types: list[str] | None = None,
     partition_pattern: str = "",
     newest_only: bool = False,
+    need_by_cron: str = "",
+    need_by_timezone: str = "UTC",
     since: datetime | None = None,
     now: datetime | None = None,
 ) -> SubscriptionResult:
@@ -73,6 +79,10 @@ def subscription_create(
         newest_only: tell no backfills, nor restatements of partitions older than the
             newest ready one (``notices.matching_endpoints``), for consumers that read the
             latest data only.
+        need_by_cron, need_by_timezone: when the team needs each partition (``need_by``):
+            a cron checked as an SLA cron is, in an IANA zone; blank: no need-by. A
+            partition not ready then is told to this subscription alone as
+            ``dataset.late`` (``need_by_judging``).
         since: aware instant, at most ``MAX_SINCE_DAYS`` back: notifications about the
             dataset from then on are delivered too (a new consumer catching up). Without
             it a subscription receives what happens from its creation on, never history.
@@ -81,9 +91,13 @@ def subscription_create(
     Returns:
         A ``SubscriptionResult``; a new webhook endpoint gets a signing secret, returned
         once in ``endpoint_secret``; subscribing to a deprecated dataset succeeds with a
-        ``dataset_deprecated`` warning naming its sunset.
+        ``dataset_deprecated`` warning naming its sunset; a need-by cron's warnings
+        (``cron_checks.field_warnings``) and ``need_by_before_sla`` (``need_by_cautions``)
+        come in ``warnings`` too.
 
     Raises:
+        ValidationProblem: ``need_by_cron`` is not a cron or never fires, or is set on an
+            unpartitioned dataset; ``need_by_timezone`` is not an IANA zone (400).
         ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
             blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
             a host name is not resolved here, delivery checks it at connect time).
@@ -93,6 +107,7 @@ def subscription_create(
             endpoint URL (409; ``existing`` gives its ``id`` and ``endpoint_url``).
     """
     now = now or timezone.now()
+    _validate_need_by(dataset, need_by_cron, need_by_timezone)
     refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
     if refusal:
         raise ValidationProblem(
@@ -128,6 +143,8 @@ def subscription_create(
         "event_types": sorted(set(event_types or [])),
         "partition_pattern": partition_pattern,
         "newest_only": newest_only,
+        "need_by_cron": need_by_cron,
+        "need_by_timezone": need_by_timezone,
     }
     if endpoint_url:
         _refuse_a_move(actor.team, dataset, job_namespace, job_name, endpoint_url)
@@ -148,9 +165,91 @@ def subscription_create(
         job_name=job_name,
         defaults=defaults,
     )
+    _schedule_need_by(subscription, now=now)
     if since is not None and subscription.endpoint is not None:
         _catch_up(subscription, since=since, now=now)
+    warnings += need_by_cautions(subscription, now=now)
     return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
+
+
+def _validate_need_by(dataset: Dataset, cron: str | None, time_zone: str | None) -> None:
+    """The need-by fields' rules, those of an SLA's cron and zone (the same checks and
+    problem shapes): a cron ``check_cron`` accepts, an IANA zone; and a need-by only on
+    a partitioned dataset (a need-by is per partition)."""
+    problems: list[FieldError] = []
+    if time_zone is not None:
+        try:
+            validate_timezone(time_zone)
+        except ValueError as exc:
+            problems.append(FieldError("need_by_timezone", str(exc), "iana_time_zone"))
+    if cron:
+        cron_problem = cron_checks.field_problem("need_by_cron", cron)
+        if cron_problem is not None:
+            problems.append(cron_problem)
+        elif dataset.partitioning == Dataset.Partitioning.NONE:
+            problems.append(
+                FieldError(
+                    "need_by_cron",
+                    f"{dataset} is not partitioned: a need-by is per partition",
+                    "partitioned_dataset",
+                )
+            )
+    if problems:
+        raise ValidationProblem.of("Some subscription fields are not valid.", problems)
+
+
+def _schedule_need_by(subscription: Subscription, *, now: datetime) -> None:
+    """Store the first need-by deadline to judge (``need_by.schedule``) and how far it
+    falls before the SLA (``need_by.gap_seconds``). A deadline the previous need-by had
+    not judged yet is still judged, by the new rule, as on an SLA change: a redeclaration
+    never skips one."""
+    before = (subscription.need_by_next_at, subscription.need_by_gap_seconds)
+    need_by.schedule(
+        subscription, subscription.dataset, now=now, owed_from=subscription.need_by_next_at
+    )
+    subscription.need_by_gap_seconds = need_by.gap_seconds(
+        subscription, subscription.dataset, now=now
+    )
+    if (subscription.need_by_next_at, subscription.need_by_gap_seconds) != before:
+        subscription.save(update_fields=["need_by_next_at", "need_by_gap_seconds"])
+
+
+def subscription_need_by_gaps_refresh(*, dataset: Dataset, now: datetime) -> int:
+    """Recompute ``need_by_gap_seconds`` of the dataset's subscriptions with a need-by,
+    after its SLA or partitioning changed (``dataset_update``); call inside its
+    transaction. Their need-by deadlines do not move: those depend on the need-by alone.
+
+    Returns:
+        How many subscriptions changed.
+    """
+    changed = []
+    for subscription in Subscription.objects.filter(dataset=dataset).exclude(need_by_cron=""):
+        gap = need_by.gap_seconds(subscription, dataset, now=now)
+        if gap != subscription.need_by_gap_seconds:
+            subscription.need_by_gap_seconds = gap
+            changed.append(subscription)
+    Subscription.objects.bulk_update(changed, ["need_by_gap_seconds"])
+    return len(changed)
+
+
+def need_by_cautions(subscription: Subscription, *, now: datetime) -> list[Caution]:
+    """What a subscriber should know about its need-by: the cron's warnings (as an SLA
+    cron's), and ``need_by_before_sla`` when the need-by of a period comes before the
+    dataset's SLA deadline for it (``need_by.compare``, over the next deadlines)."""
+    cautions = [
+        Caution(code=w.code, detail=w.message, field=w.field)
+        for w in cron_checks.field_warnings("need_by_cron", subscription.need_by_cron)
+    ]
+    earliest = need_by.earliest_need(need_by.compare(subscription, subscription.dataset, now=now))
+    if earliest is not None:
+        cautions.append(
+            Caution(
+                code="need_by_before_sla",
+                detail=need_by.before_sla_detail(earliest, subscription.dataset),
+                field="need_by_cron",
+            )
+        )
+    return cautions
 
 
 def _refuse_a_move(
@@ -226,6 +325,8 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
             or fnmatch.fnmatchcase(n.payload["data"]["partition"], subscription.partition_pattern)
         )
         and not (subscription.newest_only and _old_news(n, newest))
+        # Lateness told at another subscription's need-by was for that team alone.
+        and n.payload["data"].get("judged_at") != "need_by"
     ]
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     if rows:
@@ -253,22 +354,32 @@ def subscription_update(
     event_types: list[str] | None = None,
     partition_pattern: str | None = None,
     newest_only: bool | None = None,
-) -> Subscription:
-    """Change the filters of one of the actor's team's subscriptions; a filter given as
-    None stays as it is. Its endpoint never changes here (see ``subscription_create``).
+    need_by_cron: str | None = None,
+    need_by_timezone: str | None = None,
+    now: datetime | None = None,
+) -> SubscriptionResult:
+    """Change the filters or need-by of one of the actor's team's subscriptions; a field
+    given as None stays as it is. Its endpoint never changes here (see
+    ``subscription_create``).
 
     Args:
         event_types: notification types to receive; empty: all but the opt-in ones
             (``notices.OPT_IN_TYPES``).
         partition_pattern: fnmatch pattern on partition keys; empty: all.
         newest_only: as ``subscription_create``'s; applies to what is written from now on.
+        need_by_cron, need_by_timezone: as ``subscription_create``'s; ``""`` removes the
+            need-by.
+        now: aware UTC instant (default: the current time).
 
     Returns:
-        The subscription as saved.
+        A ``SubscriptionResult`` (``created`` False) with the subscription as saved and
+        its need-by's ``warnings`` (``need_by_cautions``).
 
     Raises:
         SubscriptionNotFound: no such subscription of this team (404).
+        ValidationProblem: as ``subscription_create``'s need-by rules (400).
     """
+    now = now or timezone.now()
     subscription = None
     if 0 < subscription_id <= 2**63 - 1:
         subscription = (
@@ -283,14 +394,21 @@ def subscription_update(
         "event_types": sorted(set(event_types)) if event_types is not None else None,
         "partition_pattern": partition_pattern,
         "newest_only": newest_only,
+        "need_by_cron": need_by_cron,
+        "need_by_timezone": need_by_timezone,
     }
+    _validate_need_by(subscription.dataset, need_by_cron, need_by_timezone)
     changed = [name for name, value in changes.items() if value is not None]
     for name in changed:
         setattr(subscription, name, changes[name])
     if changed:
         subscription.full_clean()
         subscription.save(update_fields=changed)
-    return subscription
+    if need_by_cron is not None or need_by_timezone is not None:
+        _schedule_need_by(subscription, now=now)
+    return SubscriptionResult(
+        subscription, False, warnings=tuple(need_by_cautions(subscription, now=now))
+    )
 
 
 @transaction.atomic

@@ -122,8 +122,8 @@ TIMELINE_PERIODS = 30
 def dataset_page(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """A dataset: owner, completion signal, SLA in words with its next deadlines,
     freshness, the last 30 periods' timeline with the usual arrival times (its arrival
-    profile), consumers, lineage, change notices with their acknowledgements and the
-    audit trail; its owners' edit form, and a form to
+    profile), consumers and who needs it by when (need-by times), lineage, change notices
+    with their acknowledgements and the audit trail; its owners' edit form, and a form to
     subscribe one's team."""
     dataset = _dataset_or_404(dataset_id)
     return _dataset_response(request, dataset)
@@ -193,6 +193,7 @@ def _dataset_response(
         "groups": arrival_profiles.shown_groups(profile) if profile else [],
         "min_periods": settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
         "consumers": browse.dataset_consumers(dataset=dataset),
+        "needed_by": selectors.dataset_needed_by(dataset=dataset, now=now),
         "lineage": graph_layout.layout(graph),
         "unverified": request.GET.get("unverified") == "1",
         "notices": notices,
@@ -470,8 +471,9 @@ CHANGE_COLUMNS_SHOWN = 10  # removed names, and retyped entries, per breaking ch
 def governance_page(request: HttpRequest) -> HttpResponse:
     """The governance reports, as the API's: undeclared reads, stale declarations,
     undeclared writes, uncatalogued datasets seen in lineage, critical datasets without
-    an SLA or a watchdog monitor, unannounced breaking changes and run conflicts; the
-    first 100 rows of each.
+    an SLA or a watchdog monitor, unannounced breaking changes, run conflicts, and
+    datasets their consumers need earlier than their producers promise; the first 100
+    rows of each.
 
     Governance staff (``browse.person_is_governance``) see every team's rows, or one
     team's with ``?team=``; everyone else sees one of their own teams' rows (the first by
@@ -521,6 +523,12 @@ def governance_page(request: HttpRequest) -> HttpResponse:
         "without_monitor": list(browse.critical_without_monitor(team=team)[:REPORT_ROWS]),
         "unannounced_breaking_changes": changes,
         "run_conflicts": list(selectors.run_conflict_list(team=team)[:REPORT_ROWS]),
+        "needed_earlier": selectors.needed_by_rows(
+            selectors.need_by_before_sla_list(team=team).order_by("-need_by_gap_seconds", "id")[
+                :REPORT_ROWS
+            ],
+            now=now,
+        ),
     }
     return _render(request, "catalog/governance.html", context)
 

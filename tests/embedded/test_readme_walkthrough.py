@@ -150,6 +150,10 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert dashboard["endpoint_url"].startswith("https://dashboards.example.com/"), report
     assert (dashboard["dataset"]["name"], dashboard["newest_only"]) == ("raw/orders", True)
 
+    [close] = _block_with(blocks, outputs, '"need_by_cron": "0 6 * * *"')
+    assert close["need_by_cron"] == "0 6 * * *", report
+    assert [w["code"] for w in close["warnings"]] == ["need_by_before_sla"], report
+
     published = _block_with(blocks, outputs, "Idempotency-Key:")
     assert [p["state"] for p in published] == ["ready"], report
 

@@ -97,7 +97,7 @@ def test_governance_page_query_count_is_bounded(
     world, make_person, client_as, django_assert_max_num_queries
 ):
     client = client_as(make_person("gov", is_staff=True))
-    with django_assert_max_num_queries(14):  # one per report
+    with django_assert_max_num_queries(15):  # one per report
         assert client.get("/governance/").status_code == 200
 
 
@@ -162,3 +162,16 @@ def test_a_wide_breaking_change_shows_ten_columns_of_each_kind_then_a_count(
     assert "c22" not in section and "and 8 more" in section
     assert section.count("int &rarr; text") == 10
     assert "c10: int" not in section and "and 2 more" in section
+
+
+def test_datasets_needed_earlier_than_promised_are_listed(world, make_person, client_as):
+    from catalog.actors import Actor
+    from catalog.services.subscriptions import subscription_create
+
+    subscription_create(
+        actor=Actor(team=world["finance"]), dataset=world["unwatched"], need_by_cron="0 5 * * *"
+    )
+    response = client_as(make_person("gov", is_staff=True)).get("/governance/")
+    [row] = report(response, "needed_earlier")
+    assert (row.team, row.dataset, row.gap_minutes) == ("finance", world["unwatched"], 60)
+    assert 'id="needed-earlier"' in response.content.decode()
