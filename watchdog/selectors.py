@@ -22,13 +22,15 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Length, Substr
 
 from .models import Incident, Monitor, Operator, Page, Ping, Run
 
 # States shown to people (monitors.display_state): the stored ones plus grace.
 DISPLAY_STATES = ["down", "grace", "up", "new", "paused"]
 RECENT = 20
+# A recent ping's body on the monitor's page: its start (a log line, an error's tail).
+BODY_HEAD_CHARS = 300
 
 
 def _visible(queryset: QuerySet, operator: Operator, owner_field: str = "owner") -> QuerySet:
@@ -135,9 +137,14 @@ class MonitorActivity:
 
 
 def monitor_activity(*, monitor: Monitor) -> MonitorActivity:
-    """The monitor's recent pings, runs and incidents with their pages (four queries)."""
+    """The monitor's recent pings (each with ``body_head``, its body's first
+    ``BODY_HEAD_CHARS`` characters, and ``body_chars``, its length), runs and incidents
+    with their pages (four queries)."""
     pings = list(
-        Ping.objects.filter(monitor=monitor).defer("body").order_by("-received_at")[:RECENT]
+        Ping.objects.filter(monitor=monitor)
+        .defer("body")
+        .annotate(body_head=Substr("body", 1, BODY_HEAD_CHARS), body_chars=Length("body"))
+        .order_by("-received_at")[:RECENT]
     )
     runs = list(Run.objects.filter(monitor=monitor).order_by("-started_at")[:RECENT])
     incidents = list(

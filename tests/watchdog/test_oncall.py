@@ -245,6 +245,28 @@ def test_the_monitor_page_shows_incidents_with_their_pages_pings_and_runs(
     assert '<td data-label="Outcome">running</td>' in body
 
 
+def test_the_monitor_page_shows_each_ping_body_escaped_and_cut(oncall_world, orders_oncall):
+    nightly = oncall_world["nightly"]
+    now = timezone.now()
+    bodies = ["cannot reach s3\n", "<script>alert(1)</script>", "x" * 1000, ""]
+    for n, body in enumerate(bodies):
+        Ping.objects.create(
+            monitor=nightly,
+            kind="fail" if n == 0 else "log",
+            received_at=now - timedelta(seconds=n),
+            method="POST",
+            body=body,
+        )
+    page = _client_for(orders_oncall).get(f"/oncall/monitors/{nightly.pk}")
+    cells = re.findall(r'<td data-label="Body">(.*?)</td>', page.content.decode(), re.S)
+    assert cells[:4] == [
+        '<code class="ping-body">cannot reach s3\n</code>',
+        '<code class="ping-body">&lt;script&gt;alert(1)&lt;/script&gt;</code>',
+        f'<code class="ping-body">{"x" * 300}…</code>',
+        "–",
+    ]
+
+
 def test_an_incident_paged_through_another_names_it_instead_of_no_pages(
     oncall_world, orders_oncall, django_assert_num_queries
 ):
