@@ -263,7 +263,7 @@ def test_the_monitor_page_shows_each_ping_body_escaped_and_cut(oncall_world, ord
         '<code class="ping-body">cannot reach s3\n</code>',
         '<code class="ping-body">&lt;script&gt;alert(1)&lt;/script&gt;</code>',
         f'<code class="ping-body">{"x" * 300}…</code>',
-        "–",
+        "\u2013",  # an en dash
     ]
 
 
