@@ -226,3 +226,38 @@ def _known(datasets, *, since: datetime):
         )
         recent.update({d: (n, first, older > 0) for d, n, first, older in rows})
     return newest, pending, counts, recent
+
+
+def plan_recent(
+    locations: dict,
+    first_keys: dict[int, str],
+    history: dict[int, int],
+    *,
+    entries_per_partition: float = 1.0,
+) -> list[Run]:
+    """The flat listings of a pass over recent ready partitions (``rewritten_markers``), in
+    name order: each dataset's names from its oldest ready partition in the window on.
+    As in ``plan``, one listing runs on past a dataset's history before the window when
+    that is shorter than a page, so a date-first group, or a dataset-first group of short
+    histories, is one listing.
+
+    Args:
+        locations: ``{dataset id: objectstore.Location}``.
+        first_keys: ``{dataset id: key of its oldest ready partition in the window}``;
+            datasets left out are not listed.
+        history: ``{dataset id: partitions older than the window}``.
+        entries_per_partition: objects per partition, as the group's sweeps measured.
+    """
+    ranges = []
+    for dataset_id, key in first_keys.items():
+        location = locations[dataset_id]
+        if not location.partitioned:
+            ranges.append(_Range(location.segment_prefix + "/", None, 0))
+            continue
+        # StartAfter the segment itself keeps "segment/..." and everything after it.
+        ranges.append(
+            _Range(location.segment_prefix, location.segment_for(key), history.get(dataset_id, 0))
+        )
+    if not ranges:
+        return []
+    return _runs(_nest(ranges), entries_per_partition)
