@@ -71,6 +71,7 @@ def plan(
     full: bool = False,
     recovery: bool = False,
     entries_per_partition: float = 1.0,
+    also_from: dict[int, str] | None = None,
 ) -> list[Run]:
     """The listings one sweep makes, in name order.
 
@@ -81,6 +82,8 @@ def plan(
         recovery: start datasets with nothing ready at their first name.
         entries_per_partition: what passing over one known partition costs in listed
             entries: 1 for a delimiter listing, the objects per partition for a flat one.
+        also_from: ``{dataset id: key}``: list those datasets from that partition on at
+            least (the pass over recent markers, ``rewritten_markers``, reads them).
     """
     if full or not datasets:
         return [Run(None, None)]
@@ -104,6 +107,8 @@ def plan(
             starts.append(location.segment_for(horizon.key))
         if dataset.pk in pending:
             starts.append(location.segment_for(pending[dataset.pk]))
+        if also_from and dataset.pk in also_from:
+            starts.append(location.segment_for(also_from[dataset.pk]))
         start = None if None in starts else min(starts)
         history = counts.get(dataset.pk, 0) if start is not None else 0
         ranges.append(_Range(location.segment_prefix, start, history))

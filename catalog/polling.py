@@ -200,20 +200,15 @@ def sweep_group(
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
         found_any, publishes_events = _sweep(
-            group, datasets, lister, report, now=now, full=full, recovery=recovery
+            group,
+            datasets,
+            lister,
+            report,
+            now=now,
+            full=full,
+            recovery=recovery,
+            recent=only is None and rewritten_markers.due(group, now=now),
         )
-        if only is None and datasets and rewritten_markers.due(group, now=now):
-            # The markers of recent ready partitions, for rewrites (restatements).
-            report.recent_pass = True
-            passed = rewritten_markers.run(
-                group,
-                datasets,
-                lister,
-                now=now,
-                entries_per_partition=report.objects_per_partition or report.learned,
-            )
-            report.partitions_restated = len(passed.restated)
-            report.found.extend(f"{found} (restated)" for found in passed.restated)
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
         logger.warning("poll of %s failed: %s", group, exc)
@@ -233,8 +228,14 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[bool, bool]:
-    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``."""
+def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> tuple[bool, bool]:
+    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``.
+
+    ``recent``: also make the pass over recent markers (``rewritten_markers``). A flat
+    listing then starts each dataset no later than its oldest ready partition in the
+    pass's window, so the pass reads what it already listed and costs no listing of its
+    own (in a dataset-first group, not one more listing per dataset).
+    """
     if not datasets:
         return False, True
     locations = {
@@ -246,6 +247,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
     report.listing, learned = listing_for(group, lister.source, full=full)
     report.learned = learned
     flat = report.listing == StorageSweep.Listing.FLAT
+    window = rewritten_markers.window_of(datasets, now=now) if recent else None
     runs = poll_plan.plan(
         datasets,
         locations,
@@ -253,6 +255,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
         full=full,
         recovery=recovery,
         entries_per_partition=learned if flat else 1.0,
+        also_from=window.first_keys if window is not None and flat else None,
     )
     # name -> its objects (relative to it), when the listing was flat
     contents: dict[str, list[objectstore.StoredObject]] = {}
@@ -360,6 +363,19 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
                 )
     if not flat and pending:
         report.objects_per_partition = inside_objects / len(pending)
+    if window is not None:
+        report.recent_pass = True
+        passed = rewritten_markers.run(
+            group,
+            datasets,
+            lister,
+            now=now,
+            window=window,
+            listed=contents if flat else None,
+            entries_per_partition=report.objects_per_partition or learned,
+        )
+        report.partitions_restated = len(passed.restated)
+        report.found.extend(f"{found} (restated)" for found in passed.restated)
     return found_any, all(d.pk in by_event for d in datasets)
 
 

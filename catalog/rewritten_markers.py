@@ -24,12 +24,15 @@ within the last ``restate_window_days`` (default 7), and for each:
   the partition stays ready and its baseline is kept, so a marker written back later is
   told as a restatement.
 
-Cost, per pass and group, counted in the sweep's List calls: on S3, one flat listing (no
-delimiter) per run of ``poll_plan.plan_recent``, one per group in date-first layouts and
-for dataset-first datasets whose history before the window is short, else one per
-dataset, plus a page per 1,000 objects in the window; partitions older than the window
-are never listed. On other stores, one recursive listing per ready partition in the
-window. A manifest is read only when it changed.
+Cost, per pass and group, counted in the sweep's List calls: on S3, when the sweep lists
+flat (partitions of few objects), its listing starts each dataset at its oldest ready
+partition in the window instead of after its newest, so the pass makes no listing of its
+own: it costs a page per 1,000 objects in the window. Otherwise (a group listed by
+partition prefix), one flat listing (no delimiter) per run of ``poll_plan.plan_recent``:
+one per group in date-first layouts and for dataset-first datasets whose history before
+the window is short, else one per dataset, plus a page per 1,000 objects in the window.
+Partitions older than the window are never listed. On other stores, one recursive
+listing per ready partition in the window. A manifest is read only when it changed.
 """
 
 from __future__ import annotations
@@ -76,6 +79,16 @@ class _Ready:
     modified: datetime | None
 
 
+@dataclass(frozen=True)
+class Window:
+    """The ready partitions a pass looks at (their current revision and its baseline),
+    each dataset's oldest such key, and how many partitions each has before the window."""
+
+    ready: list[_Ready]
+    first_keys: dict[int, str]
+    history: dict[int, int]
+
+
 def due(group: StorageGroup, *, now: datetime) -> bool:
     """Whether a sweep of ``group`` at ``now`` also makes the pass: its last pass (or its
     first sweep) is at least ``restate_interval_seconds`` old; never when that is 0."""
@@ -114,6 +127,8 @@ def run(
     lister: objectstore.Lister,
     *,
     now: datetime,
+    window: Window | None = None,
+    listed: dict[str, list[objectstore.StoredObject]] | None = None,
     entries_per_partition: float = 1.0,
 ) -> PassReport:
     """Re-read the markers of ``group``'s recent ready partitions and tell the rewritten
@@ -123,16 +138,20 @@ def run(
         datasets: the group's polled datasets.
         lister: the sweep's lister (its counts include this pass).
         now: aware UTC instant of the sweep.
+        window: ``window_of(datasets, now=now)`` if already read.
+        listed: the sweep's flat listing, ``{partition name: objects relative to it}``,
+            when it covered the window (``poll_plan.plan(also_from=...)``): nothing more
+            is listed.
         entries_per_partition: objects per partition as the group's sweeps measured them.
 
     Raises:
         objectstore.StorageError: the store failed (what was told before stays told).
     """
     report = PassReport()
-    since = now - timedelta(days=_config("restate_window_days"))
     settle = now - timedelta(seconds=_config("restate_settle_seconds"))
-    window, first_keys, history = _window(datasets, since=since)
-    if not window:
+    if window is None:
+        window = window_of(datasets, now=now)
+    if not window.ready:
         return report
     locations = {
         d.pk: objectstore.parse_template(
@@ -145,10 +164,17 @@ def run(
         location = locations[ready.dataset_id]
         return location.segment_for(ready.key) if location.partitioned else location.segment_prefix
 
-    if lister.source.protocol == "s3":
+    if listed is not None:
+
+        def objects_of(name: str) -> list[objectstore.StoredObject]:
+            return listed.get(name, [])
+    elif lister.source.protocol == "s3":
         contents: dict[str, list[objectstore.StoredObject]] = {}
         runs = poll_plan.plan_recent(
-            locations, first_keys, history, entries_per_partition=entries_per_partition
+            locations,
+            window.first_keys,
+            window.history,
+            entries_per_partition=entries_per_partition,
         )
         for run_ in runs:
             for o in lister.flat(group.prefix, start_after=run_.start_after, stop=run_.stop):
@@ -165,7 +191,7 @@ def run(
 
     by_pk = {d.pk: d for d in datasets}
     adopt: list[PartitionRevision] = []
-    for ready in window:
+    for ready in window.ready:
         dataset, name = by_pk[ready.dataset_id], name_of(ready)
         inner = locations[dataset.pk].inner
         mine = [
@@ -222,12 +248,13 @@ def run(
     return report
 
 
-def _window(datasets, *, since: datetime):
-    """``([_Ready] of the ready partitions whose period started at or after since, or
-    unpartitioned, {dataset id: its oldest such key}, {dataset id: partitions older than
-    since})``."""
+def window_of(datasets: list[Dataset], *, now: datetime) -> Window:
+    """What a pass at ``now`` looks at: the datasets' ready partitions whose period started
+    within ``restate_window_days`` before ``now`` (and unpartitioned ones); a few queries
+    per 500 datasets."""
+    since = now - timedelta(days=_config("restate_window_days"))
     ids = [d.pk for d in datasets]
-    window: list[_Ready] = []
+    found: list[_Ready] = []
     first: dict[int, tuple] = {}
     history: dict[int, int] = {}
     for i in range(0, len(ids), 500):
@@ -248,7 +275,7 @@ def _window(datasets, *, since: datetime):
             )
         )
         for dataset_id, key, start_at, revision_id, etag, modified in rows:
-            window.append(_Ready(dataset_id, key, revision_id, etag, modified))
+            found.append(_Ready(dataset_id, key, revision_id, etag, modified))
             if dataset_id not in first or (start_at and start_at < first[dataset_id][1]):
                 first[dataset_id] = (key, start_at or since)
         history.update(
@@ -257,4 +284,4 @@ def _window(datasets, *, since: datetime):
             .annotate(n=Count("pk"))
             .values_list("dataset_id", "n")
         )
-    return window, {d: key for d, (key, _) in first.items()}, history
+    return Window(found, {d: key for d, (key, _) in first.items()}, history)

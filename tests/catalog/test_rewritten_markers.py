@@ -82,8 +82,9 @@ def test_a_rewritten_marker_is_told_once_as_restated(s3, producer, consumer_endp
     report = sweep(dataset, now=NOW + HOUR)
 
     assert (report.error, report.recent_pass, report.partitions_restated) == ("", True, 1)
-    # The regular flat listing after the newest ready day, and the pass's one flat listing.
-    assert (report.list_calls, report.pages) == (1 + 1, 1 + 1)
+    # One flat listing, from the oldest ready day of the window rather than after the
+    # newest: the pass reads the marker from it.
+    assert (report.list_calls, report.pages) == (1, 1)
     [told] = restated(dataset)
     data = told.payload["data"]
     new = current(dataset)
@@ -212,9 +213,26 @@ def test_a_partition_older_than_the_window_is_not_looked_at(s3, producer):
         d.isoformat() for d in window
     }
     assert current(dataset, days[0].isoformat()).version == ""
-    # One listing after the newest ready day (empty) and one from the window's oldest ready
-    # day: its 6 x 2 objects, none of the older days'.
-    assert (report.list_calls, report.objects_seen) == (1 + 1, 0 + 6 * 2)
+    # One flat listing from the window's oldest ready day: its 6 x 2 objects, none of the
+    # older days'.
+    assert (report.list_calls, report.objects_seen) == (1, 6 * 2)
+
+
+def test_a_group_listed_by_prefix_gets_one_flat_listing_for_the_pass(s3, producer, settings):
+    """Partitions too large for a flat sweep: the sweep lists partition prefixes after the
+    newest ready day, and the pass one flat listing of the window."""
+    settings.TIDEMARK_POLL = {**settings.TIDEMARK_POLL, "flat_max_objects": 1}
+    dataset = register(producer)
+    s3.put(BASE + "part-0.parquet")
+    s3.put(BASE + "_SUCCESS", b"")
+    sweep(dataset)
+    with at(NOW + HOUR / 2):
+        s3.put(BASE + "_SUCCESS", b"")
+
+    report = sweep(dataset, now=NOW + HOUR)
+
+    assert (report.listing, report.partitions_restated) == ("delimiter", 1)
+    assert (report.list_calls, report.objects_seen) == (1 + 1, 0 + 2)
 
 
 def test_a_deleted_marker_is_not_a_restatement(s3, producer):
