@@ -27,6 +27,14 @@ class Verdict:
     found: dict | None = None
 
 
+def signal_name(dataset: Dataset) -> str:
+    """The object whose presence (success marker) or content (manifest) completes a
+    partition of ``dataset``, relative to the partition's location."""
+    if dataset.completion_signal == Dataset.CompletionSignal.SUCCESS_MARKER:
+        return dataset.success_marker
+    return dataset.manifest_name
+
+
 def _is_data_file(name: str, dataset: Dataset) -> bool:
     # Hadoop/Spark convention: names starting with "_" or "." are bookkeeping, not data.
     base = name.rsplit("/", 1)[-1]

@@ -64,7 +64,7 @@ from .models import (
     StorageGroup,
     StorageSweep,
 )
-from .partition_files import Verdict, judge  # noqa: F401 - Verdict re-exported for callers
+from .partition_files import Verdict, judge, signal_name  # noqa: F401 - Verdict re-exported for callers
 from .services import publishing
 
 logger = logging.getLogger(__name__)
@@ -104,13 +104,11 @@ class SweepReport:
     duration_ms: int = 0
     found: list[str] = field(default_factory=list)
     listing_pages: int = 0  # pages of the group's listing, before any listing inside
-    learned: float = 1.0  # objects per partition the listing was chosen on
 
     def counts(self) -> dict:
         data = asdict(self)
         data.pop("found")
         data.pop("listing_pages")
-        data.pop("learned")
         data.pop("group")
         data.pop("duration_ms")
         return data
@@ -245,7 +243,6 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> t
         for d in datasets
     }
     report.listing, learned = listing_for(group, lister.source, full=full)
-    report.learned = learned
     flat = report.listing == StorageSweep.Listing.FLAT
     window = rewritten_markers.window_of(datasets, now=now) if recent else None
     runs = poll_plan.plan(
@@ -375,7 +372,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> t
             entries_per_partition=report.objects_per_partition or learned,
         )
         report.partitions_restated = len(passed.restated)
-        report.found.extend(f"{found} (restated)" for found in passed.restated)
+        report.found.extend(f"{name} (restated)" for name in passed.restated)
     return found_any, all(d.pk in by_event for d in datasets)
 
 
@@ -383,11 +380,7 @@ def _marker(dataset: Dataset, objects) -> tuple[str, datetime | None] | None:
     """``(etag, modified)`` of the dataset's success marker or manifest among ``objects``
     (names relative to the partition), kept as the baseline a rewrite is judged against
     (``rewritten_markers``); None when the store gives neither."""
-    signal = (
-        dataset.success_marker
-        if dataset.completion_signal == Dataset.CompletionSignal.SUCCESS_MARKER
-        else dataset.manifest_name
-    )
+    signal = signal_name(dataset)
     for o in objects:
         if o.name == signal and (o.etag or o.modified is not None):
             return o.etag, o.modified

@@ -48,7 +48,7 @@ import objectstore
 
 from . import poll_plan
 from .models import Dataset, Partition, PartitionRevision, StorageGroup
-from .partition_files import judge
+from .partition_files import judge, signal_name
 from .services import publishing
 
 
@@ -200,11 +200,7 @@ def run(
             if o.name.startswith(inner)
         ]
         report.checked += 1
-        signal = (
-            dataset.success_marker
-            if dataset.completion_signal == Dataset.CompletionSignal.SUCCESS_MARKER
-            else dataset.manifest_name
-        )
+        signal = signal_name(dataset)
         obj = next((o for o in mine if o.name == signal), None)
         if obj is None:
             report.missing += 1
