@@ -71,6 +71,7 @@ def plan(
     full: bool = False,
     recovery: bool = False,
     entries_per_partition: float = 1.0,
+    also_from: dict[int, str] | None = None,
 ) -> list[Run]:
     """The listings one sweep makes, in name order.
 
@@ -81,6 +82,8 @@ def plan(
         recovery: start datasets with nothing ready at their first name.
         entries_per_partition: what passing over one known partition costs in listed
             entries: 1 for a delimiter listing, the objects per partition for a flat one.
+        also_from: ``{dataset id: key}``: list those datasets from that partition on at
+            least (the pass over recent markers, ``rewritten_markers``, reads them).
     """
     if full or not datasets:
         return [Run(None, None)]
@@ -104,6 +107,8 @@ def plan(
             starts.append(location.segment_for(horizon.key))
         if dataset.pk in pending:
             starts.append(location.segment_for(pending[dataset.pk]))
+        if also_from and dataset.pk in also_from:
+            starts.append(location.segment_for(also_from[dataset.pk]))
         start = None if None in starts else min(starts)
         history = counts.get(dataset.pk, 0) if start is not None else 0
         ranges.append(_Range(location.segment_prefix, start, history))
@@ -226,3 +231,38 @@ def _known(datasets, *, since: datetime):
         )
         recent.update({d: (n, first, older > 0) for d, n, first, older in rows})
     return newest, pending, counts, recent
+
+
+def plan_recent(
+    locations: dict,
+    first_keys: dict[int, str],
+    history: dict[int, int],
+    *,
+    entries_per_partition: float = 1.0,
+) -> list[Run]:
+    """The flat listings of a pass over recent ready partitions (``rewritten_markers``), in
+    name order: each dataset's names from its oldest ready partition in the window on.
+    As in ``plan``, one listing runs on past a dataset's history before the window when
+    that is shorter than a page, so a date-first group, or a dataset-first group of short
+    histories, is one listing.
+
+    Args:
+        locations: ``{dataset id: objectstore.Location}``.
+        first_keys: ``{dataset id: key of its oldest ready partition in the window}``;
+            datasets left out are not listed.
+        history: ``{dataset id: partitions older than the window}``.
+        entries_per_partition: objects per partition, as the group's sweeps measured.
+    """
+    ranges = []
+    for dataset_id, key in first_keys.items():
+        location = locations[dataset_id]
+        if not location.partitioned:
+            ranges.append(_Range(location.segment_prefix + "/", None, 0))
+            continue
+        # StartAfter the segment itself keeps "segment/..." and everything after it.
+        ranges.append(
+            _Range(location.segment_prefix, location.segment_for(key), history.get(dataset_id, 0))
+        )
+    if not ranges:
+        return []
+    return _runs(_nest(ranges), entries_per_partition)

@@ -22,6 +22,11 @@ What completed is recorded through ``services.publishing.readiness_found`` (``de
 which fires the same notifications as a published event; a dataset that otherwise
 publishes events has it flagged as a missed event.
 
+Every ``restate_interval_seconds`` a sweep also re-reads the markers (or manifests) of
+the group's ready partitions of the last ``restate_window_days``: one rewritten since the
+poll (or the pass) first saw it is told as ``partition.restated``
+(``rewritten_markers``), without listing every ready partition at every sweep.
+
 A partition whose period starts after now (plus the clock-skew allowance) is left alone
 unless its dataset accepts future partitions (``future_partitions``), as a publish of it
 would be refused.
@@ -37,6 +42,7 @@ group once; recording is idempotent in any case.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import asdict, dataclass, field
@@ -49,7 +55,7 @@ from django.db.models import Min, Q
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key
 
-from . import future_partitions, metrics, poll_plan, storage
+from . import future_partitions, metrics, poll_plan, rewritten_markers, storage
 from .models import (
     Dataset,
     Partition,
@@ -58,6 +64,7 @@ from .models import (
     StorageGroup,
     StorageSweep,
 )
+from .partition_files import Verdict, judge, signal_name  # noqa: F401 - Verdict re-exported for callers
 from .services import publishing
 
 logger = logging.getLogger(__name__)
@@ -71,101 +78,6 @@ CHECK_MARGIN = timedelta(seconds=30)
 
 def _config(name: str) -> int:
     return settings.TIDEMARK_POLL[name]
-
-
-# --- judging a partition's files --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What the files of one partition say.
-
-    ``complete`` partitions are recorded ready. An incomplete one with a readable manifest
-    is recorded as pending with ``found`` (so the API says why it is not ready).
-    """
-
-    complete: bool
-    reason: str
-    manifest: dict | None = None
-    found: dict | None = None
-
-
-def _is_data_file(name: str, dataset: Dataset) -> bool:
-    # Hadoop/Spark convention: names starting with "_" or "." are bookkeeping, not data.
-    base = name.rsplit("/", 1)[-1]
-    return not base.startswith(("_", ".")) and base not in (
-        dataset.success_marker,
-        dataset.manifest_name,
-    )
-
-
-def judge(dataset: Dataset, objects: list[objectstore.StoredObject], read_manifest) -> Verdict:
-    """Decide whether a partition is complete from the objects under its location.
-
-    Args:
-        objects: everything under the partition's location, names relative to it.
-        read_manifest: ``callable(name, size) -> object`` reading the manifest JSON.
-
-    Rules (DESIGN.md, Manifest): a success-marker partition is complete when the marker
-    exists. A manifest partition is complete when ``_manifest.json`` (``manifest_name``)
-    exists and the data files present match it: every file it names (with its size, when
-    given), or else exactly ``expected_files`` data files.
-    """
-    names = {o.name: o.size for o in objects}
-    data = {n: s for n, s in names.items() if _is_data_file(n, dataset)}
-    if dataset.completion_signal == Dataset.CompletionSignal.SUCCESS_MARKER:
-        if dataset.success_marker in names:
-            return Verdict(True, f"{dataset.success_marker} present", found={"files": len(data)})
-        return Verdict(False, f"no {dataset.success_marker} yet")
-    if dataset.manifest_name not in names:
-        return Verdict(False, f"no {dataset.manifest_name} yet")
-    try:
-        manifest = read_manifest(dataset.manifest_name, names[dataset.manifest_name])
-    except objectstore.StorageError as exc:
-        return Verdict(False, f"manifest unreadable: {exc}", found={"files": len(data)})
-    expected, listed, problem = _manifest_rule(manifest)
-    if problem:
-        return Verdict(False, problem, found={"files": len(data)})
-    found = {"files": len(data), "expected_files": expected}
-    if listed is not None:
-        missing = sorted(
-            n
-            for n, size in listed.items()
-            if n not in data or (size is not None and data[n] != size)
-        )
-        found["missing"] = missing[:20]
-        if missing:
-            reason = f"{len(listed) - len(missing)} of {len(listed)} listed files present"
-            return Verdict(False, reason, manifest, found)
-        return Verdict(True, f"all {len(listed)} listed files present", manifest, found)
-    if len(data) != expected:
-        reason = f"{len(data)} of {expected} expected files present"
-        return Verdict(False, reason, manifest, found)
-    return Verdict(True, f"{expected} of {expected} expected files present", manifest, found)
-
-
-def _manifest_rule(manifest: object) -> tuple[int | None, dict | None, str | None]:
-    """``(expected_files, {name: size or None} or None, problem)`` from a manifest."""
-    if not isinstance(manifest, dict):
-        return None, None, "manifest is not a JSON object"
-    expected = manifest.get("expected_files")
-    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
-        return None, None, "manifest.expected_files must be a non-negative integer"
-    files = manifest.get("files")
-    if files is None:
-        return expected, None, None
-    if not isinstance(files, list):
-        return None, None, "manifest.files must be a list"
-    listed: dict = {}
-    for entry in files:
-        if isinstance(entry, str):
-            listed[entry] = None
-        elif isinstance(entry, dict) and isinstance(entry.get("name") or entry.get("path"), str):
-            size = entry.get("size")
-            listed[entry.get("name") or entry.get("path")] = size if isinstance(size, int) else None
-        else:
-            return None, None, "manifest.files entries must be names or {name, size} objects"
-    return expected, listed, None
 
 
 # --- sweeping -----------------------------------------------------------------------------
@@ -186,6 +98,8 @@ class SweepReport:
     partitions_found: int = 0
     missed_events: int = 0
     incomplete: int = 0
+    recent_pass: bool = False
+    partitions_restated: int = 0
     error: str = ""
     duration_ms: int = 0
     found: list[str] = field(default_factory=list)
@@ -284,7 +198,14 @@ def sweep_group(
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
         found_any, publishes_events = _sweep(
-            group, datasets, lister, report, now=now, full=full, recovery=recovery
+            group,
+            datasets,
+            lister,
+            report,
+            now=now,
+            full=full,
+            recovery=recovery,
+            recent=only is None and rewritten_markers.due(group, now=now),
         )
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
@@ -305,8 +226,14 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[bool, bool]:
-    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``."""
+def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> tuple[bool, bool]:
+    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``.
+
+    ``recent``: also make the pass over recent markers (``rewritten_markers``). A flat
+    listing then starts each dataset no later than its oldest ready partition in the
+    pass's window, so the pass reads what it already listed and costs no listing of its
+    own (in a dataset-first group, not one more listing per dataset).
+    """
     if not datasets:
         return False, True
     locations = {
@@ -317,6 +244,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
     }
     report.listing, learned = listing_for(group, lister.source, full=full)
     flat = report.listing == StorageSweep.Listing.FLAT
+    window = rewritten_markers.window_of(datasets, now=now) if recent else None
     runs = poll_plan.plan(
         datasets,
         locations,
@@ -324,6 +252,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
         full=full,
         recovery=recovery,
         entries_per_partition=learned if flat else 1.0,
+        also_from=window.first_keys if window is not None and flat else None,
     )
     # name -> its objects (relative to it), when the listing was flat
     contents: dict[str, list[objectstore.StoredObject]] = {}
@@ -333,7 +262,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
             for o in lister.flat(group.prefix, start_after=run.start_after, stop=run.stop):
                 name, sep, rest = o.name.partition("/")
                 if sep:
-                    contents.setdefault(name, []).append(objectstore.StoredObject(rest, o.size))
+                    contents.setdefault(name, []).append(dataclasses.replace(o, name=rest))
         else:
             names.extend(
                 lister.child_prefixes(group.prefix, start_after=run.start_after, stop=run.stop)
@@ -395,7 +324,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
             report.partitions_checked += 1
             inner = locations[dataset.pk].inner
             mine = [
-                objectstore.StoredObject(o.name[len(inner) :], o.size)
+                dataclasses.replace(o, name=o.name[len(inner) :])
                 for o in objects
                 if o.name.startswith(inner)
             ]
@@ -414,6 +343,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
                     found={**(verdict.found or {}), "reason": verdict.reason},
                     missed_event=missed,
                     now=now,
+                    marker=_marker(dataset, mine),
                 ):
                     found_any = True
                     report.partitions_found += 1
@@ -430,7 +360,31 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery) -> tuple[boo
                 )
     if not flat and pending:
         report.objects_per_partition = inside_objects / len(pending)
+    if window is not None:
+        report.recent_pass = True
+        passed = rewritten_markers.run(
+            group,
+            datasets,
+            lister,
+            now=now,
+            window=window,
+            listed=contents if flat else None,
+            entries_per_partition=report.objects_per_partition or learned,
+        )
+        report.partitions_restated = len(passed.restated)
+        report.found.extend(f"{name} (restated)" for name in passed.restated)
     return found_any, all(d.pk in by_event for d in datasets)
+
+
+def _marker(dataset: Dataset, objects) -> tuple[str, datetime | None] | None:
+    """``(etag, modified)`` of the dataset's success marker or manifest among ``objects``
+    (names relative to the partition), kept as the baseline a rewrite is judged against
+    (``rewritten_markers``); None when the store gives neither."""
+    signal = signal_name(dataset)
+    for o in objects:
+        if o.name == signal and (o.etag or o.modified is not None):
+            return o.etag, o.modified
+    return None
 
 
 def listing_for(group: StorageGroup, source, *, full: bool) -> tuple[str, float]:
@@ -539,6 +493,9 @@ def _finish(group, report, *, now, found_any, publishes_events) -> None:
             changes["last_swept_at"] = now
             if report.full:
                 changes["last_full_sweep_at"] = now
+            if report.recent_pass or group.last_recent_pass_at is None:
+                # The first sweep starts the clock of the pass over recent markers.
+                changes["last_recent_pass_at"] = now
         if found_any:
             changes["last_found_at"] = now
         StorageGroup.objects.filter(pk=group.pk).update(**changes)

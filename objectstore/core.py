@@ -15,6 +15,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import fsspec
 
@@ -186,10 +187,52 @@ class ListingCounts:
 
 @dataclass(frozen=True, order=True)
 class StoredObject:
-    """An object under a partition prefix: ``name`` relative to that prefix, size in bytes."""
+    """An object under a partition prefix: ``name`` relative to that prefix, size in bytes.
+
+    ``etag`` (without quotes; ``""`` when the store gives none, as local files) and
+    ``modified`` (aware UTC, None when unknown) are what the store says of this version of
+    the object: a rewritten marker has a new one (an empty marker rewritten keeps its S3
+    ETag, the MD5 of nothing, but not its time). Neither takes part in comparisons.
+    """
 
     name: str
     size: int
+    etag: str = field(default="", compare=False)
+    modified: datetime | None = field(default=None, compare=False)
+
+
+def _modified(value) -> datetime | None:
+    """An object's modification time as fsspec backends give it (a POSIX timestamp, a
+    datetime or an ISO 8601 string), as an aware UTC datetime; None when absent or odd."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return None
+
+
+def _etag(value) -> str:
+    return value.strip('"') if isinstance(value, str) else ""
+
+
+def _stored(name: str, info: dict) -> StoredObject:
+    """A ``StoredObject`` from an fsspec ``info`` dict (``find(detail=True)`` values)."""
+    return StoredObject(
+        name,
+        int(info.get("size") or 0),
+        _etag(info.get("ETag") or info.get("etag")),
+        _modified(
+            info.get("mtime")
+            or info.get("LastModified")
+            or info.get("last_modified")
+            or info.get("updated")
+        ),
+    )
 
 
 class Lister:
@@ -276,16 +319,16 @@ class Lister:
             # folder placeholder (the S3 console's "Create folder", Hadoop's "dir/"
             # marker), not a file: it must not count as a data file.
             return [
-                StoredObject(k, s)
-                for k, s in self._s3_pages(prefix, delimiter=False)
-                if k and not k.endswith("/")
+                StoredObject(*entry)
+                for entry in self._s3_pages(prefix, delimiter=False)
+                if entry[0] and not entry[0].endswith("/")
             ]
         base = self._path(prefix).rstrip("/")
         found = self._call(self.fs.find, base, detail=True, missing={})
         self.counts.objects += len(found)
         cut = len(base.rstrip("/")) + 1
         return sorted(
-            StoredObject(name[cut:] if name.startswith(base) else name, int(info.get("size") or 0))
+            _stored(name[cut:] if name.startswith(base) else name, info)
             for name, info in found.items()
         )
 
@@ -307,9 +350,9 @@ class Lister:
         if self.source.protocol != "s3":
             raise StorageError(f"{self.source.name}: a flat listing needs an S3 source")
         return [
-            StoredObject(k, s)
-            for k, s in self._s3_pages(parent, delimiter=False, start_after=start_after, stop=stop)
-            if not k.endswith("/")
+            StoredObject(*entry)
+            for entry in self._s3_pages(parent, delimiter=False, start_after=start_after, stop=stop)
+            if not entry[0].endswith("/")
         ]
 
     def read_json(self, relative: str, *, size: int) -> object:
@@ -398,7 +441,13 @@ class Lister:
                 contents = page.get("Contents", [])
                 self.counts.objects += len(contents)
                 names = [
-                    (entry["Key"][len(key_root) :], int(entry.get("Size", 0))) for entry in contents
+                    (
+                        entry["Key"][len(key_root) :],
+                        int(entry.get("Size", 0)),
+                        _etag(entry.get("ETag")),
+                        _modified(entry.get("LastModified")),
+                    )
+                    for entry in contents
                 ]
             for item in names:
                 name = item if delimiter else item[0]

@@ -728,6 +728,13 @@ class StorageSweepOutputSerializer(serializers.Serializer):
         help_text="Found partitions of datasets that otherwise publish events."
     )
     incomplete = serializers.IntegerField(help_text="Manifest partitions still missing files.")
+    recent_pass = serializers.BooleanField(
+        help_text="Also re-read the markers of the recent ready partitions (hourly)."
+    )
+    partitions_restated = serializers.IntegerField(
+        help_text="Ready partitions whose rewritten marker or manifest this sweep told as "
+        "partition.restated."
+    )
     error = serializers.CharField()
 
 

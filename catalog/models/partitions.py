@@ -112,6 +112,20 @@ class PartitionRevision(models.Model):
     restatement = models.ForeignKey(
         Restatement, null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
     )
+    # The success marker or manifest as the fallback poll last saw it under this revision
+    # (catalog.rewritten_markers): a new ETag or time there is a restatement.
+    marker_etag = models.CharField(
+        max_length=128,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="ETag of the marker or manifest the poll saw for this revision.",
+    )
+    marker_modified_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Modification time of the marker or manifest the poll saw for this revision.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -30,6 +30,11 @@ class StorageGroup(models.Model):
     )
     last_full_sweep_at = models.DateTimeField(null=True, blank=True)
     last_found_at = models.DateTimeField(null=True, blank=True)
+    last_recent_pass_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a sweep last re-read the markers of its recent ready partitions.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -70,6 +75,12 @@ class StorageSweep(models.Model):
     partitions_found = models.PositiveIntegerField(default=0)
     missed_events = models.PositiveIntegerField(default=0)
     incomplete = models.PositiveIntegerField(default=0)
+    recent_pass = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Also re-read the markers of the recent ready partitions.",
+    )
+    partitions_restated = models.PositiveIntegerField(default=0, db_default=0)
     error = models.TextField(blank=True)
 
     class Meta:

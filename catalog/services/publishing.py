@@ -304,6 +304,7 @@ def _publish(
         return publish_steps.publish_response(dataset, part, revision, status_code=200)
     if (
         revision is None
+        and actor is not None
         and current is not None
         and current.state == PartitionRevision.State.READY
         and current.detected_by == PartitionRevision.DetectedBy.POLL
@@ -311,7 +312,8 @@ def _publish(
         and state == PartitionRevision.State.READY
     ):
         # The late event for what the poll already found: the same content, now labelled.
-        # Consumers were told once; a restatement would tell them twice.
+        # Consumers were told once; a restatement would tell them twice. (The poll's own
+        # new version is a rewrite it saw: ``readiness_restated``.)
         current.version = version or ""
         current.code_version = code_version or current.code_version
         current.metadata = {**current.metadata, **metadata}
@@ -380,6 +382,7 @@ def readiness_found(
     found: dict,
     missed_event: bool,
     now: datetime,
+    marker: tuple[str, datetime | None] | None = None,
 ) -> bool:
     """Record a partition the fallback poll found complete in storage, in one transaction.
 
@@ -392,6 +395,9 @@ def readiness_found(
         partition: the key read from the storage path.
         found: what the poll saw (file counts, the reason), kept on the revision.
         missed_event: the dataset otherwise publishes events, so one was lost.
+        marker: ``(etag, modified)`` of the success marker or manifest it saw (``""``/None
+            when the store gives none), kept on the revision it makes ready, against
+            which a later rewrite is told (``catalog.rewritten_markers``).
 
     Returns:
         True when this call recorded the partition as ready.
@@ -415,7 +421,73 @@ def readiness_found(
             found=found,
             missed_event=missed_event,
         )
+        if result.status_code == 201 and marker is not None:
+            _record_marker(dataset=dataset, key=partition, version=None, marker=marker)
     return result.status_code == 201
+
+
+def readiness_restated(
+    *,
+    dataset: Dataset,
+    partition: str,
+    version: str,
+    manifest: dict | None,
+    found: dict,
+    marker: tuple[str, datetime | None],
+    now: datetime,
+) -> bool:
+    """Record that the fallback poll saw the success marker or manifest of a ready
+    partition rewritten, in one transaction: a new version, made current and told as
+    ``partition.restated`` (``detected_by = poll``), as a producer's publish of a new
+    version would be (for an unpartitioned dataset, a new snapshot: ``partition.ready``).
+
+    Args:
+        partition: the key read from the storage path.
+        version: the new version's label, derived from the rewritten object
+            (``rewritten_markers.version_for``); publishing it again is a no-op.
+        manifest: the manifest read, when the dataset completes by manifest.
+        found: what the poll saw (file counts, the reason), kept on the revision.
+        marker: ``(etag, modified)`` of the rewritten object, kept on the new revision.
+        now: aware UTC instant it is recorded at.
+
+    Returns:
+        True when this call made and told the new version; False when the version
+        already existed (nothing told).
+
+    Raises:
+        As ``readiness_found``.
+    """
+    with transaction.atomic():
+        result = _publish(
+            actor=None,
+            namespace=dataset.namespace,
+            name=dataset.name,
+            key=partition,
+            version=version,
+            state=PartitionRevision.State.READY,
+            manifest=manifest,
+            metadata={"poll": found},
+            code_version="",
+            now=now,
+            found=found,
+        )
+        if result.status_code == 201:
+            _record_marker(dataset=dataset, key=partition, version=version, marker=marker)
+    return result.status_code == 201
+
+
+def _record_marker(
+    *, dataset: Dataset, key: str, version: str | None, marker: tuple[str, datetime | None]
+) -> None:
+    """Keep ``marker`` on the partition's revision ``version`` (None: its current one)."""
+    revisions = PartitionRevision.objects.filter(partition__dataset=dataset, partition__key=key)
+    if version is None:
+        current = Partition.objects.filter(dataset=dataset, key=key).values("current_revision_id")
+        revisions = revisions.filter(pk__in=current)
+    else:
+        revisions = revisions.filter(version=version)
+    etag, modified = marker
+    revisions.update(marker_etag=etag[:128], marker_modified_at=modified)
 
 
 @transaction.atomic

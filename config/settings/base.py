@@ -317,6 +317,13 @@ TIDEMARK_POLL = {
     "flat_max_objects": env.int("TIDEMARK_POLL_FLAT_MAX_OBJECTS", default=20),
     # A poll-only group waits at least this long per List page its last sweep cost beyond one.
     "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=60),
+    # A rewritten marker or manifest is a restatement: this often (0: never), a group's sweep
+    # also re-reads the markers of its ready partitions of the last restate_window_days;
+    # a rewrite newer than restate_settle_seconds waits for the next pass (its producer's
+    # own publish of the new version may be on the way).
+    "restate_interval_seconds": env.int("TIDEMARK_POLL_RESTATE_INTERVAL", default=3600),
+    "restate_window_days": env.int("TIDEMARK_POLL_RESTATE_WINDOW_DAYS", default=7),
+    "restate_settle_seconds": env.int("TIDEMARK_POLL_RESTATE_SETTLE", default=600),
     "lease_seconds": env.int("TIDEMARK_POLL_LEASE", default=600),
     "batch_size": env.int("TIDEMARK_POLL_BATCH", default=20),
 }

@@ -110,7 +110,10 @@ def test_the_group_switches_back_when_its_partitions_grow(s3, producer, settings
     third = sweep(dataset, now=NOW + timedelta(days=1))  # mean 16.5 > 5
 
     assert listings(dataset) == [("delimiter", 2.0), ("flat", 31.0), ("delimiter", 2.0)]
-    assert (third.list_calls, third.partitions_found) == (1 + 1, 1)
+    # The parent, inside the new day, and (a day after the first sweep) one flat listing of
+    # the recent ready partitions' markers (rewritten_markers).
+    assert third.recent_pass
+    assert (third.list_calls, third.partitions_found) == (1 + 1 + 1, 1)
     assert ready_keys(dataset) == {"2026-11-27", "2026-11-28", "2026-11-29"}
 
 
