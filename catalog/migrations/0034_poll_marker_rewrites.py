@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0030_dataset_new_columns_db_defaults'),
+        ('catalog', '0033_subscription_need_by'),
     ]
 
     operations = [
