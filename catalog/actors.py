@@ -16,6 +16,9 @@ class Actor:
     team: Team
     api_key: ApiKey | None = None
     username: str | None = None
+    # Where the act came in: "api" (a request or a page) or "lineage" (a verified
+    # OpenLineage run event acting as a completion signal); a ReadinessEvent's source.
+    source: str = "api"
 
     @property
     def label(self) -> str:

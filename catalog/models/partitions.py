@@ -178,6 +178,7 @@ class ReadinessEvent(models.Model):
     class Source(models.TextChoices):
         API = "api"
         POLL = "poll"
+        LINEAGE = "lineage"  # an OpenLineage run event as the completion signal
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="events")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="events")

@@ -115,7 +115,7 @@ def revision_content(
     }
     event_fields = {
         "state": state,
-        "source": ReadinessEvent.Source.API if actor is not None else ReadinessEvent.Source.POLL,
+        "source": actor.source if actor is not None else ReadinessEvent.Source.POLL,
         "published_by": actor.team if actor is not None else None,
         "api_key": actor.api_key if actor is not None else None,
         "restated_version": None,  # a new partition restates nothing; publishing._publish sets it

@@ -107,7 +107,7 @@ def _publish_one(
     try:
         with transaction.atomic():  # a savepoint: a refused publish is undone alone
             result = publishing.readiness_publish(
-                actor=Actor(team=event.team, api_key=event.api_key),
+                actor=Actor(team=event.team, api_key=event.api_key, source="lineage"),
                 namespace=dataset.namespace,
                 name=dataset.name,
                 partition=key,

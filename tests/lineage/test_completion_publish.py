@@ -63,6 +63,7 @@ def test_a_verified_complete_publishes_the_partition_ready_once(receive, process
     assert _revisions(orders) == [("2026-11-27", RUN_1, "ready")]
     [event] = ReadinessEvent.objects.filter(dataset=orders)
     assert event.published_by_id == orders.owner_id
+    assert event.source == ReadinessEvent.Source.LINEAGE
     assert event.payload["metadata"]["openlineage"]["run_id"] == RUN_1
     assert Notification.objects.filter(dataset=orders).count() == 1
 
