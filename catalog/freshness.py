@@ -117,7 +117,7 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
             behind = behind or still_due
         # Causes after every row of the batch is open: an upstream judged at the same
         # deadline, in the same batch, is found late whichever was judged first.
-        causes = [root_causes.root_cause(i.dataset, i.partition_key) for i, _ in opened]
+        causes = root_causes.root_causes([incident for incident, _ in opened]) if opened else []
         for (incident, excluded), cause in zip(opened, causes, strict=True):
             root_causes.record(incident, cause)
             _tell_late(incident, cause, now=now, excluded=excluded)

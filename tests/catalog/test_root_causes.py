@@ -217,3 +217,31 @@ def test_blast_radius_ends_when_the_downstream_recovers(chain, owner):
     publish(owner, staged, at(9))
     publish(owner, mart, at(9, 5))
     assert selectors.blast_radius(dataset=raw)["partitions_count"] == 0
+
+
+def test_root_cause_costs_a_few_queries_per_step(chain, django_assert_max_num_queries):
+    _raw, _staged, mart = chain
+    freshness.evaluate_due(now=at(8, 31))
+    # Three steps (mart -> staged -> raw -> none): the upstreams, their failed partitions
+    # and their open late rows for each of the first two (3 + 3), the upstreams of raw (1).
+    with django_assert_max_num_queries(7) as captured:
+        assert root_causes.root_cause(mart, KEY).dataset.name == "raw/orders"
+    print(f"\nroot cause of a 3-long chain: {len(captured)} queries")
+
+
+def test_batch_without_lineage_costs_one_query(owner, django_assert_num_queries):
+    actor = Actor(team=owner, username="t")
+    with time_machine.travel(REGISTERED, tick=False):
+        for n in range(20):
+            dataset_register(
+                actor=actor,
+                namespace="s3://lake",
+                name=f"alone/{n}",
+                partitioning="daily",
+                sla_cron="0 8 * * *",
+            )
+    freshness.evaluate_due(now=at(8, 31))
+    incidents = list(LatePartition.objects.select_related("dataset"))
+    assert len(incidents) == 20
+    with django_assert_num_queries(1):
+        assert root_causes.root_causes(incidents) == [None] * 20
