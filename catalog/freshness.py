@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from . import need_by_judging, notices, passes
+from . import need_by_judging, notices, passes, root_causes
 from .freshness_state import sla_of
 from .models import Dataset, LatePartition, Notification, Partition, PartitionRevision
 from .notices import iso
@@ -110,10 +110,25 @@ def evaluate_batch(*, now: datetime, limit: int = 200) -> Evaluation:
             {(p.dataset.pk, key) for p in plans for *_, keys in p.due for key in keys} - ready
         )
         behind = False
+        opened: list[tuple[LatePartition, set[int]]] = []
         for plan in plans:
             found, still_due = _judge(plan, ready=ready, told=told, now=now)
-            reports += found
+            opened += found
             behind = behind or still_due
+        # Causes after every row of the batch is open: an upstream judged at the same
+        # deadline, in the same batch, is found late whichever was judged first.
+        causes = root_causes.root_causes([incident for incident, _ in opened]) if opened else []
+        for (incident, excluded), cause in zip(opened, causes, strict=True):
+            root_causes.record(incident, cause)
+            _tell_late(incident, cause, now=now, excluded=excluded)
+            reports.append(
+                LateReport(
+                    str(incident.dataset),
+                    incident.partition_key,
+                    incident.deadline_at,
+                    incident.late_at,
+                )
+            )
     return Evaluation(late=reports, judged=len(datasets), behind=behind)
 
 
@@ -208,10 +223,10 @@ def _judge(
     ready: set[tuple[int, str]],
     told: dict[tuple[int, str], set[int]],
     now: datetime,
-) -> tuple[list[LateReport], bool]:
-    """Open an incident for every due period of ``plan`` not in ``ready`` (its notice
-    skipping the endpoints ``told`` at a need-by) and move the stored deadline on;
-    returns the partitions newly late and whether more are due."""
+) -> tuple[list[tuple[LatePartition, set[int]]], bool]:
+    """Open an incident for every due period of ``plan`` not in ``ready`` and move the
+    stored deadline on; returns the incidents newly opened, each with the endpoints its
+    notice skips (``told`` at a need-by), and whether more are due."""
     dataset = plan.dataset
     if plan.next_deadline is None:
         Dataset.objects.filter(pk=dataset.pk).update(next_deadline_at=None, next_check_at=None)
@@ -221,9 +236,9 @@ def _judge(
         for key in keys:
             if (dataset.pk, key) in ready:
                 continue
-            excluded = told.get((dataset.pk, key), set())
-            if _open_late(dataset, key, deadline, late_at, now, excluded) is not None:
-                reports.append(LateReport(str(dataset), key, deadline, late_at))
+            incident = _open_late(dataset, key, deadline, late_at)
+            if incident is not None:
+                reports.append((incident, told.get((dataset.pk, key), set())))
     Dataset.objects.filter(pk=dataset.pk, next_deadline_at=dataset.next_deadline_at).update(
         next_deadline_at=plan.next_deadline, next_check_at=plan.next_check
     )
@@ -231,35 +246,41 @@ def _judge(
 
 
 def _open_late(
-    dataset: Dataset,
-    key: str,
-    deadline: datetime,
-    late_at: datetime,
-    now: datetime,
-    excluded: set[int],
+    dataset: Dataset, key: str, deadline: datetime, late_at: datetime
 ) -> LatePartition | None:
+    """The late row of ``key``, newly opened; None when it was opened (and told) before."""
     try:
         with transaction.atomic():
-            incident = LatePartition.objects.create(
+            return LatePartition.objects.create(
                 dataset=dataset, partition_key=key, deadline_at=deadline, late_at=late_at
             )
     except IntegrityError:
-        return None  # opened before: told before
+        return None
+
+
+def _tell_late(
+    incident: LatePartition,
+    cause: root_causes.Cause | None,
+    *,
+    now: datetime,
+    excluded: set[int],
+) -> None:
+    """``dataset.late`` for a row just opened, with its root cause (or null)."""
     _tell(
-        dataset,
+        incident.dataset,
         Notification.Type.DATASET_LATE,
-        key,
+        incident.partition_key,
         dedup_key=f"late:{incident.pk}",
         data={
-            "deadline_at": iso(deadline),
-            "late_at": iso(late_at),
-            "late_seconds": int((now - late_at).total_seconds()),
+            "deadline_at": iso(incident.deadline_at),
+            "late_at": iso(incident.late_at),
+            "late_seconds": int((now - incident.late_at).total_seconds()),
             "judged_at": "sla",
+            "caused_by": cause.as_payload() if cause is not None else None,
         },
         now=now,
         excluded=excluded,
     )
-    return incident
 
 
 def partition_arrived(*, dataset: Dataset, partition_key: str, now: datetime) -> bool:

@@ -870,6 +870,35 @@ class ForecastOutputSerializer(serializers.Serializer):
     )
 
 
+class CausedByOutputSerializer(serializers.Serializer):
+    namespace = serializers.CharField(help_text="The upstream dataset's namespace.")
+    name = serializers.CharField(help_text="The upstream dataset's name.")
+    partition = serializers.CharField(help_text="The upstream partition this one needs.")
+    since = serializers.DateTimeField(
+        help_text="Late: its deadline plus grace; failed: when its failure was received."
+    )
+    state = ChoiceField(["late", "failed"])
+
+
+class BlastRadiusDatasetOutputSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+
+
+class BlastRadiusOutputSerializer(serializers.Serializer):
+    partitions_count = serializers.IntegerField(
+        help_text="Open late partitions downstream whose root cause is this dataset."
+    )
+    datasets_count = serializers.IntegerField(help_text="Their datasets.")
+    datasets = BlastRadiusDatasetOutputSerializer(
+        many=True, help_text="The first 20 of them, by namespace and name."
+    )
+    teams_count = serializers.IntegerField(help_text="Consumer teams subscribed to those datasets.")
+    teams = serializers.ListField(
+        child=serializers.CharField(), help_text="The first 20 of their slugs, in order."
+    )
+
+
 class FreshnessOutputSerializer(serializers.Serializer):
     state = ChoiceField(
         ["fresh", "awaiting", "due", "late", "no_sla"],
@@ -910,6 +939,18 @@ class FreshnessOutputSerializer(serializers.Serializer):
             "at risk, else the oldest not ready. Null without an SLA or when every "
             "partition due at the next deadline is ready."
         ),
+    )
+    caused_by = CausedByOutputSerializer(
+        allow_null=True,
+        help_text=(
+            "Late: the root cause found when partition_due was judged late, the upstream "
+            "partition furthest up verified lineage that was late or failed for the period "
+            "it needs (as dataset.late's caused_by). Null otherwise, or when none was."
+        ),
+    )
+    blast_radius = BlastRadiusOutputSerializer(
+        help_text="The lateness this dataset causes downstream now: open late partitions "
+        "whose root cause it is, their datasets and the consumer teams subscribed to them."
     )
 
 

@@ -218,13 +218,20 @@ class DatasetFreshnessApi(APIView):
 
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
-        """A dataset's freshness, arrival profile and forecast."""
+        """A dataset's freshness, arrival profile, forecast, root cause and blast radius."""
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         now = timezone.now()
         state = freshness_state.dataset_freshness(dataset, now=now)
         profile = selectors.dataset_arrival_profile(dataset=dataset, now=now)
         forecast = selectors.dataset_forecast(dataset=dataset, now=now, profile=profile)
-        body = {**dataclasses.asdict(state), "arrival_profile": profile, "forecast": forecast}
+        late = state.partition_due if state.state == "late" else None
+        body = {
+            **dataclasses.asdict(state),
+            "arrival_profile": profile,
+            "forecast": forecast,
+            "caused_by": selectors.late_cause(dataset=dataset, partition=late),
+            "blast_radius": selectors.blast_radius(dataset=dataset),
+        }
         return Response(s.FreshnessOutputSerializer(body).data)
 
 

@@ -59,6 +59,32 @@ _UPSTREAM_REF = obj(
     }
 )
 
+_CAUSED_BY = obj(
+    {
+        "namespace": string("the upstream dataset's namespace"),
+        "name": string("the upstream dataset's name"),
+        "partition": string("the upstream partition this one needs"),
+        "since": {
+            **DATE_TIME,
+            "description": "late: its deadline plus grace; failed: when its failure was received",
+        },
+        "state": string("late or failed", enum=["late", "failed"]),
+    }
+)
+
+_CAUSED_BY = obj(
+    {
+        "namespace": string("the upstream dataset's namespace"),
+        "name": string("the upstream dataset's name"),
+        "partition": string("the upstream partition this one needs"),
+        "since": {
+            **DATE_TIME,
+            "description": "late: its deadline plus grace; failed: when its failure was received",
+        },
+        "state": string("late or failed", enum=["late", "failed"]),
+    }
+)
+
 EVENT_TYPES = (
     EventType(
         name=LATE,
@@ -70,7 +96,11 @@ EVENT_TYPES = (
             "at a subscription's own need-by (judged_at need_by; deadline_at and late_at are "
             "the need-by: no grace), sent to that subscription alone, once per subscription "
             "and partition, before the SLA has judged it; the owner is not told nor paged, "
-            "and the SLA's own dataset.late is not sent to it again."
+            "and the SLA's own dataset.late is not sent to it again. `caused_by` (judged_at "
+            "sla: always present) names the root cause: the upstream partition furthest up "
+            "verified lineage (the datasets read by the jobs writing this one, for the "
+            "period this partition needs) that was late or failed when this one was found "
+            "late; null when none was."
         ),
         schema=envelope(
             LATE,
@@ -85,14 +115,26 @@ EVENT_TYPES = (
                     "subscription_id": integer(
                         "judged_at need_by only: the subscription whose need-by it is"
                     ),
+                    "caused_by": nullable(_CAUSED_BY),
                 },
-                optional=("subscription_id",),
+                optional=("subscription_id", "caused_by"),
             ),
             title="Dataset late",
         ),
         example=example(
             LATE,
-            {**_LATE_EXAMPLE, "late_seconds": 12, "judged_at": "sla"},
+            {
+                **_LATE_EXAMPLE,
+                "late_seconds": 12,
+                "judged_at": "sla",
+                "caused_by": {
+                    "namespace": "postgres://shop:5432",
+                    "name": "shop.public.orders",
+                    "partition": "2026-11-28",
+                    "since": "2026-11-29T04:30:00Z",
+                    "state": "late",
+                },
+            },
             at="2026-11-29T06:30:12Z",
         ),
     ),

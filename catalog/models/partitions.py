@@ -153,10 +153,35 @@ class LatePartition(models.Model):
     recovered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class CauseState(models.TextChoices):
+        LATE = "late"
+        FAILED = "failed"
+
+    # The root cause found when it was opened (``catalog.root_causes``): the upstream
+    # partition furthest up verified lineage that was late or failed for the period this
+    # one needs. Empty when none was; kept as found (a later change upstream does not
+    # rewrite what was told).
+    caused_by_dataset = models.ForeignKey(
+        Dataset,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="caused_late_partitions",
+    )
+    caused_by_partition_key = models.CharField(max_length=32, blank=True)
+    caused_by_since = models.DateTimeField(null=True, blank=True)
+    caused_by_state = models.CharField(max_length=8, choices=CauseState.choices, blank=True)
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["dataset", "partition_key"], name="uniq_late_partition"
+            ),
+            models.CheckConstraint(
+                # The dataset may be deleted later (SET_NULL): what was found stays.
+                condition=Q(caused_by_state="")
+                | Q(caused_by_since__isnull=False, caused_by_state__in=["late", "failed"]),
+                name="late_partition_cause_complete",
             ),
         ]
         indexes = [

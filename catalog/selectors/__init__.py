@@ -56,6 +56,7 @@ from .need_by import (
     need_by_before_sla_list,
     needed_by_rows,
 )
+from .root_causes import blast_radius, late_cause
 from .schemas import (
     schema_observation_list,
     unannounced_schema_changes,
@@ -66,6 +67,7 @@ __all__ = [
     "NeededBy",
     "api_key_get",
     "api_key_list",
+    "blast_radius",
     "change_notice_acknowledgement_list",
     "change_notice_get",
     "change_notice_list",
@@ -90,6 +92,7 @@ __all__ = [
     "endpoint_list",
     "job_namespace_claim_list",
     "job_namespace_claimed_by",
+    "late_cause",
     "lineage_graph",
     "need_by_before_sla_list",
     "needed_by_rows",

@@ -41,6 +41,25 @@ def covering_keys(period: Period, upstream: Dataset) -> tuple[str, ...] | None:
     return tuple(keys) if keys else None
 
 
+def verified_upstreams(dataset: Dataset) -> list[Dataset]:
+    """The registered, partitioned datasets read by the jobs that write ``dataset``
+    (verified usage only), ordered by id; one query."""
+    writers = DatasetUsage.objects.filter(
+        dataset=dataset, direction=DatasetUsage.Direction.WRITE, verified=True
+    ).values("job_id")
+    return list(
+        Dataset.objects.filter(
+            usages__job_id__in=writers,
+            usages__direction=DatasetUsage.Direction.READ,
+            usages__verified=True,
+        )
+        .exclude(pk=dataset.pk)
+        .exclude(partitioning=Dataset.Partitioning.NONE)
+        .distinct()
+        .order_by("pk")
+    )
+
+
 class CatalogWorld:
     """``forecasts.World`` over the catalog's tables at ``now`` (aware UTC), with each
     dataset's profile, arrivals and edges read once (about four queries per dataset
@@ -107,19 +126,7 @@ class CatalogWorld:
         (verified usage only), with their learned lags."""
         if dataset.pk in self._edges:
             return self._edges[dataset.pk]
-        writers = DatasetUsage.objects.filter(
-            dataset=dataset, direction=DatasetUsage.Direction.WRITE, verified=True
-        ).values("job_id")
-        upstreams = list(
-            Dataset.objects.filter(
-                usages__job_id__in=writers,
-                usages__direction=DatasetUsage.Direction.READ,
-                usages__verified=True,
-            )
-            .exclude(pk=dataset.pk)
-            .exclude(partitioning=Dataset.Partitioning.NONE)
-            .distinct()
-        )
+        upstreams = verified_upstreams(dataset)
         for upstream in upstreams:
             self._datasets.setdefault(upstream.pk, upstream)
         lags = self._lags(dataset, upstreams) if upstreams else {}

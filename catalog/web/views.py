@@ -177,10 +177,15 @@ def _dataset_response(
         acknowledged = {a.team.slug for a in notice.acknowledgements.all()}
         notice.pending = sorted(consumer_slugs - acknowledged)
         notice.can_acknowledge = [t for t in teams if t in notice.pending]
+    fresh = freshness_state.dataset_freshness(dataset, now=now)
     context = {
         "nav": "catalog",
         "dataset": dataset,
-        "fresh": freshness_state.dataset_freshness(dataset, now=now),
+        "fresh": fresh,
+        "caused_by": selectors.late_cause(
+            dataset=dataset, partition=fresh.partition_due if fresh.state == "late" else None
+        ),
+        "blast_radius": selectors.blast_radius(dataset=dataset),
         "deadlines": deadlines,
         "sla_warnings": sla_schedule.sla_warnings(dataset),
         "cells": cells,
