@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0033_subscription_need_by'),
+        ('catalog', '0035_readiness_event_source_lineage'),
     ]
 
     operations = [
