@@ -119,6 +119,35 @@ class World:
             ),
             status=201,
         )
+        # Needed at 07:00 and promised by 09:00: a need-by before the SLA.
+        totals = self.call(
+            "v1_datasets_create",
+            self.shop,
+            body=m("DatasetCreateInputRequest").from_dict(
+                {
+                    "namespace": "s3://lake",
+                    "name": "shop/daily_totals",
+                    "partitioning": "daily",
+                    "sla_cron": "0 9 * * *",
+                    "sla_timezone": "UTC",
+                }
+            ),
+            status=201,
+        )
+        needed = self.call(
+            "v1_subscriptions_create",
+            self.orders,
+            body=m("SubscriptionCreateInputRequest").from_dict(
+                {
+                    "dataset_id": totals.id,
+                    "endpoint_url": "https://hooks.example.com/orders",
+                    "need_by_cron": "0 7 * * *",
+                    "need_by_timezone": "UTC",
+                }
+            ),
+            status=201,
+        )
+        assert [w.code for w in needed.warnings] == ["need_by_before_sla"]
         # Declared 40 days ago and never read since: a stale declaration.
         Subscription.objects.filter(pk=subscription.id).update(
             created_at=timezone.now() - timedelta(days=40)
@@ -277,10 +306,10 @@ def test_values_nulls_pages_and_problems_parse_into_typed_objects(generated, ser
     first = call("v1_datasets_list", world.orders, page_size=1, status=200)
     assert len(first.results) == 1 and first.previous is None and isinstance(first.next_, str)
     cursor = parse_qs(urlsplit(first.next_).query)["cursor"][0]
-    second = call("v1_datasets_list", world.orders, page_size=1, cursor=cursor, status=200)
+    second = call("v1_datasets_list", world.orders, page_size=2, cursor=cursor, status=200)
     assert second.next_ is None and isinstance(second.previous, str)
     names = {d.name for d in first.results + second.results}
-    assert names == {"shop/orders", "shop/customers"}
+    assert names == {"shop/orders", "shop/customers", "shop/daily_totals"}
 
     [change] = call("v1_reports_unannounced_changes_list", world.orders, status=200).results
     assert (change.removed, change.added, change.source.value) == (["amount"], [], "readiness")
