@@ -163,7 +163,9 @@ def test_dataset_page_with_a_million_partitions_is_fast_and_bounded(
     dataset = Dataset.objects.get(name="raw/table_00010")
     url = f"/datasets/{dataset.pk}/"
     viewer.get(url)  # warm
-    with django_assert_max_num_queries(22) as captured:
+    # A fixed count whatever the history: who needs it by when, and what lateness it
+    # causes downstream (its blast radius), are one read each.
+    with django_assert_max_num_queries(24) as captured:
         response, ms = timed_get(viewer, url)
     assert response.status_code == 200
     cells = response.context["cells"]
