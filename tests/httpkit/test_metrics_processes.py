@@ -68,9 +68,17 @@ def server(tmp_path):
     web = WebServer(name="web", log_path=tmp_path / "web.log", env=env, port=free_port()).start()
     try:
         wait_until(lambda: len(web.workers()) == 2 and _answers(web), 30, "the web server")
+        # A readiness probe the client gave up on (its 1 s timeout, on a loaded machine)
+        # may still be answered: the test starts once only its own scrape is in flight.
+        wait_until(lambda: _in_flight(web) == 1, 30, "earlier requests to finish")
         yield web, folder
     finally:
         web.kill()
+
+
+def _in_flight(web: WebServer) -> float:
+    response = httpx.get(f"{web.url}/metrics", timeout=10)
+    return value(parse(response.text), "tidemark_http_requests_in_flight")
 
 
 def _answers(web: WebServer) -> bool:
