@@ -549,7 +549,7 @@ def endpoint_replay_dead_letters(*, endpoint: Endpoint, now: datetime) -> int:
 
 @transaction.atomic
 def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
-    """Re-enable a disabled endpoint (after a 410 or a day of failures); what waited for
+    """Re-enable a disabled endpoint (after a 410 or days of failures); what waited for
     it is delivered again.
 
     Idempotent: an endpoint that is already active is left exactly as it is (a failing

@@ -271,8 +271,11 @@ TIDEMARK_DELIVERY = {
     # the other tasks on its worker get their turn.
     "pass_seconds": env.float("TIDEMARK_DELIVERY_PASS_SECONDS", default=45.0),
     # An endpoint whose attempts all failed (retryably) for this long, at least this many
-    # in a row, is disabled and its owners told.
-    "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=24 * 3600),
+    # in a row, is disabled and its owners told. Five days, as Svix: one delivery's own
+    # retries (15 attempts, 10 s doubling to 6 h) span about 23 h, so a day would disable
+    # an endpoint within a single attempt window; five days span several, and a long
+    # weekend's outage still recovers by itself.
+    "disable_after_failing_seconds": env.int("TIDEMARK_DISABLE_AFTER", default=5 * 86400),
     "disable_after_failures": env.int("TIDEMARK_DISABLE_AFTER_FAILURES", default=5),
     # After a secret rotation the old secret keeps signing this long.
     "secret_overlap_seconds": env.int("TIDEMARK_SECRET_OVERLAP", default=24 * 3600),
