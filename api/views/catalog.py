@@ -45,7 +45,12 @@ class ApiKeyListCreateApi(APIView):
 
     @extend_schema(responses=s.ApiKeyOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        """List your team's API keys."""
+        """List your team's API keys.
+
+        Needs the `manage` scope. Every key of the caller's team, revoked and expired ones
+        included, newest first, one cursor page at a time; a key's secret is never shown
+        again after its creation.
+        """
         queryset = selectors.api_key_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.ApiKeyOutputSerializer, ("-id",))
 
@@ -53,7 +58,12 @@ class ApiKeyListCreateApi(APIView):
         request=s.ApiKeyCreateInputSerializer, responses={201: s.ApiKeyCreatedOutputSerializer}
     )
     def post(self, request: Request) -> Response:
-        """Create an API key (its token is shown once)."""
+        """Create an API key (its token is shown once).
+
+        Needs the `manage` scope. The new key belongs to the caller's team and holds the
+        scopes asked for; `token` (`tm_<public id>_<secret>`) is in this response only, so
+        store it now. `expires_at`, when given, must be in the future (a 400 otherwise).
+        """
         data = s.ApiKeyCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         expires_at = data.validated_data.get("expires_at")
@@ -78,7 +88,12 @@ class ApiKeyRevokeApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, public_id: str) -> Response:
-        """Revoke an API key."""
+        """Revoke an API key.
+
+        Needs the `manage` scope. The key is refused from now on (by other server
+        processes within `API_KEY_CACHE_SECONDS`). Revoking a revoked key again is a 204
+        that keeps the first revocation time; another team's key is a 404.
+        """
         key = selectors.api_key_get(team=actor_of(request).team, public_id=public_id)
         teams.api_key_revoke(key=key, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -100,7 +115,12 @@ class DatasetListCreateApi(APIView):
         parameters=[s.DatasetListFilterSerializer], responses=s.DatasetOutputSerializer(many=True)
     )
     def get(self, request: Request) -> Response:
-        """List and search datasets."""
+        """List and search datasets.
+
+        Needs the `read` scope; every team's datasets are listed. Filter by `owner` (team
+        slug), `namespace`, exact `name`, `criticality` or `lifecycle`, or search names and
+        descriptions with `q`. One cursor page at a time, oldest registration first.
+        """
         filters = s.DatasetListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -118,7 +138,14 @@ class DatasetListCreateApi(APIView):
         request=s.DatasetCreateInputSerializer, responses={201: s.DatasetDetailOutputSerializer}
     )
     def post(self, request: Request) -> Response:
-        """Register a dataset."""
+        """Register a dataset.
+
+        Needs the `manage` scope; the caller's team becomes its owner. Namespace and name
+        are normalised (e.g. a trailing slash dropped) before the uniqueness check, so
+        registering the same dataset again is a 409 `dataset_exists`, as is a name under a
+        prefix another team claims (`prefix_claimed`, naming the `owner`). The response
+        carries the SLA's next deadlines and warnings about the declaration.
+        """
         data = s.DatasetCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = datasets.dataset_register(actor=actor_of(request), **data.validated_data)
@@ -142,7 +169,12 @@ class DatasetDetailApi(APIView):
 
     @extend_schema(responses=s.DatasetDetailOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
-        """Read a dataset."""
+        """Read a dataset.
+
+        Needs the `read` scope; any team's dataset can be read. For the owner team the
+        response also carries `badge_url` (a freshness badge to embed) and, when the
+        watchdog follows the dataset, `pipeline_ping_url`.
+        """
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         body = _detail(dataset)
         if dataset.owner_id == actor_of(request).team.pk:  # the badge URL is the owner's to share
@@ -155,7 +187,13 @@ class DatasetDetailApi(APIView):
         request=s.DatasetUpdateInputSerializer, responses=s.DatasetDetailOutputSerializer
     )
     def patch(self, request: Request, dataset_id: int) -> Response:
-        """Change a dataset (owner team)."""
+        """Change a dataset (owner team).
+
+        Needs the `manage` scope and the caller's team must own the dataset (a 403
+        `not_dataset_owner` otherwise). Fields left out stay as they are; changes to
+        audited fields are written to the audit trail. A 409 means the dataset is retired,
+        or that a lifecycle step needs a change notice first (`lifecycle_notice_required`).
+        """
         data = s.DatasetUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
@@ -207,7 +245,11 @@ class DatasetAuditApi(APIView):
 
     @extend_schema(responses=s.AuditEntryOutputSerializer(many=True))
     def get(self, request: Request, dataset_id: int) -> Response:
-        """A dataset's audit trail."""
+        """A dataset's audit trail.
+
+        Needs the `read` scope. Who changed what and when (registration, field changes,
+        ownership, lifecycle overrides), newest first, one cursor page at a time.
+        """
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         queryset = AuditEntry.objects.filter(dataset=dataset)
         return paginate(self, request, queryset, s.AuditEntryOutputSerializer, ("-id",))
@@ -218,7 +260,13 @@ class DatasetFreshnessApi(APIView):
 
     @extend_schema(responses=s.FreshnessOutputSerializer)
     def get(self, request: Request, dataset_id: int) -> Response:
-        """A dataset's freshness, arrival profile, forecast, root cause and blast radius."""
+        """A dataset's freshness, arrival profile, forecast, root cause and blast radius.
+
+        Needs the `read` scope. `state` says whether the partition now due has arrived
+        (`fresh`, `late`, ...); the arrival profile and forecast are learnt from past
+        arrivals; when late, `caused_by` names the late upstream it waits for, and
+        `blast_radius` lists the downstream datasets and teams it holds up.
+        """
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         now = timezone.now()
         state = freshness_state.dataset_freshness(dataset, now=now)
@@ -256,7 +304,12 @@ class PartitionListApi(APIView):
         responses=s.PartitionOutputSerializer(many=True),
     )
     def get(self, request: Request, dataset_id: int) -> Response:
-        """List a dataset's partitions."""
+        """List a dataset's partitions.
+
+        Needs the `read` scope. Newest period first, one cursor page at a time; filter by
+        the current revision's `state` (`missing`: expected but never published) or by
+        logical period (`logical_from` inclusive, `logical_to` exclusive).
+        """
         filters = s.PartitionListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         f = filters.validated_data
@@ -293,7 +346,12 @@ class PartitionDetailApi(APIView):
 
     @extend_schema(responses=s.PartitionOutputSerializer)
     def get(self, request: Request, dataset_id: int, key: str) -> Response:
-        """Read one partition."""
+        """Read one partition.
+
+        Needs the `read` scope. `key` is the partition's key as published (e.g.
+        `2026-11-28`); the response gives its current revision and that revision's
+        state and times.
+        """
         dataset = selectors.dataset_get_by_id(dataset_id=dataset_id)
         partition = selectors.partition_get(dataset=dataset, key=key)
         return Response(s.PartitionOutputSerializer(partition).data)
@@ -310,7 +368,11 @@ class SubscriptionListCreateApi(APIView):
 
     @extend_schema(responses=s.SubscriptionOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        """List your team's subscriptions."""
+        """List your team's subscriptions.
+
+        Needs the `read` scope. The caller's team's subscriptions, newest first, one
+        cursor page at a time, with their filters, need-by and endpoint.
+        """
         queryset = selectors.subscription_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.SubscriptionOutputSerializer, ("-id",))
 
@@ -376,6 +438,10 @@ class SubscriptionDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, subscription_id: int) -> Response:
-        """Delete a subscription."""
+        """Delete a subscription.
+
+        Needs the `manage` scope. No further notifications are made for it; another
+        team's subscription is a 404 (it is not revealed).
+        """
         subscriptions.subscription_delete(actor=actor_of(request), subscription_id=subscription_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

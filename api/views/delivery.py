@@ -22,7 +22,12 @@ class EndpointListApi(APIView):
 
     @extend_schema(responses=s.EndpointOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        """List your team's webhook endpoints and their health."""
+        """List your team's webhook endpoints and their health.
+
+        Needs the `read` scope. Each endpoint with its state (active, or disabled and
+        why), its failing streak and how many of its deliveries succeeded or are dead
+        letters, newest first, one cursor page at a time.
+        """
         queryset = selectors.endpoint_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))
 
@@ -33,7 +38,13 @@ class EndpointRotateSecretApi(APIView):
 
     @extend_schema(request=None, responses=s.SecretOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
-        """Rotate a webhook endpoint's signing secret."""
+        """Rotate a webhook endpoint's signing secret.
+
+        Needs the `manage` scope. The new secret is in this response only; the previous
+        one keeps signing alongside it until `previous_secret_expires_at`, so receivers can
+        switch without dropping deliveries. A 409 `endpoint_has_no_secret` means the
+        endpoint is not a webhook (an email or Slack contact is not sent signed requests).
+        """
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         secret = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
         endpoint.refresh_from_db()
@@ -47,7 +58,12 @@ class EndpointEnableApi(APIView):
 
     @extend_schema(request=None, responses=s.EndpointOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
-        """Re-enable a disabled endpoint."""
+        """Re-enable a disabled endpoint.
+
+        Needs the `manage` scope. Idempotent: an active endpoint is left as it is. A
+        disabled one starts afresh (no failing streak) and the deliveries that waited for
+        it are sent; its dead letters are not: recover or replay them.
+        """
         team = actor_of(request).team
         endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
         delivery.endpoint_enable(endpoint=endpoint)
@@ -60,7 +76,12 @@ class EndpointReplayApi(APIView):
 
     @extend_schema(request=None, responses=s.ReplayOutputSerializer)
     def post(self, request: Request, endpoint_id: int) -> Response:
-        """Replay an endpoint's dead letters."""
+        """Replay an endpoint's dead letters.
+
+        Needs the `manage` scope. Every rejected or dead delivery to the endpoint is sent
+        again with its original `webhook-id` and a fresh attempt budget; `replayed` says
+        how many (0 when there were none, so calling it twice is harmless).
+        """
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
         return Response({"replayed": count})
@@ -74,7 +95,12 @@ class DeliveryListApi(APIView):
         responses=s.DeliveryOutputSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        """List your team's deliveries."""
+        """List your team's deliveries.
+
+        Needs the `read` scope. Notifications sent (or to be sent) to the caller's team's
+        endpoints, newest first, one cursor page at a time; filter by `state`
+        (`dead_letter`: rejected or dead) or `endpoint_id`.
+        """
         filters = s.DeliveryListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         queryset = selectors.delivery_list(
@@ -90,7 +116,11 @@ class DeliveryDetailApi(APIView):
 
     @extend_schema(responses=s.DeliveryDetailOutputSerializer)
     def get(self, request: Request, delivery_id: int) -> Response:
-        """Read a delivery with its attempts."""
+        """Read a delivery with its attempts.
+
+        Needs the `read` scope. The delivery, its payload's event type and `webhook-id`,
+        and every attempt made (status, latency, error); another team's delivery is a 404.
+        """
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
         return Response(s.DeliveryDetailOutputSerializer(found).data)
 
@@ -101,7 +131,12 @@ class DeliveryReplayApi(APIView):
 
     @extend_schema(request=None, responses=s.DeliveryOutputSerializer)
     def post(self, request: Request, delivery_id: int) -> Response:
-        """Replay one dead-letter delivery."""
+        """Replay one dead-letter delivery.
+
+        Needs the `manage` scope. A rejected or dead delivery is sent again with its
+        original `webhook-id` and a fresh attempt budget; any other delivery is a 409
+        `not_a_dead_letter` (it is still being sent, or was delivered).
+        """
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
         replayed = delivery.delivery_replay(delivery=found, now=timezone.now())
         return Response(s.DeliveryOutputSerializer(replayed).data)

@@ -54,7 +54,12 @@ class ClaimDeleteApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, claim_id: int) -> Response:
-        """Release a claim."""
+        """Release a claim.
+
+        Needs the `manage` scope. Events already received keep the verification they were
+        given when they arrived; the release is audited as `claim.released`. Another
+        team's claim is a 404 (it is not revealed).
+        """
         ownership.claim_release(actor=actor_of(request), claim_id=claim_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
