@@ -53,8 +53,14 @@ class CursorPagination(pagination.CursorPagination):
                     **link,
                     "description": "The next page, or null on the last.",
                     "examples": ["https://tidemark.example/api/v1/datasets?cursor=cD00ODY%3D"],
+                    # drf-spectacular builds a list's page example from these.
+                    "example": "https://tidemark.example/api/v1/datasets?cursor=cD00ODY%3D",
                 },
-                "previous": {**link, "description": "The previous page, or null on the first."},
+                "previous": {
+                    **link,
+                    "description": "The previous page, or null on the first.",
+                    "example": None,
+                },
                 "results": schema,
             },
         }

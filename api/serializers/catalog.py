@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from django.utils.functional import cached_property
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from catalog import delivery, selectors, sla_schedule
@@ -21,6 +21,9 @@ from catalog.models import (
 from httpkit.fields import ChoiceField, TypedStrings
 from problems import REQUIRED_DETAIL
 from schedules import local_and_utc
+
+from ..openapi_examples import catalog as examples_catalog
+from ..openapi_examples import delivery as examples_delivery
 
 
 class StrictSerializer(TypedStrings, serializers.Serializer):
@@ -134,11 +137,13 @@ class _DatasetFields(StrictSerializer):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.DATASET_CREATE_INPUT)
 class DatasetCreateInputSerializer(_DatasetFields):
     namespace = serializers.CharField(max_length=255, trim_whitespace=False)
     name = serializers.CharField(max_length=1024, trim_whitespace=False)
 
 
+@extend_schema_serializer(examples=examples_catalog.DATASET_UPDATE_INPUT)
 class DatasetUpdateInputSerializer(_DatasetFields):
     lifecycle = ChoiceField(
         Dataset.Lifecycle.choices,
@@ -156,6 +161,7 @@ class DatasetUpdateInputSerializer(_DatasetFields):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.DATASET_OUTPUT)
 class DatasetOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     namespace = serializers.CharField()
@@ -252,6 +258,7 @@ class NeededByOutputSerializer(serializers.Serializer):
         return local_and_utc(obj.next_need_by_at, obj.subscription.need_by_timezone)
 
 
+@extend_schema_serializer(examples=examples_catalog.DATASET_DETAIL_OUTPUT)
 class DatasetDetailOutputSerializer(DatasetOutputSerializer):
     needed_by = serializers.SerializerMethodField(
         help_text="Who needs it by when: the subscriptions with a need-by, by team."
@@ -298,6 +305,7 @@ class DeclaredDatasetOutputSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.CATALOG_PLAN_OUTPUT)
 class CatalogPlanOutputSerializer(serializers.Serializer):
     team = serializers.CharField()
     dry_run = serializers.BooleanField()
@@ -320,6 +328,7 @@ class DatasetListFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+@extend_schema_serializer(examples=examples_catalog.AUDIT_ENTRY_OUTPUT)
 class AuditEntryOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     actor = serializers.CharField()
@@ -339,6 +348,7 @@ class ManifestSerializer(StrictSerializer):
 
 # Validated on every publish, hence its fields are built once per thread. (A comment: a
 # docstring would replace StrictSerializer's as the OpenAPI schema's description.)
+@extend_schema_serializer(examples=examples_catalog.READINESS_PUBLISH_INPUT)
 class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
     namespace = serializers.CharField(max_length=255, trim_whitespace=False)
     name = serializers.CharField(max_length=1024, trim_whitespace=False)
@@ -374,6 +384,7 @@ class ReadinessPublishInputSerializer(StrictSerializer, FieldsOncePerThread):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.READINESS_PUBLISH_OUTPUT)
 class ReadinessPublishOutputSerializer(serializers.Serializer):
     """Documents the publish response (built by the service, identical on every repeat)."""
 
@@ -404,6 +415,7 @@ class RevisionOutputSerializer(serializers.Serializer):
         return obj.version or None  # "" is the revision published without a version
 
 
+@extend_schema_serializer(examples=examples_catalog.PARTITION_OUTPUT)
 class PartitionOutputSerializer(serializers.Serializer):
     key = serializers.CharField()
     logical_start = serializers.DateTimeField(source="start_at", allow_null=True)
@@ -455,6 +467,7 @@ NEED_BY_CRON_HELP = (
 NEED_BY_TIMEZONE_HELP = "IANA time zone of need_by_cron (default UTC)."
 
 
+@extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_CREATE_INPUT)
 class SubscriptionCreateInputSerializer(StrictSerializer):
     dataset_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     namespace = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
@@ -516,6 +529,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         return attrs
 
 
+@extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_UPDATE_INPUT)
 class SubscriptionUpdateInputSerializer(StrictSerializer):
     event_types = serializers.ListField(
         child=ChoiceField(Notification.Type.choices),
@@ -546,6 +560,7 @@ class WarningOutputSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_OUTPUT)
 class SubscriptionOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     team = serializers.CharField(source="team.slug")
@@ -584,6 +599,7 @@ class SubscriptionOutputSerializer(serializers.Serializer):
         return obj.endpoint.url if obj.endpoint else None
 
 
+@extend_schema_serializer(examples=examples_catalog.API_KEY_OUTPUT)
 class ApiKeyOutputSerializer(serializers.Serializer):
     public_id = serializers.CharField()
     name = serializers.CharField()
@@ -599,6 +615,7 @@ class TeamRefOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples_catalog.ME_OUTPUT)
 class MeOutputSerializer(serializers.Serializer):
     """Documents ``GET /api/v1/me``: the key's team and the key itself."""
 
@@ -606,6 +623,7 @@ class MeOutputSerializer(serializers.Serializer):
     key = ApiKeyOutputSerializer(help_text="The key presented (never its secret).")
 
 
+@extend_schema_serializer(examples=examples_catalog.API_KEY_CREATE_INPUT)
 class ApiKeyCreateInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     scopes = serializers.ListField(
@@ -614,6 +632,7 @@ class ApiKeyCreateInputSerializer(StrictSerializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
+@extend_schema_serializer(examples=examples_catalog.API_KEY_CREATED_OUTPUT)
 class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
     token = serializers.CharField(help_text="The key itself, shown only in this response.")
 
@@ -621,6 +640,7 @@ class ApiKeyCreatedOutputSerializer(ApiKeyOutputSerializer):
 # --- endpoints and deliveries -----------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples_delivery.ENDPOINT_OUTPUT)
 class EndpointOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -651,6 +671,7 @@ class EndpointOutputSerializer(serializers.Serializer):
         }
 
 
+@extend_schema_serializer(examples=examples_delivery.SECRET_OUTPUT)
 class SecretOutputSerializer(serializers.Serializer):
     secret = serializers.CharField(help_text="The new signing secret, shown only here.")
     previous_secret_expires_at = serializers.DateTimeField(
@@ -658,6 +679,7 @@ class SecretOutputSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=examples_delivery.REPLAY_OUTPUT)
 class ReplayOutputSerializer(serializers.Serializer):
     replayed = serializers.IntegerField()
 
@@ -674,6 +696,7 @@ class DeliveryAttemptOutputSerializer(serializers.Serializer):
     next_attempt_in_seconds = serializers.FloatField(allow_null=True)
 
 
+@extend_schema_serializer(examples=examples_delivery.DELIVERY_OUTPUT)
 class DeliveryOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     webhook_id = serializers.UUIDField(source="notification_id")
@@ -691,6 +714,7 @@ class DeliveryOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+@extend_schema_serializer(examples=examples_delivery.DELIVERY_DETAIL_OUTPUT)
 class DeliveryDetailOutputSerializer(DeliveryOutputSerializer):
     payload = serializers.JSONField(source="notification.payload")
     attempt_log = DeliveryAttemptOutputSerializer(many=True)
@@ -738,6 +762,7 @@ class StorageSweepOutputSerializer(serializers.Serializer):
     error = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples_catalog.POLL_OUTPUT)
 class PollOutputSerializer(serializers.Serializer):
     polled = serializers.BooleanField(help_text="Whether the fallback poll watches the dataset.")
     storage_source = serializers.CharField()
@@ -899,6 +924,7 @@ class BlastRadiusOutputSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.FRESHNESS_OUTPUT)
 class FreshnessOutputSerializer(serializers.Serializer):
     state = ChoiceField(
         ["fresh", "awaiting", "due", "late", "no_sla"],
@@ -957,6 +983,7 @@ class FreshnessOutputSerializer(serializers.Serializer):
 # --- change notices -----------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples_catalog.CHANGE_NOTICE_CREATE_INPUT)
 class ChangeNoticeCreateInputSerializer(StrictSerializer):
     kind = ChoiceField(ChangeNotice.Kind.choices)
     description = serializers.CharField(max_length=10_000)
@@ -978,12 +1005,14 @@ class ChangeNoticeCreateInputSerializer(StrictSerializer):
     )
 
 
+@extend_schema_serializer(examples=examples_catalog.CHANGE_NOTICE_ACKNOWLEDGEMENT_OUTPUT)
 class ChangeNoticeAcknowledgementOutputSerializer(serializers.Serializer):
     team = serializers.CharField(source="team.slug")
     acknowledged_by = serializers.CharField(help_text="'key:<public id>' or 'user:<name>'.")
     acknowledged_at = serializers.DateTimeField()
 
 
+@extend_schema_serializer(examples=examples_catalog.CHANGE_NOTICE_OUTPUT)
 class ChangeNoticeOutputSerializer(serializers.Serializer):
     """Needs ``consumers`` (the dataset's consumer team slugs) in its context."""
 
@@ -1019,6 +1048,7 @@ class ChangeNoticeOutputSerializer(serializers.Serializer):
 # --- restatements -------------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples_catalog.RESTATEMENT_OPEN_INPUT)
 class RestatementOpenInputSerializer(StrictSerializer):
     version = serializers.CharField(max_length=128, help_text="The new version's label.")
     first_partition = serializers.CharField(max_length=32)
@@ -1040,6 +1070,7 @@ class RestatementPartitionOutputSerializer(serializers.Serializer):
     ready_at = serializers.DateTimeField(allow_null=True)
 
 
+@extend_schema_serializer(examples=examples_catalog.RESTATEMENT_OUTPUT)
 class RestatementOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     dataset_id = serializers.IntegerField()

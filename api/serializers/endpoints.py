@@ -1,13 +1,16 @@
 """An endpoint's lifecycle: recovering its failed deliveries, and its delivery log."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from catalog.selectors import ATTEMPT_OUTCOMES
 from httpkit.fields import ChoiceField
 
+from ..openapi_examples import delivery as examples_delivery
 from .catalog import StrictSerializer
 
 
+@extend_schema_serializer(examples=examples_delivery.ENDPOINT_RECOVER_INPUT)
 class EndpointRecoverInputSerializer(StrictSerializer):
     since = serializers.DateTimeField(
         help_text="RFC 3339. Every delivery to the endpoint that failed (dead or "
@@ -17,6 +20,7 @@ class EndpointRecoverInputSerializer(StrictSerializer):
     )
 
 
+@extend_schema_serializer(examples=examples_delivery.ENDPOINT_RECOVER_OUTPUT)
 class EndpointRecoverOutputSerializer(serializers.Serializer):
     queued = serializers.IntegerField(
         help_text="Failed deliveries queued again, each with its original webhook-id; 0 "
@@ -45,6 +49,7 @@ class AttemptListFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+@extend_schema_serializer(examples=examples_delivery.ATTEMPT_LOG_OUTPUT)
 class AttemptLogOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     delivery_id = serializers.IntegerField()

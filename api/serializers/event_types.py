@@ -1,8 +1,12 @@
 """The event catalog's output: one notification type with its schema and example."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from ..openapi_examples import lineage as examples_lineage
 
+
+@extend_schema_serializer(examples=examples_lineage.EVENT_TYPE_OUTPUT)
 class EventTypeOutputSerializer(serializers.Serializer):
     type = serializers.CharField(source="name", help_text="e.g. partition.ready")
     audience = serializers.ListField(
@@ -18,5 +22,6 @@ class EventTypeOutputSerializer(serializers.Serializer):
     example = serializers.JSONField(help_text="A payload of this type.")
 
 
+@extend_schema_serializer(examples=examples_lineage.EVENT_TYPE_LIST_OUTPUT)
 class EventTypeListOutputSerializer(serializers.Serializer):
     results = EventTypeOutputSerializer(many=True)

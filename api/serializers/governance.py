@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from catalog.models import Claim, DatasetTransfer, RunConflict, SchemaObservation
 from httpkit.fields import ChoiceField
 
+from ..openapi_examples import governance as examples_governance
 from .catalog import StrictSerializer
 from .lineage import JobRefSerializer
 
 
+@extend_schema_serializer(examples=examples_governance.CLAIM_CREATE_INPUT)
 class ClaimCreateInputSerializer(StrictSerializer):
     kind = ChoiceField(Claim.Kind.choices, default=Claim.Kind.JOB_NAMESPACE)
     pattern = serializers.CharField(
@@ -24,6 +26,7 @@ class ClaimCreateInputSerializer(StrictSerializer):
     )
 
 
+@extend_schema_serializer(examples=examples_governance.CLAIM_OUTPUT)
 class ClaimOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     team = serializers.CharField(source="team.slug")
@@ -32,10 +35,12 @@ class ClaimOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+@extend_schema_serializer(examples=examples_governance.DATASET_TRANSFER_CREATE_INPUT)
 class DatasetTransferCreateInputSerializer(StrictSerializer):
     to_team = serializers.SlugField(max_length=64, help_text="The receiving team's slug.")
 
 
+@extend_schema_serializer(examples=examples_governance.DATASET_TRANSFER_OUTPUT)
 class DatasetTransferOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     dataset = serializers.IntegerField(source="dataset_id")
@@ -56,6 +61,7 @@ class DatasetTransferListFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+@extend_schema_serializer(examples=examples_governance.DATASET_TRANSFER_LIST_OUTPUT)
 class DatasetTransferListOutputSerializer(DatasetTransferOutputSerializer):
     namespace = serializers.CharField(source="dataset.namespace", help_text="The dataset's.")
     name = serializers.CharField(source="dataset.name", help_text="The dataset's.")
@@ -75,6 +81,7 @@ class UndeclaredReadsFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+@extend_schema_serializer(examples=examples_governance.UNDECLARED_READ_OUTPUT)
 class UndeclaredReadOutputSerializer(serializers.Serializer):
     team = serializers.CharField(source="team.slug", help_text="The reading team.")
     job = serializers.SerializerMethodField()
@@ -120,6 +127,7 @@ class StaleDeclarationsFilterSerializer(ReportFilterSerializer):
     )
 
 
+@extend_schema_serializer(examples=examples_governance.STALE_DECLARATION_OUTPUT)
 class StaleDeclarationOutputSerializer(serializers.Serializer):
     subscription = serializers.IntegerField(source="id", help_text="The subscription's id.")
     team = serializers.CharField(source="team.slug", help_text="The subscribing team.")
@@ -138,6 +146,7 @@ class StaleDeclarationOutputSerializer(serializers.Serializer):
         return {"namespace": obj.job_namespace, "name": obj.job_name}
 
 
+@extend_schema_serializer(examples=examples_governance.UNDECLARED_WRITE_OUTPUT)
 class UndeclaredWriteOutputSerializer(serializers.Serializer):
     team = serializers.CharField(source="team.slug", help_text="The writing team.")
     job = JobRefSerializer()
@@ -154,6 +163,7 @@ class _UsageParty(serializers.Serializer):
     runs = serializers.IntegerField(source="run_count")
 
 
+@extend_schema_serializer(examples=examples_governance.UNCATALOGUED_DATASET_OUTPUT)
 class UncataloguedDatasetOutputSerializer(serializers.Serializer):
     namespace = serializers.CharField(source="dataset_namespace", help_text="Normalised.")
     name = serializers.CharField(source="dataset_name", help_text="Normalised.")
@@ -176,6 +186,7 @@ RetypedColumnSerializer = type(
 )
 
 
+@extend_schema_serializer(examples=examples_governance.UNANNOUNCED_CHANGE_OUTPUT)
 class UnannouncedChangeOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     dataset = _DatasetField()
@@ -231,6 +242,7 @@ class _ConflictingEventSide(serializers.Serializer):
         return obj.event_type or None
 
 
+@extend_schema_serializer(examples=examples_governance.RUN_CONFLICT_OUTPUT)
 class RunConflictOutputSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     run = _RunSide(source="*", help_text="Whose the run is.")
@@ -244,6 +256,7 @@ class RunConflictOutputSerializer(serializers.Serializer):
     detected_at = serializers.DateTimeField(help_text="When processing found it.")
 
 
+@extend_schema_serializer(examples=examples_governance.NEEDED_EARLIER_OUTPUT)
 class NeededEarlierOutputSerializer(serializers.Serializer):
     subscription = serializers.IntegerField(source="subscription.id")
     dataset = _DatasetField(help_text="The dataset, with its owner (the producer).")

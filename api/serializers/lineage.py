@@ -3,6 +3,7 @@ and raw events."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from catalog import lineage_graph as graph
@@ -10,6 +11,7 @@ from httpkit.fields import ChoiceField
 from lineage.models import LineageRun
 from lineage.openlineage import EVENT_TYPES
 
+from ..openapi_examples import lineage as examples_lineage
 from .catalog import StrictSerializer
 
 # --- the OpenLineage event (documentation only: lineage.openlineage checks the body) ---
@@ -36,6 +38,7 @@ class OpenLineageDatasetSerializer(serializers.Serializer):
     outputFacets = serializers.DictField(required=False)
 
 
+@extend_schema_serializer(examples=examples_lineage.OPEN_LINEAGE_EVENT_INPUT)
 class OpenLineageEventSerializer(serializers.Serializer):
     """One OpenLineage event, spec 2-0-2 (https://openlineage.io/spec/2-0-2/OpenLineage.json):
     a RunEvent (``run`` and ``job``, ``eventType`` optional), a JobEvent (``job``, no
@@ -58,6 +61,7 @@ class FieldProblemSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples_lineage.LINEAGE_EVENT_RECEIVED_OUTPUT)
 class LineageEventReceivedOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The stored event's id.")
     kind = ChoiceField(["run", "job", "dataset"])
@@ -94,6 +98,7 @@ class JobRefSerializer(serializers.Serializer):
     name = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples_lineage.RUN_OUTPUT)
 class RunOutputSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     job = JobRefSerializer()
@@ -118,6 +123,7 @@ class RunOutputSerializer(serializers.Serializer):
         return {"namespace": obj.parent_job_namespace, "name": obj.parent_job_name}
 
 
+@extend_schema_serializer(examples=examples_lineage.LINEAGE_EVENT_OUTPUT)
 class LineageEventOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -209,6 +215,7 @@ class LineageGraphEdgeSerializer(serializers.Serializer):
     verified = serializers.BooleanField()
 
 
+@extend_schema_serializer(examples=examples_lineage.LINEAGE_GRAPH_OUTPUT)
 class LineageGraphOutputSerializer(serializers.Serializer):
     root = serializers.CharField(help_text="The root node's id.")
     truncated = serializers.BooleanField(

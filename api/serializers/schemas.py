@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from catalog.models import SchemaObservation
 from httpkit.fields import ChoiceField
 
+from ..openapi_examples import governance as examples_governance
 from .catalog import StrictSerializer
 from .lineage import JobRefSerializer
 
@@ -17,6 +18,7 @@ class SchemaObservationFilterSerializer(StrictSerializer):
     page_size = serializers.IntegerField(min_value=1, max_value=500, required=False)
 
 
+@extend_schema_serializer(examples=examples_governance.SCHEMA_OBSERVATION_OUTPUT)
 class SchemaObservationOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     fields = serializers.JSONField(

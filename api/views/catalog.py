@@ -6,7 +6,7 @@ import dataclasses
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,7 @@ from catalog.services import datasets, subscriptions, teams
 from httpkit.parsers import StrictJSONParser
 from problems import FieldError, ValidationProblem
 
+from ..openapi_examples import catalog as examples
 from ..parsers import DeclarationYAMLParser
 from ..serializers import catalog as s
 from .base import actor_of, paginate
@@ -224,6 +225,22 @@ class CatalogApplyApi(APIView):
         parameters=[s.CatalogApplyQuerySerializer],
         request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
         responses=s.CatalogPlanOutputSerializer,
+        # Examples here replace the serializer's, so the plan's is repeated.
+        examples=[
+            OpenApiExample(
+                "A declaration in YAML",
+                value=examples.CATALOG_DECLARATION_YAML,
+                media_type="application/yaml",
+                request_only=True,
+            ),
+            OpenApiExample(
+                "The same declaration in JSON",
+                value=examples.CATALOG_DECLARATION_JSON,
+                media_type="application/json",
+                request_only=True,
+            ),
+            *examples.CATALOG_PLAN_OUTPUT,
+        ],
     )
     def post(self, request: Request) -> Response:
         """Plan or apply a catalog declaration."""
