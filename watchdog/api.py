@@ -9,7 +9,12 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import exceptions, serializers
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.permissions import IsAuthenticated
@@ -23,7 +28,7 @@ from httpkit.fields import ChoiceField, TypedStrings
 from problems import NotFound, Problem
 from schedules import local_and_utc
 
-from . import monitors, pings
+from . import api_examples, monitors, pings
 from .auth import TokenAuthentication
 from .channels import refusal_detail, target_refusal
 from .models import Channel, Incident, Monitor, Ping
@@ -82,6 +87,7 @@ def _target_checked(attrs: dict) -> dict:
     return attrs
 
 
+@extend_schema_serializer(examples=api_examples.CHANNEL)
 class ChannelSerializer(ModelSerializer):
     class Meta:
         model = Channel
@@ -92,6 +98,7 @@ class ChannelSerializer(ModelSerializer):
         return _target_checked(attrs)
 
 
+@extend_schema_serializer(examples=api_examples.CHANNEL_CREATED)
 class ChannelCreatedOutputSerializer(ChannelSerializer):
     """Documents a created channel: a webhook channel's signing secret is shown once."""
 
@@ -144,6 +151,7 @@ class LinkSerializer(TypedStrings, serializers.Serializer):
     )
 
 
+@extend_schema_serializer(examples=api_examples.MONITOR_INPUT)
 class MonitorInputSerializer(ModelSerializer):
     channel_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, max_length=50
@@ -181,6 +189,7 @@ class MonitorInputSerializer(ModelSerializer):
         return [found[i] for i in ids]
 
 
+@extend_schema_serializer(examples=api_examples.MONITOR_OUTPUT)
 class MonitorOutputSerializer(ModelSerializer):
     ping_url = serializers.SerializerMethodField()
     state = serializers.SerializerMethodField()
@@ -218,6 +227,7 @@ class MonitorOutputSerializer(ModelSerializer):
         return obj.incidents.filter(resolved_at__isnull=True).count()
 
 
+@extend_schema_serializer(examples=api_examples.MONITOR_DETAIL)
 class MonitorDetailOutputSerializer(MonitorOutputSerializer):
     """A monitor with its next deadlines in its own zone and in UTC, and warnings about its
     cron expressions (what the monitor endpoints answer, except the list)."""
@@ -241,6 +251,7 @@ class MonitorDetailOutputSerializer(MonitorOutputSerializer):
         return [w.as_dict() for w in monitors.warnings(obj)]
 
 
+@extend_schema_serializer(examples=api_examples.INCIDENT)
 class IncidentSerializer(ModelSerializer):
     monitor = serializers.CharField(source="monitor.name")
     monitor_id = serializers.IntegerField()
@@ -435,6 +446,7 @@ class ChannelSpecSerializer(TypedStrings, serializers.Serializer):
 MAX_READY_PARTITIONS = 1000
 
 
+@extend_schema_serializer(examples=api_examples.EXTERNAL_MONITOR_INPUT)
 class ExternalMonitorInputSerializer(MonitorInputSerializer):
     version = serializers.CharField(max_length=64, required=False, allow_blank=True)
     ready_partitions = serializers.ListField(
@@ -538,6 +550,7 @@ def external_monitor_apply(
     )
 
 
+@extend_schema_serializer(examples=api_examples.PING_RESULT)
 class PingResultSerializer(serializers.Serializer):
     """Documents a ping's answer."""
 

@@ -5,29 +5,32 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from httpkit.fields import TypedStrings
 
-from . import ping_keys
+from . import api_examples, ping_keys
 from .api import WatchdogApiView
 from .models import PingKey
 
 
+@extend_schema_serializer(examples=api_examples.PING_KEY_INPUT)
 class PingKeyInputSerializer(TypedStrings, serializers.Serializer):
     owner = serializers.CharField(max_length=64, help_text="An owner label (a team slug).")
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
 
 
+@extend_schema_serializer(examples=api_examples.PING_KEY_OUTPUT)
 class PingKeyOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = PingKey
         fields = ["id", "owner", "name", "prefix", "created_at", "revoked_at"]
 
 
+@extend_schema_serializer(examples=api_examples.PING_KEY_CREATED)
 class PingKeyCreatedOutputSerializer(PingKeyOutputSerializer):
     """Documents a created ping key: the key itself and its URL template, shown once."""
 
