@@ -24,3 +24,15 @@ def test_the_watchdog_serves_a_docs_page_without_a_cdn(client):
     page = response.content.decode()
     assert "/api/schema/" in page
     assert "cdn" not in page.lower()
+
+
+def test_the_served_document_shows_examples(client):
+    """The served document carries the serializers' examples (issue 20): a monitor's
+    definition as a request and the monitor as the answer."""
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    create = document["paths"]["/api/v1/monitors"]["post"]
+    request = create["requestBody"]["content"]["application/json"]["examples"]
+    assert [example["value"]["kind"] for example in request.values()] == ["deadline"]
+    answer = create["responses"]["201"]["content"]["application/json"]["examples"]
+    assert all("ping_url" in example["value"] for example in answer.values())
+    assert answer
