@@ -939,7 +939,8 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 if r["missed_at_end"] and not r["missed_last_minute_only"]
                 else ""
             ),
-            f"poll-only mean {r['latency_poll_only_min']['mean']} min",
+            f"poll-only mean {r['latency_poll_only_min']['mean']} min "
+            f"({r['latency_poll_only_outside_outage_min']['mean']} outside the outage)",
         ]
         print(f"  [{r['layout']}] " + "; ".join(checks))
     for r in results:
