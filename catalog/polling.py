@@ -9,7 +9,9 @@ and a location template. Datasets whose templates share a parent prefix form a
   so nothing is listed inside a partition;
 - delimiter (larger or unmeasured partitions, other stores, full sweeps): one entry per
   partition prefix, then one recursive listing inside each prefix holding a partition not
-  yet known ready; ready partitions are never listed inside again.
+  yet known ready; ready partitions are never listed inside again. A group whose
+  partitions all come by event is never listed inside: the hourly pass over recent markers
+  (its own flat listing) measures it instead.
 
 Where the listings start and stop is ``poll_plan``'s: each dataset after its newest ready
 partition (from the lookback horizon when it has a gap there), so a regular sweep costs
@@ -372,6 +374,9 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> t
             entries_per_partition=report.objects_per_partition or learned,
         )
         report.partitions_restated = len(passed.restated)
+        if report.objects_per_partition is None:
+            # Measured by the pass's own flat listing when nothing was listed inside.
+            report.objects_per_partition = passed.objects_per_partition
         report.found.extend(f"{name} (restated)" for name in passed.restated)
     return found_any, all(d.pk in by_event for d in datasets)
 

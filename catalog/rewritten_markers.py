@@ -60,7 +60,8 @@ def _config(name: str) -> int:
 class PassReport:
     """What one pass saw: ready partitions whose marker was looked at, baselines recorded,
     restatements told (``"<dataset> <key>"``), rewrites not complete, waiting to settle,
-    and markers missing."""
+    and markers missing; and, when it made a flat listing of its own, the objects per
+    partition that listing held (None otherwise)."""
 
     checked: int = 0
     adopted: int = 0
@@ -68,6 +69,7 @@ class PassReport:
     incomplete: int = 0
     settling: int = 0
     missing: int = 0
+    objects_per_partition: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,11 @@ def run(
                 name, sep, rest = o.name.partition("/")
                 if sep:
                     contents.setdefault(name, []).append(dataclasses.replace(o, name=rest))
+        if contents:
+            # A group listed by prefix whose partitions all came by event is never listed
+            # inside; this listing measures it, so its next sweeps may list flat.
+            held = sum(len(objects) for objects in contents.values())
+            report.objects_per_partition = held / len(contents)
 
         def objects_of(name: str) -> list[objectstore.StoredObject]:
             return contents.get(name, [])

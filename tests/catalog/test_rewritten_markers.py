@@ -235,6 +235,32 @@ def test_a_group_listed_by_prefix_gets_one_flat_listing_for_the_pass(s3, produce
     assert (report.list_calls, report.objects_seen) == (1 + 1, 0 + 2)
 
 
+def test_the_pass_measures_a_group_whose_partitions_all_came_by_event(s3, producer):
+    """Nothing found by the poll is ever listed inside, so only the pass's flat listing
+    measures the group: its next sweeps list flat instead of by prefix."""
+    dataset = register(producer)
+    publishing.readiness_publish(
+        actor=Actor(team=producer),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition=DAY,
+        now=NOW,
+    )
+    s3.put(BASE + "part-0.parquet")
+    s3.put(BASE + "_SUCCESS", b"")
+    first = sweep(dataset)
+    assert (first.listing, first.objects_per_partition) == ("delimiter", None)
+
+    measured = sweep(dataset, now=NOW + HOUR)
+    assert (measured.listing, measured.recent_pass, measured.objects_per_partition) == (
+        "delimiter",
+        True,
+        2.0,
+    )
+
+    assert sweep(dataset, now=NOW + HOUR + timedelta(minutes=1)).listing == "flat"
+
+
 def test_a_deleted_marker_is_not_a_restatement(s3, producer):
     """Deleting a marker retracts nothing and restates nothing: the partition stays ready
     with its baseline, so a marker written back later is told as a restatement."""
