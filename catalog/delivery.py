@@ -694,6 +694,20 @@ def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
 
 
 @transaction.atomic
+def endpoint_set_rate_limit(*, endpoint: Endpoint, rate_limit_per_second: int | None) -> Endpoint:
+    """Set how many deliveries per second ``endpoint`` is sent at most (None: the
+    ``TIDEMARK_DELIVERY_ENDPOINT_RATE`` setting). Takes effect at the next claim.
+
+    Raises:
+        ValidationError: a rate below 1 (the serializer refuses it first).
+    """
+    endpoint.rate_limit_per_second = rate_limit_per_second
+    endpoint.full_clean(validate_unique=False, validate_constraints=True)
+    Endpoint.objects.filter(pk=endpoint.pk).update(rate_limit_per_second=rate_limit_per_second)
+    return endpoint
+
+
+@transaction.atomic
 def endpoint_rotate_secret(*, endpoint: Endpoint, now: datetime) -> str:
     """A new signing secret for ``endpoint``, shown once; the old one keeps signing for
     ``secret_overlap_seconds``.
