@@ -159,7 +159,8 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
        workers never spend one endpoint's credit twice), longest unclaimed first, so
        thousands of endpoints take turns;
     2. rank each one's due deliveries oldest first (a window function, on the
-       ``delivery_due_by_endpoint`` index) and keep as many as its credit allows.
+       ``delivery_due_by_endpoint`` index) and keep as many as its credit allows;
+       the chosen ones are then locked (``SKIP LOCKED`` again) and leased.
 
     Args:
         lease_seconds: how long the claim is exclusive; longer than one send's deadline
@@ -200,8 +201,14 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
         )[:limit]
         if not chosen:
             return []
-        ids = [row[0] for row in chosen]
-        Delivery.objects.filter(_due(), id__in=ids).update(
+        # Skip rows a worker recording an expired claim still holds: waiting for them
+        # while holding endpoint locks that worker may need next could deadlock.
+        ids = list(
+            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(_due(), id__in=[row[0] for row in chosen])
+            .values_list("id", flat=True)
+        )
+        Delivery.objects.filter(id__in=ids).update(
             claim_token=token,
             claimed_until=Now() + timedelta(seconds=lease_seconds),
             attempts=F("attempts") + 1,
