@@ -35,7 +35,13 @@ class EndpointListApi(APIView):
 class EndpointDetailApi(APIView):
     required_scope = {"GET": ApiKey.Scope.READ, "PATCH": ApiKey.Scope.MANAGE}
 
-    @extend_schema(responses=s.EndpointOutputSerializer)
+    @extend_schema(
+        responses=s.EndpointOutputSerializer,
+        description="The endpoint as in the list: its health, its rate limit "
+        "(`rate_limit_per_second`, null for the deployment's default) and "
+        "`throttled_until`, the end of the pause its last 429 or 503 with Retry-After "
+        "asked for.",
+    )
     def get(self, request: Request, endpoint_id: int) -> Response:
         """Read one of your team's endpoints and its health."""
         return Response(_endpoint_out(request, endpoint_id))
