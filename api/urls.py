@@ -87,6 +87,7 @@ urlpatterns = [
     ),
     *routes_under(
         "endpoints/<int:endpoint_id>",
+        ("", delivery.EndpointDetailApi, "endpoint-detail"),
         ("/rotate-secret", delivery.EndpointRotateSecretApi, "endpoint-rotate-secret"),
         ("/enable", delivery.EndpointEnableApi, "endpoint-enable"),
         ("/replay", delivery.EndpointReplayApi, "endpoint-replay"),

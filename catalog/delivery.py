@@ -21,20 +21,21 @@ import json
 import logging
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce, Now
+from django.db.models import Exists, F, FloatField, OuterRef, Q, Value, Window
+from django.db.models.functions import Cast, Coalesce, Now, RowNumber
 from django.utils import timezone
 
 import outbound
 from outbound import mail, slack, targets
 
-from . import doorbell, errors, metrics, notices, secrets, watchdog_feed
+from . import doorbell, endpoint_rates, errors, metrics, notices, secrets, watchdog_feed
 from .crashpoints import crashpoint
 from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
@@ -147,40 +148,86 @@ class Claim:
 
 
 def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list[Claim]:
-    """Claim up to ``limit`` due deliveries for this worker.
+    """Claim up to ``limit`` due deliveries for this worker, within endpoints' rate limits.
 
-    Due: pending or retrying, ``next_attempt_at`` reached, endpoint active, and not
-    leased (or the lease expired). Rows other workers hold are skipped, not waited for.
+    Due: pending or retrying, ``next_attempt_at`` reached, and not leased (or the lease
+    expired); its endpoint active, not throttled (``throttled_until`` passed or unset) and
+    with rate credit left (``catalog.endpoint_rates``). Two statements choose them:
+
+    1. lock up to ``limit`` such endpoints that have a due delivery (``FOR UPDATE SKIP
+       LOCKED``: rows other workers are claiming from are skipped, not waited for, and two
+       workers never spend one endpoint's credit twice), longest unclaimed first, so
+       thousands of endpoints take turns;
+    2. rank each one's due deliveries oldest first (a window function, on the
+       ``delivery_due_by_endpoint`` index) and keep as many as its credit allows;
+       the chosen ones are then locked (``SKIP LOCKED`` again) and leased.
 
     Args:
         lease_seconds: how long the claim is exclusive; longer than one send's deadline
             (a pass hands back what it could not send before its lease runs short).
-        now: aware UTC instant used to pick signing secrets (leases use the DB clock).
+        now: aware UTC instant: picks signing secrets, and is the clock of throttles and
+            rate credit (leases and ``next_attempt_at`` use the database clock).
 
     Returns:
         The claims, oldest ``next_attempt_at`` first; ``attempt`` is this try's number.
     """
     token = uuid.uuid4()
+    default_rate = _config()["endpoint_rate_per_second"]
     with transaction.atomic():
+        endpoints = list(_sendable_endpoints(now=now, default_rate=default_rate)[:limit])
+        if not endpoints:
+            return []
+        rates = {ep.pk: ep.rate_limit_per_second or default_rate for ep in endpoints}
+        allowed = {
+            ep.pk: endpoint_rates.allowance(
+                rate=rates[ep.pk], credit_from=ep.rate_credit_from, now=now.timestamp()
+            )
+            for ep in endpoints
+        }
+        ranked = (
+            Delivery.objects.filter(_due(), endpoint_id__in=list(allowed))
+            .annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=F("endpoint_id"),
+                    order_by=[F("next_attempt_at").asc(), F("id").asc()],
+                )
+            )
+            .filter(rank__lte=max(allowed.values()))
+            .values_list("id", "endpoint_id", "rank", "next_attempt_at")
+        )
+        chosen = sorted(
+            (row for row in ranked if row[2] <= allowed[row[1]]), key=lambda row: (row[3], row[0])
+        )[:limit]
+        if not chosen:
+            return []
+        # Skip rows a worker recording an expired claim still holds: waiting for them
+        # while holding endpoint locks that worker may need next could deadlock.
         ids = list(
             Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(state__in=_DUE_STATES, next_attempt_at__lte=Now(), endpoint__is_active=True)
-            .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now()))
-            .order_by("next_attempt_at", "id")
-            .values_list("id", flat=True)[:limit]
+            .filter(_due(), id__in=[row[0] for row in chosen])
+            .values_list("id", flat=True)
         )
-        if not ids:
-            return []
         Delivery.objects.filter(id__in=ids).update(
             claim_token=token,
             claimed_until=Now() + timedelta(seconds=lease_seconds),
             attempts=F("attempts") + 1,
         )
         rows = list(
-            Delivery.objects.filter(id__in=ids)
+            Delivery.objects.filter(id__in=ids, claim_token=token)
             .select_related("notification", "endpoint")
             .order_by("next_attempt_at", "id")
         )
+        per_endpoint = Counter(row.endpoint_id for row in rows)
+        spent = [ep for ep in endpoints if per_endpoint[ep.pk]]
+        for ep in spent:
+            ep.rate_credit_from = endpoint_rates.credit_after(
+                rate=rates[ep.pk],
+                credit_from=ep.rate_credit_from,
+                now=now.timestamp(),
+                claimed=per_endpoint[ep.pk],
+            )
+        Endpoint.objects.bulk_update(spent, ["rate_credit_from"])
     return [
         Claim(
             delivery_id=row.pk,
@@ -200,6 +247,52 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
         )
         for row in rows
     ]
+
+
+def _due() -> Q:
+    """Deliveries due now and not leased (or their lease expired)."""
+    return Q(state__in=_DUE_STATES, next_attempt_at__lte=Now()) & (
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now())
+    )
+
+
+def _not_throttled(now: datetime, prefix: str = "") -> Q:
+    return Q(**{f"{prefix}throttled_until__isnull": True}) | Q(
+        **{f"{prefix}throttled_until__lte": now}
+    )
+
+
+def _sendable_endpoints(*, now: datetime, default_rate: int):
+    """Active endpoints, not throttled, with credit for one send and a due delivery,
+    locked (skipping those locked), longest unclaimed first."""
+    rate = Cast(Coalesce(F("rate_limit_per_second"), Value(default_rate)), FloatField())
+    return (
+        Endpoint.objects.select_for_update(skip_locked=True)
+        .filter(_not_throttled(now), is_active=True)
+        .alias(one_send=Value(1.0) / rate)
+        .filter(
+            Q(rate_credit_from__isnull=True)
+            | Q(rate_credit_from__lte=Value(now.timestamp()) - F("one_send"))
+        )
+        .filter(Exists(Delivery.objects.filter(_due(), endpoint_id=OuterRef("pk"))))
+        .order_by(F("rate_credit_from").asc(nulls_first=True), "id")
+        .only("id", "rate_limit_per_second", "rate_credit_from")
+    )
+
+
+def deliveries_held_by_rate(*, now: datetime) -> bool:
+    """Whether a delivery is due to an active endpoint that is not throttled: after a claim
+    found nothing, such a delivery waits only for its endpoint's rate credit (or for
+    another worker's lock on its endpoint)."""
+    return Delivery.objects.filter(
+        _due(), _not_throttled(now, "endpoint__"), endpoint__is_active=True
+    ).exists()
+
+
+def endpoint_throttled(*, endpoint_id: int, now: datetime) -> bool:
+    """Whether the endpoint asked (429 or 503 with Retry-After) not to be sent to before a
+    time still ahead of ``now``."""
+    return Endpoint.objects.filter(pk=endpoint_id, throttled_until__gt=now).exists()
 
 
 def delivery_send(
@@ -260,7 +353,8 @@ def delivery_record(
     Succeeded, retrying (with ``next_attempt_at`` from backoff and ``Retry-After``), dead
     (attempts exhausted), or rejected (a 4xx that a resend cannot fix; 410 also disables
     the endpoint). An endpoint failing longer than ``disable_after_failing_seconds`` is
-    disabled.
+    disabled. A 429 or 503 with ``Retry-After`` throttles the whole endpoint until then
+    (``throttled_until``, never moved earlier): no delivery to it is claimed before.
 
     Returns:
         The delivery's new state, or None when the claim was lost (its lease expired and
@@ -325,6 +419,8 @@ def delivery_record(
             next_attempt_in_seconds=delay,
         )
         _endpoint_health(claim, verdict.decision, now=now, config=config)
+        if verdict.retry_after_seconds:
+            _throttle(claim.endpoint_id, until=now + timedelta(seconds=verdict.retry_after_seconds))
     metrics.record_delivery(kind=claim.kind, outcome=state, duration_ms=result.duration_ms)
     return state
 
@@ -354,6 +450,13 @@ def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime
             f"({config['disable_after_failures']}+ failures in a row)"
         )
         _disable(claim, reason, now=now)
+
+
+def _throttle(endpoint_id: int, *, until: datetime) -> None:
+    """Pause the endpoint until ``until``; a longer pause it already has stays."""
+    Endpoint.objects.filter(pk=endpoint_id).filter(
+        Q(throttled_until__isnull=True) | Q(throttled_until__lt=until)
+    ).update(throttled_until=until)
 
 
 def _disable(claim: Claim, reason: str, *, now: datetime) -> None:
@@ -394,12 +497,19 @@ class PassSummary:
     by_state: dict[str, int] = field(default_factory=dict)
     lost: int = 0
     released: int = 0
+    throttled: int = 0  # claims handed back unsent because their endpoint was throttled
     more_due: bool = False
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
         released = f"; released {self.released}" if self.released else ""
-        return f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}"
+        throttled = f" ({self.throttled} throttled)" if self.throttled else ""
+        return f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}{throttled}"
+
+
+# After a claim found nothing while deliveries wait for rate credit, a pass waits this
+# long before claiming again (a second's worth of credit comes back within a second).
+RATE_WAIT_SECONDS = 0.25
 
 
 def delivery_release(claims: list[Claim]) -> int:
@@ -425,6 +535,11 @@ def deliver_due(
     ``max_seconds`` (default ``TIDEMARK_DELIVERY["pass_seconds"]``, 45) have passed
     (checked after each batch, so a pass ends well inside Celery's 90 s soft time limit).
 
+    While deliveries wait only for their endpoints' rate credit, a batch that claims
+    nothing waits ``RATE_WAIT_SECONDS`` and claims again. A claim whose endpoint got
+    throttled after it was claimed (an earlier send of this pass or another worker met a
+    429 or 503 with Retry-After) is handed back unsent, its attempt uncounted.
+
     Returns:
         A summary; ``more_due`` says the pass stopped with work possibly left.
     """
@@ -444,6 +559,11 @@ def deliver_due(
         lease_ends = time.monotonic() + config["lease_seconds"]
         summary.more_due = len(claims) == (batch_size or config["batch_size"])
         if not claims:
+            if deliveries_held_by_rate(now=timezone.now()):
+                summary.more_due = True
+                if time.monotonic() - started + RATE_WAIT_SECONDS < max_seconds:
+                    time.sleep(RATE_WAIT_SECONDS)
+                    continue
             break
         crashpoint("delivery.after_claim")
         summary.claimed += len(claims)
@@ -456,6 +576,11 @@ def deliver_due(
                 summary.more_due = True
                 break
             started_at = timezone.now()
+            if endpoint_throttled(endpoint_id=claim.endpoint_id, now=started_at):
+                summary.released += delivery_release([claim])
+                summary.throttled += 1
+                summary.claimed -= 1
+                continue
             if claim.attempt_in_budget > config["max_attempts"]:
                 result = _exhausted()
             else:
@@ -572,6 +697,20 @@ def endpoint_enable(*, endpoint: Endpoint) -> Endpoint:
     if flipped:
         doorbell.ring_deliveries()
     endpoint.refresh_from_db()
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_set_rate_limit(*, endpoint: Endpoint, rate_limit_per_second: int | None) -> Endpoint:
+    """Set how many deliveries per second ``endpoint`` is sent at most (None: the
+    ``TIDEMARK_DELIVERY_ENDPOINT_RATE`` setting). Takes effect at the next claim.
+
+    Raises:
+        ValidationError: a rate below 1 (the serializer refuses it first).
+    """
+    endpoint.rate_limit_per_second = rate_limit_per_second
+    endpoint.full_clean(validate_unique=False, validate_constraints=True)
+    Endpoint.objects.filter(pk=endpoint.pk).update(rate_limit_per_second=rate_limit_per_second)
     return endpoint
 
 

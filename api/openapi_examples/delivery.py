@@ -24,6 +24,8 @@ ENDPOINT_OUTPUT = response(
         "disabled_at": None,
         "outage_started_at": None,
         "previous_secret_expires_at": None,
+        "rate_limit_per_second": None,
+        "throttled_until": None,
         "created_at": "2026-11-03T10:02:55Z",
         "deliveries": {
             "succeeded": 311,
@@ -82,6 +84,11 @@ DELIVERY_DETAIL_OUTPUT = response(
             }
         ],
     },
+)
+
+ENDPOINT_UPDATE_INPUT = request(
+    "At most two deliveries a second to this endpoint",
+    {"rate_limit_per_second": 2},
 )
 
 ENDPOINT_RECOVER_INPUT = request(

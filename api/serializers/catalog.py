@@ -657,6 +657,16 @@ class EndpointOutputSerializer(serializers.Serializer):
         "enabled): a natural `since` for POST /endpoints/{id}/recover.",
     )
     previous_secret_expires_at = serializers.DateTimeField(allow_null=True)
+    rate_limit_per_second = serializers.IntegerField(
+        allow_null=True,
+        help_text="Most deliveries sent to it per second; null: the deployment's default "
+        "(TIDEMARK_DELIVERY_ENDPOINT_RATE). Set it with PATCH /endpoints/{id}.",
+    )
+    throttled_until = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Nothing is sent to it before this time: it answered 429 or 503 with "
+        "Retry-After (honoured up to an hour). In the past or null: not throttled.",
+    )
     created_at = serializers.DateTimeField()
     deliveries = serializers.SerializerMethodField()
 

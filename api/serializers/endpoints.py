@@ -10,6 +10,19 @@ from ..openapi_examples import delivery as examples_delivery
 from .catalog import StrictSerializer
 
 
+@extend_schema_serializer(examples=examples_delivery.ENDPOINT_UPDATE_INPUT)
+class EndpointUpdateInputSerializer(StrictSerializer):
+    rate_limit_per_second = serializers.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        allow_null=True,
+        required=False,
+        help_text="Most deliveries sent to the endpoint per second, in bursts of at most "
+        "one second's worth; null: the deployment's default (TIDEMARK_DELIVERY_ENDPOINT_RATE, "
+        "10 by default). Absent: unchanged.",
+    )
+
+
 @extend_schema_serializer(examples=examples_delivery.ENDPOINT_RECOVER_INPUT)
 class EndpointRecoverInputSerializer(StrictSerializer):
     since = serializers.DateTimeField(

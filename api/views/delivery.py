@@ -32,6 +32,46 @@ class EndpointListApi(APIView):
         return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))
 
 
+class EndpointDetailApi(APIView):
+    required_scope = {"GET": ApiKey.Scope.READ, "PATCH": ApiKey.Scope.MANAGE}
+
+    @extend_schema(
+        responses=s.EndpointOutputSerializer,
+        description="The endpoint as in the list: its health, its rate limit "
+        "(`rate_limit_per_second`, null for the deployment's default) and "
+        "`throttled_until`, the end of the pause its last 429 or 503 with Retry-After "
+        "asked for.",
+    )
+    def get(self, request: Request, endpoint_id: int) -> Response:
+        """Read one of your team's endpoints and its health."""
+        return Response(_endpoint_out(request, endpoint_id))
+
+    @extend_schema(
+        request=e.EndpointUpdateInputSerializer,
+        responses=s.EndpointOutputSerializer,
+        description="Set the endpoint's rate limit (`rate_limit_per_second`; null: the "
+        "deployment's default). A receiver that answers 429 or 503 with Retry-After "
+        "pauses the whole endpoint (`throttled_until`), whatever its rate.",
+    )
+    def patch(self, request: Request, endpoint_id: int) -> Response:
+        """Change one of your team's endpoints."""
+        body = e.EndpointUpdateInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
+        if "rate_limit_per_second" in body.validated_data:
+            delivery.endpoint_set_rate_limit(
+                endpoint=endpoint,
+                rate_limit_per_second=body.validated_data["rate_limit_per_second"],
+            )
+        return Response(_endpoint_out(request, endpoint_id))
+
+
+def _endpoint_out(request: Request, endpoint_id: int) -> dict:
+    team = actor_of(request).team
+    endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
+    return s.EndpointOutputSerializer(selectors.endpoint_list(team=team).get(pk=endpoint.pk)).data
+
+
 class EndpointRotateSecretApi(APIView):
     required_scope = ApiKey.Scope.MANAGE
     problem_statuses = {"POST": {409: "`endpoint_has_no_secret`: not a webhook endpoint."}}

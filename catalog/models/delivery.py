@@ -47,11 +47,32 @@ class Endpoint(models.Model):
         help_text="When the failing streak that last disabled it began; kept after it is "
         "enabled again, as the default start of a recovery (catalog.recovery).",
     )
+    rate_limit_per_second = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most deliveries sent to it per second (bursts of one second's worth); "
+        "None: the TIDEMARK_DELIVERY_ENDPOINT_RATE setting.",
+    )
+    throttled_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Nothing is sent to it before then: set when it answered 429 or 503 with "
+        "Retry-After (capped as every Retry-After is).",
+    )
+    # The rate limit's token bucket as one number (GCRA's "theoretical arrival time"), in
+    # Unix seconds so the claim's SQL can do arithmetic with it on PostgreSQL and SQLite
+    # alike: the endpoint has earned one send per 1/rate seconds since then, at most a
+    # second's worth (catalog.endpoint_rates).
+    rate_credit_from = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["team", "kind", "url"], name="uniq_endpoint"),
+            models.CheckConstraint(
+                condition=Q(rate_limit_per_second__isnull=True) | Q(rate_limit_per_second__gte=1),
+                name="endpoint_rate_limit_positive",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -204,6 +225,13 @@ class Delivery(models.Model):
             models.Index(
                 fields=["next_attempt_at"],
                 name="delivery_due",
+                condition=Q(state__in=["pending", "retrying"]),
+            ),
+            # Due deliveries by endpoint: the claim takes each endpoint's oldest few, as
+            # many as its rate limit allows (catalog.delivery.delivery_claim_due).
+            models.Index(
+                fields=["endpoint", "next_attempt_at"],
+                name="delivery_due_by_endpoint",
                 condition=Q(state__in=["pending", "retrying"]),
             ),
             # Dead letters by endpoint: /metrics counts them by team at every scrape, which

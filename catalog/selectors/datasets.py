@@ -9,12 +9,15 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db.models import (
+    BooleanField,
     Count,
+    ExpressionWrapper,
     Min,
     Prefetch,
     Q,
     QuerySet,
 )
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from schedules import period_containing
@@ -342,10 +345,14 @@ def api_key_get(*, team: Team, public_id: str) -> ApiKey:
 
 def endpoint_list(*, team: Team) -> QuerySet[Endpoint]:
     """The team's endpoints with delivery counts by outcome (``n_succeeded``,
-    ``n_waiting`` for pending or retrying, ``n_dead_letters`` for rejected or dead)."""
+    ``n_waiting`` for pending or retrying, ``n_dead_letters`` for rejected or dead) and
+    ``is_throttled`` (its Retry-After pause, ``throttled_until``, still runs)."""
     return (
         Endpoint.objects.filter(team=team)
         .annotate(
+            is_throttled=ExpressionWrapper(
+                Q(throttled_until__gt=Now()), output_field=BooleanField()
+            ),
             n_succeeded=Count("deliveries", filter=Q(deliveries__state="succeeded")),
             n_waiting=Count("deliveries", filter=Q(deliveries__state__in=["pending", "retrying"])),
             n_dead_letters=Count(

@@ -385,6 +385,14 @@ def test_every_write_of_the_document_parses_into_its_documented_model(generated,
         status=200,
     )
     assert recovered.queued == 0  # nothing failed yet
+    paced = call(
+        "v1_endpoints_partial_update",
+        world.orders,
+        endpoint,
+        body=m("PatchedEndpointUpdateInputRequest")(rate_limit_per_second=2),
+        status=200,
+    )
+    assert paced.rate_limit_per_second == 2 and paced.throttled_until is None
     # Still pending (no worker here): replaying it is refused, as a typed problem.
     refused = call("v1_deliveries_replay_create", world.orders, delivery, status=409)
     assert refused.code == "not_a_dead_letter"

@@ -266,7 +266,7 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert monitor["ping_url"].startswith(embedded_stack.watchdog_url), report
 
     # The Consumer guide: the demo's analytics team's newest dead letter and its endpoint.
-    dead, replayed, endpoints, replayed_all, rotated = _block_with(
+    dead, replayed, endpoints, replayed_all, rotated, paced = _block_with(
         blocks, outputs, "/rotate-secret"
     )
     assert (dead["state"], dead["attempts"]) == ("dead", 15), report
@@ -275,3 +275,4 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     assert failing["kind"] == "webhook" and failing["failing_since"], report
     assert replayed_all["replayed"] >= 1, report
     assert rotated["secret"].startswith("whsec_") and rotated["previous_secret_expires_at"], report
+    assert (paced["id"], paced["rate_limit_per_second"]) == (failing["id"], 2), report

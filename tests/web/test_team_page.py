@@ -164,3 +164,19 @@ def test_team_page_query_count_is_bounded(
         api_key_create(team=orders, name=f"k{n}", scopes=["read"])
     with django_assert_max_num_queries(14):
         assert member.get("/teams/orders/").status_code == 200
+
+
+def test_team_page_shows_a_throttled_endpoint_and_its_rate_limit(member, orders, hook):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from catalog.models import Endpoint
+
+    until = timezone.now() + timedelta(seconds=30)
+    Endpoint.objects.filter(pk=hook.pk).update(throttled_until=until, rate_limit_per_second=2)
+    page = member.get("/teams/orders/").content.decode()
+    assert "throttled" in page and until.strftime("%H:%M:%S") in page
+    assert "at most 2/s" in page
+    Endpoint.objects.filter(pk=hook.pk).update(throttled_until=timezone.now())
+    assert "throttled" not in member.get("/teams/orders/").content.decode()
