@@ -282,8 +282,11 @@ TIDEMARK_DELIVERY = {
     # How far back "recover since" reaches (Svix's 14 days); never beyond the dead-letter
     # retention (catalog.recovery).
     "recover_window_days": env.int("TIDEMARK_RECOVER_WINDOW_DAYS", default=14),
-    # Deliveries sent per second to an endpoint without a rate limit of its own.
-    "endpoint_rate_per_second": env.int("TIDEMARK_DELIVERY_ENDPOINT_RATE", default=10),
+    # Deliveries sent per second to an endpoint without a rate limit of its own. High by
+    # default, as webhook services leave endpoints unlimited unless asked: a morning's
+    # burst to one consumer (or to the watchdog's feed, which pages) must not queue
+    # behind a low default; a receiver that needs less says so (its own limit, or 429).
+    "endpoint_rate_per_second": env.int("TIDEMARK_DELIVERY_ENDPOINT_RATE", default=1000),
 }
 # Non-public networks outbound requests may reach (SSRF guard); empty: public only.
 # The embedded demo notifies its own loopback receiver, so loopback is allowed there.

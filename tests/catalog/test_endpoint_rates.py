@@ -173,7 +173,10 @@ def test_a_retry_after_without_429_or_503_throttles_nothing(httpserver, world, s
 # --- rate limits ----------------------------------------------------------------------
 
 
-def test_a_rate_of_two_per_second_claims_two_of_twenty_then_two_a_second(httpserver, world, sender):
+def test_a_rate_of_two_per_second_claims_two_of_twenty_then_two_a_second(
+    httpserver, world, sender, settings
+):
+    settings.TIDEMARK_DELIVERY = {**settings.TIDEMARK_DELIVERY, "endpoint_rate_per_second": 10}
     endpoints, publish = world
     Endpoint.objects.filter(pk=endpoints["a"].pk).update(rate_limit_per_second=2)
     httpserver.expect_request("/a").respond_with_data("ok")
@@ -184,7 +187,7 @@ def test_a_rate_of_two_per_second_claims_two_of_twenty_then_two_a_second(httpser
     per_endpoint = {
         path: sum(c.endpoint_id == ep.pk for c in claims) for path, ep in endpoints.items()
     }
-    assert per_endpoint == {"a": 2, "b": 10}  # b: the default, 10 a second
+    assert per_endpoint == {"a": 2, "b": 10}  # b: the default, here 10 a second
     assert delivery.delivery_claim_due(limit=50, lease_seconds=60, now=now) == []
     later = now + timedelta(seconds=0.5)
     claims += delivery.delivery_claim_due(limit=50, lease_seconds=60, now=later)

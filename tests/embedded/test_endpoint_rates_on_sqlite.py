@@ -45,8 +45,9 @@ def _world(httpserver, paths):
     return endpoints, publish
 
 
-def test_rate_limits_claim_per_endpoint_on_sqlite(httpserver):
+def test_rate_limits_claim_per_endpoint_on_sqlite(httpserver, settings):
     assert connection.vendor == "sqlite"
+    settings.TIDEMARK_DELIVERY = {**settings.TIDEMARK_DELIVERY, "endpoint_rate_per_second": 10}
     endpoints, publish = _world(httpserver, ["a", "b"])
     Endpoint.objects.filter(pk=endpoints["a"].pk).update(rate_limit_per_second=2)
     publish(range(1, 21))
