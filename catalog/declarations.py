@@ -57,7 +57,7 @@ def _choice(choices: type) -> dict[str, Any]:
     return {"type": str, "choices": tuple(choices.values)}
 
 
-# The dataset API's fields (api/serializers/catalog.py) with the same bounds.
+# The dataset API's fields (api/serializers/catalog/datasets.py) with the same bounds.
 CREATE_FIELDS: dict[str, dict[str, Any]] = {
     "description": _text(10_000),
     "criticality": _choice(Dataset.Criticality),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 
 import pytest
 from rest_framework import serializers
@@ -21,9 +22,18 @@ SERIALIZER_MODULES = [
 ]
 
 
-def _serializer_classes():
+def _modules():
+    """Each listed module and, for a package, each of its modules (where classes live)."""
     for module_name in SERIALIZER_MODULES:
         module = importlib.import_module(module_name)
+        yield module_name, module
+        for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            name = f"{module_name}.{info.name}"
+            yield name, importlib.import_module(name)
+
+
+def _serializer_classes():
+    for module_name, module in _modules():
         for name, cls in inspect.getmembers(module, inspect.isclass):
             abstract = issubclass(cls, serializers.ModelSerializer) and not hasattr(cls, "Meta")
             if issubclass(cls, serializers.Serializer) and cls.__module__ == module_name:
