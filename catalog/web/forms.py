@@ -162,10 +162,22 @@ class SubscribeForm(Form):
         label="Webhook URL",
         help_text="Optional: where to notify your team (https).",
     )
+    need_by_cron = forms.CharField(
+        required=False,
+        max_length=128,
+        label="Needed by (cron)",
+        help_text="Optional: when your team needs each partition, e.g. 0 7 * * *.",
+    )
+    need_by_timezone = forms.CharField(
+        required=False, max_length=64, initial="UTC", label="Needed by time zone"
+    )
 
     def __init__(self, *args, teams: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].choices = [(t, t) for t in teams]
+
+    def clean_need_by_timezone(self) -> str:
+        return self.cleaned_data["need_by_timezone"] or "UTC"
 
     def clean_endpoint_url(self) -> str | None:
         url = self.cleaned_data["endpoint_url"]

@@ -271,6 +271,8 @@ def dataset_subscribe(request: HttpRequest, dataset_id: int) -> HttpResponse:
                 job_namespace=form.cleaned_data["job_namespace"],
                 job_name=form.cleaned_data["job_name"],
                 endpoint_url=form.cleaned_data["endpoint_url"],
+                need_by_cron=form.cleaned_data["need_by_cron"],
+                need_by_timezone=form.cleaned_data["need_by_timezone"],
             )
         except Problem as problem:
             add_problem(form, problem)

@@ -486,6 +486,21 @@ def test_subscribe_without_endpoint_declares_the_read(consumer, orders_daily, an
     assert (subscription.job_name, subscription.endpoint) == ("rollup", None)
 
 
+def test_subscribe_with_a_need_by_is_judged_and_warned_as_the_api_does(
+    consumer, orders_daily, analytics
+):
+    response = consumer.post(
+        f"/datasets/{orders_daily.pk}/subscribe",
+        {"team": "analytics", "need_by_cron": "0 3 * * *", "need_by_timezone": ""},
+        follow=True,
+    )
+    assert response.status_code == 200
+    subscription = Subscription.objects.get(team=analytics)
+    assert (subscription.need_by_cron, subscription.need_by_timezone) == ("0 3 * * *", "UTC")
+    said = [str(m) for m in response.context["messages"]]
+    assert any("need" in m.lower() for m in said[1:]), said  # need_by_before_sla
+
+
 @pytest.mark.parametrize(
     ("data", "field"),
     [
@@ -494,6 +509,11 @@ def test_subscribe_without_endpoint_declares_the_read(consumer, orders_daily, an
             "endpoint_url",
         ),
         ({"team": "analytics", "job_name": "rollup"}, "job_name"),
+        ({"team": "analytics", "need_by_cron": "0 0 30 2 *"}, "need_by_cron"),
+        (
+            {"team": "analytics", "need_by_cron": "0 7 * * *", "need_by_timezone": "Mars/Base"},
+            "need_by_timezone",
+        ),
         ({"team": "orders"}, "team"),  # not one of ana's teams
     ],
 )
