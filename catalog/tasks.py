@@ -133,14 +133,16 @@ def _log_unusual(report: unusually_late.UnusualReport) -> None:
 
 @shared_task(name=CHECK_AT_RISK)
 def check_at_risk() -> int:
-    """Tell the partitions forecast to miss their deadline (``at_risk.check_pass``; beat,
+    """Tell the partitions forecast to miss their deadline (``at_risk.run_pass``; beat,
     every ``TIDEMARK_FORECAST_SECONDS``, freshness queue); idempotent (one notice per
-    partition); single-flight. Returns the partitions told."""
-    with passes.single_flight(passes.AT_RISK) as held:
-        if not held:
-            return 0
-        told = at_risk.check_pass(now=timezone.now(), on_told=_log_at_risk)
-    return len(told)
+    partition). Continues and runs single-flight as ``evaluate_freshness`` does. Returns
+    the partitions told."""
+    summary = _single_flight_pass(
+        passes.AT_RISK,
+        CHECK_AT_RISK,
+        lambda: at_risk.run_pass(clock=timezone.now, on_told=_log_at_risk),
+    )
+    return summary.handled if summary else 0
 
 
 def _log_at_risk(report: at_risk.AtRiskReport) -> None:

@@ -127,6 +127,8 @@ class Dataset(models.Model):
     # later than usual (catalog.unusually_late); an empty key asks the pass to plan.
     unusual_check_key = models.CharField(max_length=64, blank=True, default="", db_default="")
     next_unusual_check_at = models.DateTimeField(null=True, blank=True)
+    # With an SLA: when the at-risk pass next forecasts it (catalog.at_risk's rule).
+    next_forecast_at = models.DateTimeField(null=True, blank=True)
     change_notice_days = models.PositiveIntegerField(default=14)
     lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.ACTIVE)
     sunset_at = models.DateTimeField(null=True, blank=True)
@@ -186,6 +188,11 @@ class Dataset(models.Model):
                 fields=["next_unusual_check_at"],
                 name="dataset_next_unusual_check",
                 condition=Q(next_unusual_check_at__isnull=False),
+            ),
+            models.Index(
+                fields=["next_forecast_at"],
+                name="dataset_next_forecast",
+                condition=Q(next_forecast_at__isnull=False),
             ),
         ]
 

@@ -17,6 +17,7 @@ from schedules import CalendarError, calendars, cron_checks
 from schedules.periods import validate_timezone
 
 from .. import (
+    at_risk,
     change_notices,
     declarations,
     errors,
@@ -147,6 +148,7 @@ def dataset_register(*, actor: Actor, namespace: str, name: str, **fields: Any) 
     _attach_poll_group(dataset, now=timezone.now())
     freshness.schedule(dataset, now=timezone.now())
     unusually_late.schedule(dataset, now=timezone.now())
+    at_risk.schedule(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
@@ -231,6 +233,7 @@ def dataset_update(
     if SLA_FIELDS & set(audited):
         freshness.schedule(dataset, now=timezone.now(), owed_from=owed_from)
         unusually_late.schedule(dataset, now=timezone.now())
+        at_risk.schedule(dataset, now=timezone.now())
     if POLL_FIELDS & set(audited):
         _attach_poll_group(dataset, now=timezone.now())
     dataset.full_clean(validate_unique=False, validate_constraints=False)
