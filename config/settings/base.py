@@ -521,7 +521,8 @@ TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR = env.float(
     "TIDEMARK_UNUSUALLY_LATE_SPREAD_FACTOR", default=3.0
 )
 # At-risk forecasts (catalog/forecasts.py, catalog/at_risk.py): datasets with an SLA whose
-# next deadline is within this many seconds are forecast every FORECAST_SECONDS.
+# next deadline is within this many seconds are forecast every FORECAST_SECONDS while a
+# partition due at it is awaited (each stores next_forecast_at: a pass costs what is due).
 TIDEMARK_FORECAST_HORIZON_SECONDS = env.int("TIDEMARK_FORECAST_HORIZON_SECONDS", default=86400)
 TIDEMARK_FORECAST_SECONDS = env.int("TIDEMARK_FORECAST_SECONDS", default=300)
 
