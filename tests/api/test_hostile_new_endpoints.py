@@ -377,3 +377,11 @@ def test_freshness_with_a_lineage_cycle(owner, team):
     for dataset in (a, b, c):
         response = owner.get(f"/api/v1/datasets/{dataset.pk}/freshness")
         assert response.status_code == 200, response.content
+
+
+def test_the_rate_limit_help_names_the_deployments_default(settings):
+    from api.serializers.endpoints import EndpointUpdateInputSerializer
+
+    default = settings.TIDEMARK_DELIVERY["endpoint_rate_per_second"]
+    help_text = EndpointUpdateInputSerializer().fields["rate_limit_per_second"].help_text
+    assert f"{default} by default" in help_text
