@@ -377,6 +377,20 @@ def test_freshness_with_a_lineage_cycle(owner, team):
     for dataset in (a, b, c):
         response = owner.get(f"/api/v1/datasets/{dataset.pk}/freshness")
         assert response.status_code == 200, response.content
+        assert response.json()["forecast"]["basis"]
+    # c's due partition fails: a, which reads it, is blocked; the cycle still ends.
+    partition = response.json()["forecast"]["partition"]
+    failed = owner.post(
+        "/api/v1/readiness",
+        {"namespace": c.namespace, "name": c.name, "partition": partition, "state": "failed"},
+        format="json",
+    )
+    assert failed.status_code == 201, failed.content
+    for dataset in (a, b):
+        response = owner.get(f"/api/v1/datasets/{dataset.pk}/freshness")
+        assert response.status_code == 200, response.content
+        forecast = response.json()["forecast"]
+        assert forecast["blocked"] and forecast["estimate_at"] is None, (dataset.name, forecast)
 
 
 def test_the_rate_limit_help_names_the_deployments_default(settings):
@@ -385,3 +399,18 @@ def test_the_rate_limit_help_names_the_deployments_default(settings):
     default = settings.TIDEMARK_DELIVERY["endpoint_rate_per_second"]
     help_text = EndpointUpdateInputSerializer().fields["rate_limit_per_second"].help_text
     assert f"{default} by default" in help_text
+
+
+@pytest.mark.parametrize("raw", ["null", "[]", '"since"', "1", "{", '{"since": "\\ud800"}'])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("post", "/recover"),
+        ("patch", ""),
+    ],
+)
+def test_a_body_that_is_not_an_object_is_a_400(owner, mine, raw, method, path):
+    url = f"/api/v1/endpoints/{mine.endpoint_id}{path}"
+    response = getattr(owner, method)(url, raw, content_type="application/json")
+    assert 400 <= response.status_code < 500, response.content
+    assert response["Content-Type"].startswith(PROBLEM)
