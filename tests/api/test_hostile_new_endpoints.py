@@ -414,3 +414,34 @@ def test_a_body_that_is_not_an_object_is_a_400(owner, mine, raw, method, path):
     response = getattr(owner, method)(url, raw, content_type="application/json")
     assert 400 <= response.status_code < 500, response.content
     assert response["Content-Type"].startswith(PROBLEM)
+
+
+def _cursor(raw: str) -> str:
+    import base64
+
+    return base64.b64encode(raw.encode()).decode()
+
+
+CRAFTED_CURSORS = [
+    "o=0&r=0&p=99999999999999999999",
+    "o=0&r=1&p=-99999999999999999999",
+    "o=0&p=1e400",
+    "o=99999999999999999999&p=1",
+    "o=-1&p=1",
+    "o=0&p=a%00b",
+    "o=0&p=",
+]
+
+
+@pytest.mark.parametrize("raw", CRAFTED_CURSORS)
+@pytest.mark.parametrize("which", ["attempts", "report"])
+def test_a_crafted_cursor_is_never_a_500(owner, mine, raw, which):
+    url = (
+        f"/api/v1/endpoints/{mine.endpoint_id}/attempts"
+        if which == "attempts"
+        else "/api/v1/reports/needed-earlier"
+    )
+    response = owner.get(url, {"cursor": _cursor(raw)})
+    assert response.status_code in (200, 400), response.content
+    if response.status_code == 400:
+        assert _field_error(response, 400, "cursor")["detail"]
