@@ -445,3 +445,21 @@ def test_a_crafted_cursor_is_never_a_500(owner, mine, raw, which):
     assert response.status_code in (200, 400), response.content
     if response.status_code == 400:
         assert _field_error(response, 400, "cursor")["detail"]
+
+
+def test_a_catch_up_too_far_back_leaves_no_subscription_nor_endpoint(owner):
+    dataset = DatasetFactory(sla_cron="0 9 * * *")
+    endpoints = Endpoint.objects.count()
+    response = owner.post(
+        "/api/v1/subscriptions",
+        {
+            "dataset_id": dataset.pk,
+            "endpoint_url": "https://hooks.example.com/late",
+            "need_by_cron": "0 8 * * *",
+            "since": "2000-01-01T00:00:00Z",
+        },
+        format="json",
+    )
+    assert _field_error(response, 400, "since")["rule"] == "max_age"
+    assert not Subscription.objects.filter(dataset=dataset).exists()
+    assert Endpoint.objects.count() == endpoints
