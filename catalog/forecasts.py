@@ -103,7 +103,7 @@ class PartitionState:
 class Upstream:
     """One upstream of a partition: the upstream ``dataset``, the ``keys`` of its
     partitions covering the period, and the learned ``lag_seconds`` (None: not learned
-    yet, the upstream is not used)."""
+    yet, so the upstream sets no time; a failed one still blocks)."""
 
     dataset: Hashable
     keys: tuple[str, ...]
@@ -197,8 +197,6 @@ class Forecaster:
         self._open.add(ref)
         try:
             for upstream in self.world.upstreams(*ref):
-                if upstream.lag_seconds is None:
-                    continue
                 term = self._upstream_term(upstream, depth + 1)
                 if term is None:
                     continue
@@ -213,8 +211,8 @@ class Forecaster:
 
     def _upstream_term(self, upstream: Upstream, depth: int) -> Estimate | None:
         """The latest covering partition's arrival (or estimate) plus the lag; None when
-        nothing is known of them."""
-        assert upstream.lag_seconds is not None
+        nothing is known of them, or its lag is not learned yet (a failure blocks all the
+        same: it needs no lag to say the partition cannot come)."""
         latest: Estimate | None = None
         latest_key = ""
         for key in upstream.keys:
@@ -233,7 +231,7 @@ class Forecaster:
                 continue
             if latest is None or found.at > (latest.at or 0):
                 latest, latest_key = found, key
-        if latest is None or latest.at is None:
+        if latest is None or latest.at is None or upstream.lag_seconds is None:
             return None
         via = (upstream.dataset, latest_key)
         cause = via if latest.quantile == READY or latest.cause is None else latest.cause

@@ -26,7 +26,7 @@ from problems import FieldError
 
 from . import doorbell, errors
 from .delivery import DEAD_LETTER_STATES, replay_changes
-from .models import Delivery, Endpoint
+from .models import Delivery, Endpoint, Notification
 from .notices import iso
 
 # A ``since`` computed by a client as "now minus the window" arrives a little late; this
@@ -76,7 +76,7 @@ def recover_default_since(*, endpoint: Endpoint, now: datetime) -> datetime:
     else:
         oldest = Delivery.objects.filter(
             endpoint=endpoint, state__in=DEAD_LETTER_STATES, finished_at__gte=outage
-        ).aggregate(oldest=Min("created_at"))["oldest"]
+        ).aggregate(oldest=Min("notification__created_at"))["oldest"]
         since = min(outage, oldest) if oldest else outage
     return min(max(since, window.earliest), now)
 
@@ -131,8 +131,12 @@ def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> i
             f"enable it first (POST /api/v1/endpoints/{current.pk}/enable), then recover",
             extra={"disabled_reason": current.disabled_reason},
         )
+    # By when the notification was made, not the delivery: a subscription's catch-up
+    # delivers now what was made days ago. A subquery, not a join, so the UPDATE stays
+    # on the delivery table alone and re-checks each row's state under its lock.
+    made_since = Notification.objects.filter(created_at__gte=since).values("pk")
     count = Delivery.objects.filter(
-        endpoint=current, state__in=DEAD_LETTER_STATES, created_at__gte=since
+        endpoint=current, state__in=DEAD_LETTER_STATES, notification__in=made_since
     ).update(**replay_changes(now))
     if count:
         doorbell.ring_deliveries()

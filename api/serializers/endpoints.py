@@ -19,7 +19,7 @@ class EndpointUpdateInputSerializer(StrictSerializer):
         required=False,
         help_text="Most deliveries sent to the endpoint per second, in bursts of at most "
         "one second's worth; null: the deployment's default (TIDEMARK_DELIVERY_ENDPOINT_RATE, "
-        "10 by default). Absent: unchanged.",
+        "1000 by default: in effect unlimited). Absent: unchanged.",
     )
 
 

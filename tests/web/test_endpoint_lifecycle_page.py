@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from catalog.models import Delivery, DeliveryAttempt, Endpoint, Membership
+from catalog.models import Delivery, DeliveryAttempt, Endpoint, Membership, Notification
 from tests.catalog.factories import EndpointFactory
 from tests.web.helpers import dead_letter
 
@@ -64,6 +64,9 @@ def test_recover_form_proposes_since_it_started_failing_and_recovers(member, hoo
     # Failed before the outage: not proposed, nor recovered since the outage began.
     Delivery.objects.filter(pk=letters[0].pk).update(
         created_at=outage - timedelta(hours=2), finished_at=outage - timedelta(hours=1)
+    )
+    Notification.objects.filter(pk=letters[0].notification_id).update(
+        created_at=outage - timedelta(hours=2)
     )
     body = member.get("/teams/orders/").content.decode()
     assert f'value="{outage:%Y-%m-%dT%H:%M}"' in body
