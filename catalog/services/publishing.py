@@ -406,24 +406,16 @@ def readiness_found(
         PartitionInFuture (422): the partition's period has not started (the poll leaves
             such partitions alone before calling this: ``future_partitions.accepted``).
     """
-    with transaction.atomic():
-        result = _publish(
-            actor=None,
-            namespace=dataset.namespace,
-            name=dataset.name,
-            key=partition,
-            version=None,
-            state=PartitionRevision.State.READY,
-            manifest=manifest,
-            metadata={"poll": found},
-            code_version="",
-            now=now,
-            found=found,
-            missed_event=missed_event,
-        )
-        if result.status_code == 201 and marker is not None:
-            _record_marker(dataset=dataset, key=partition, version=None, marker=marker)
-    return result.status_code == 201
+    return _poll_publish(
+        dataset=dataset,
+        partition=partition,
+        version=None,
+        manifest=manifest,
+        found=found,
+        marker=marker,
+        now=now,
+        missed_event=missed_event,
+    )
 
 
 def readiness_restated(
@@ -457,6 +449,31 @@ def readiness_restated(
     Raises:
         As ``readiness_found``.
     """
+    return _poll_publish(
+        dataset=dataset,
+        partition=partition,
+        version=version,
+        manifest=manifest,
+        found=found,
+        marker=marker,
+        now=now,
+    )
+
+
+def _poll_publish(
+    *,
+    dataset: Dataset,
+    partition: str,
+    version: str | None,
+    manifest: dict | None,
+    found: dict,
+    marker: tuple[str, datetime | None] | None,
+    now: datetime,
+    missed_event: bool = False,
+) -> bool:
+    """What the poll found, published ready as ``version`` (None: the current revision)
+    in one transaction, with ``marker`` kept on the revision it made; True when it made
+    one (201)."""
     with transaction.atomic():
         result = _publish(
             actor=None,
@@ -470,8 +487,9 @@ def readiness_restated(
             code_version="",
             now=now,
             found=found,
+            missed_event=missed_event,
         )
-        if result.status_code == 201:
+        if result.status_code == 201 and marker is not None:
             _record_marker(dataset=dataset, key=partition, version=version, marker=marker)
     return result.status_code == 201
 

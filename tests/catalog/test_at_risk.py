@@ -9,10 +9,11 @@ import time_machine
 
 from catalog import at_risk, freshness, notices, tasks
 from catalog.actors import Actor
-from catalog.models import DatasetUsage, Delivery, Job, Notification, PartitionRevision
+from catalog.models import Delivery, Notification, PartitionRevision
 from catalog.services.datasets import dataset_register
 from catalog.services.publishing import readiness_publish
 from tests.catalog.factories import SubscriptionFactory, TeamFactory
+from tests.catalog.lineage_helpers import job_between
 
 pytestmark = pytest.mark.django_db
 
@@ -49,26 +50,7 @@ def world(owner):
             sla_cron="0 8 * * *",
             sla_grace_seconds=1800,
         )
-    job = Job.objects.create(
-        namespace="airflow://orders",
-        name="build_mart",
-        team=owner,
-        first_seen_at=REGISTERED,
-        last_seen_at=REGISTERED,
-    )
-    for dataset, direction in ((up, "read"), (down, "write")):
-        DatasetUsage.objects.create(
-            job=job,
-            dataset=dataset,
-            dataset_namespace=dataset.namespace,
-            dataset_name=dataset.name,
-            direction=direction,
-            team=owner,
-            verified=True,
-            first_seen_at=REGISTERED,
-            last_seen_at=REGISTERED,
-            run_count=DAYS,
-        )
+    job_between(owner, "build_mart", up, down, seen_at=REGISTERED, runs=DAYS)
     for n in range(DAYS):
         day = FIRST + timedelta(days=n)
         up_ready = day + timedelta(days=1, hours=2, minutes=30 if n % 2 else 0)

@@ -11,9 +11,10 @@ import time_machine
 
 from catalog import freshness, root_causes, selectors
 from catalog.actors import Actor
-from catalog.models import DatasetUsage, Job, LatePartition, Notification, PartitionRevision
+from catalog.models import LatePartition, Notification, PartitionRevision
 from catalog.services.datasets import dataset_register
 from catalog.services.publishing import readiness_publish
+from tests.catalog import lineage_helpers
 from tests.catalog.factories import SubscriptionFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -33,26 +34,7 @@ def owner():
 
 def job_between(owner, name, source, target):
     """A job reading ``source`` and writing ``target``, both verified."""
-    job = Job.objects.create(
-        namespace="airflow://orders",
-        name=name,
-        team=owner,
-        first_seen_at=REGISTERED,
-        last_seen_at=REGISTERED,
-    )
-    for dataset, direction in ((source, "read"), (target, "write")):
-        DatasetUsage.objects.create(
-            job=job,
-            dataset=dataset,
-            dataset_namespace=dataset.namespace,
-            dataset_name=dataset.name,
-            direction=direction,
-            team=owner,
-            verified=True,
-            first_seen_at=REGISTERED,
-            last_seen_at=REGISTERED,
-            run_count=1,
-        )
+    return lineage_helpers.job_between(owner, name, source, target, seen_at=REGISTERED)
 
 
 @pytest.fixture
