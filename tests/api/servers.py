@@ -15,11 +15,14 @@ class CatalogServer(LoggedProcess):
     """The catalog's web server, as the Procfile starts it (gunicorn, two workers)."""
 
     port: int = 0
+    # How each of the two workers serves: threads by default; ("--worker-class", "sync")
+    # for one request at a time per worker.
+    worker_args: tuple[str, ...] = ("--threads", "2")
 
     def argv(self) -> list[str]:
         return [
             *(str(GUNICORN), "config.wsgi:application", "-c", "config/gunicorn.py"),
-            *("--bind", f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "2"),
+            *("--bind", f"127.0.0.1:{self.port}", "--workers", "2", *self.worker_args),
             "--no-control-socket",
         ]
 

@@ -15,9 +15,9 @@ import psutil
 import pytest
 from django.conf import settings
 
-from tests.catalog.worker_helpers import LoggedProcess, free_port, wait_until, worker_environment
+from tests.api.servers import CatalogServer
+from tests.catalog.worker_helpers import free_port, wait_until, worker_environment
 from tests.metrics_helpers import parse, value
-from tests.watchdog.processes import GUNICORN
 
 pytestmark = pytest.mark.django_db(databases=["default", "watchdog"])
 
@@ -25,21 +25,10 @@ REQUESTS = 40
 
 
 @dataclass
-class WebServer(LoggedProcess):
-    """The catalog's web server as the Procfile starts it, with two workers."""
+class WebServer(CatalogServer):
+    """The catalog's web server with two sync workers, as the Procfile starts it."""
 
-    port: int = 0
-
-    def argv(self) -> list[str]:
-        return [
-            *(str(GUNICORN), "config.wsgi:application", "-c", "config/gunicorn.py"),
-            *("--bind", f"127.0.0.1:{self.port}", "--workers", "2", "--worker-class", "sync"),
-            "--no-control-socket",
-        ]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    worker_args: tuple[str, ...] = ("--worker-class", "sync")
 
     def workers(self) -> set[int]:
         return {child.pid for child in psutil.Process(self.process.pid).children()}
@@ -67,7 +56,7 @@ def server(tmp_path):
     )
     web = WebServer(name="web", log_path=tmp_path / "web.log", env=env, port=free_port()).start()
     try:
-        wait_until(lambda: len(web.workers()) == 2 and _answers(web), 30, "the web server")
+        wait_until(lambda: len(web.workers()) == 2 and web.answers(), 30, "the web server")
         # A readiness probe the client gave up on (its 1 s timeout, on a loaded machine)
         # may still be answered: the test starts once only its own scrape is in flight.
         wait_until(lambda: _in_flight(web) == 1, 30, "earlier requests to finish")
@@ -79,13 +68,6 @@ def server(tmp_path):
 def _in_flight(web: WebServer) -> float:
     response = httpx.get(f"{web.url}/metrics", timeout=10)
     return value(parse(response.text), "tidemark_http_requests_in_flight")
-
-
-def _answers(web: WebServer) -> bool:
-    try:
-        return httpx.get(f"{web.url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _pids(folder: Path, prefix: str) -> set[int]:
