@@ -50,8 +50,27 @@ class LogicalInterval:
     end: datetime
 
 
+# Names the zone database answers that are not portable IANA zones: the host's own zone
+# (differs from machine to machine), the build placeholder, the POSIX-rules template, and the
+# leap-second ("right/") and duplicate ("posix/") copies of the database.
+_NOT_PORTABLE = frozenset({"localtime", "Factory", "posixrules"})
+_NOT_PORTABLE_PREFIXES = ("right/", "posix/")
+
+
 def validate_timezone(name: str) -> ZoneInfo:
-    """Return the IANA zone ``name``; raises ValueError when the zone is unknown."""
+    """Return the IANA zone ``name`` (``"Europe/Paris"``, ``"UTC"``, links such as
+    ``"US/Eastern"``).
+
+    Raises:
+        ValueError: the zone is unknown, or is one of the zone database's non-portable
+            entries (``localtime``, ``Factory``, ``posixrules``, ``right/...``,
+            ``posix/...``), whose meaning depends on the host or counts leap seconds.
+    """
+    if name in _NOT_PORTABLE or name.startswith(_NOT_PORTABLE_PREFIXES):
+        raise ValueError(
+            f"time zone {name!r} is not a portable IANA zone: use an Area/Location name "
+            "such as 'Europe/Paris' or 'UTC'"
+        )
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:

@@ -7,6 +7,7 @@ from schedules.periods import (
     has_started,
     newest_started,
     parse_partition_key,
+    validate_timezone,
 )
 
 
@@ -115,3 +116,17 @@ def test_has_started_counts_unpartitioned_data_as_started():
 )
 def test_newest_started_is_the_period_containing_now_plus_the_skew(partitioning, zone, newest):
     assert newest_started(partitioning, zone, now=NOW, skew=SKEW).key == newest
+
+
+@pytest.mark.parametrize("name", ["UTC", "Europe/Paris", "US/Eastern", "Etc/GMT+5"])
+def test_validate_timezone_takes_iana_names_and_links(name):
+    assert validate_timezone(name).key == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["localtime", "Factory", "posixrules", "right/UTC", "posix/Europe/Paris", "Mars/Base", "../x"],
+)
+def test_validate_timezone_refuses_unknown_and_host_dependent_names(name):
+    with pytest.raises(ValueError, match=repr(name)):
+        validate_timezone(name)
