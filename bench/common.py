@@ -538,6 +538,39 @@ def spawn_logged(argv: list[str], env: dict[str, str], log: Path) -> subprocess.
         )
 
 
+def wait_consuming(
+    procs: list[subprocess.Popen], broker_url: str, log: Path, timeout: float = 120
+) -> float:
+    """Wait until every Celery worker in ``procs`` consumes from the Redis broker at
+    ``broker_url`` (kombu's Redis transport waits for messages in ``BRPOP``: one such client
+    per worker on the broker's database). Workers log through Tidemark's own logging, so
+    Celery's "ready." line is not a signal to wait for.
+
+    Returns:
+        Seconds waited.
+
+    Raises:
+        RuntimeError: a worker exited, or not all consume within ``timeout`` seconds (the
+            workers are stopped first); the message names ``log``.
+    """
+    import redis
+
+    started = time.monotonic()
+    client = redis.Redis.from_url(broker_url, socket_connect_timeout=1)
+    db = str(client.connection_pool.connection_kwargs.get("db", 0))
+    while True:
+        consuming = sum(
+            1 for c in client.client_list() if c.get("db") == db and c.get("cmd") == "brpop"
+        )
+        if consuming >= len(procs):
+            return time.monotonic() - started
+        if any(p.poll() is not None for p in procs) or time.monotonic() - started > timeout:
+            for proc in procs:
+                stop_process(proc)
+            raise RuntimeError(f"worker did not start consuming; see {log}")
+        time.sleep(0.1)
+
+
 def stop_process(proc: subprocess.Popen | None, timeout: float = 15) -> None:
     """SIGTERM a process this bench started (in its own session), SIGKILL its group if it
     does not exit within ``timeout`` seconds."""

@@ -52,6 +52,7 @@ from bench.common import (
     recreate_databases,
     spawn_logged,
     stop_process,
+    wait_consuming,
 )
 
 LEAD_SECONDS = 5  # late_at is this long after seeding ends (workers are ready by then)
@@ -133,12 +134,7 @@ def start_workers(env: dict[str, str], count: int) -> list[tuple[subprocess.Pope
             log,
         )
         workers.append((proc, log))
-    deadline = time.monotonic() + 60
-    for proc, log in workers:
-        while "ready." not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"worker did not start; see {log}")
-            time.sleep(0.1)
+    wait_consuming([proc for proc, _ in workers], env["CELERY_BROKER_URL"], workers[0][1])
     return workers
 
 
