@@ -373,7 +373,7 @@ def test_every_write_of_the_document_parses_into_its_documented_model(generated,
     endpoints = call("v1_endpoints_list", world.orders, status=200).results
     [endpoint] = [e.id for e in endpoints if e.url == "https://hooks.example.com/orders"]
     delivery = call("v1_deliveries_list", world.orders, status=200).results[0].id
-    assert call("v1_endpoints_rotate_secret_create", world.orders, endpoint, status=200).secret
+    assert call("v1_endpoints_rotate_secret_create", world.orders, endpoint, status=200).endpoint_secret
     call("v1_endpoints_enable_create", world.orders, endpoint, status=200)
     call("v1_endpoints_replay_create", world.orders, endpoint, status=200)
     since = timezone.now() - timedelta(days=1)

@@ -274,5 +274,5 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     [failing] = [e for e in endpoints["results"] if e["id"] == dead["endpoint_id"]]
     assert failing["kind"] == "webhook" and failing["failing_since"], report
     assert replayed_all["replayed"] >= 1, report
-    assert rotated["secret"].startswith("whsec_") and rotated["previous_secret_expires_at"], report
+    assert rotated["endpoint_secret"].startswith("whsec_") and rotated["previous_secret_expires_at"], report
     assert (paced["id"], paced["rate_limit_per_second"]) == (failing["id"], 2), report
