@@ -33,7 +33,9 @@ def endpoint_enable(*, endpoint: Endpoint, now: datetime) -> Endpoint:
     Side effects: after commit, rings the delivery doorbell when it enabled it (the
     waiting deliveries and the notice).
     """
-    before = Endpoint.objects.select_for_update().select_related("team").get(pk=endpoint.pk)
+    before = (
+        Endpoint.objects.select_for_update(of=("self",)).select_related("team").get(pk=endpoint.pk)
+    )
     enabled = delivery.endpoint_enable(endpoint=endpoint)
     if before.is_active or before.kind != Endpoint.Kind.WEBHOOK:
         return enabled  # nothing flipped, or a contact channel (told about itself: moot)
