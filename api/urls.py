@@ -16,6 +16,7 @@ from .views import (
     readiness,
     restatements,
     schemas,
+    subscription_endpoints,
 )
 
 DATASET = "datasets/<int:dataset_id>"
@@ -104,6 +105,16 @@ urlpatterns = [
         "subscriptions",
         ("", catalog.SubscriptionListCreateApi, "subscription-list"),
         ("/<int:subscription_id>", catalog.SubscriptionDetailApi, "subscription-detail"),
+        (
+            "/<int:subscription_id>/endpoints",
+            subscription_endpoints.SubscriptionEndpointAddApi,
+            "subscription-endpoint-list",
+        ),
+        (
+            "/<int:subscription_id>/endpoints/<int:endpoint_id>",
+            subscription_endpoints.SubscriptionEndpointRemoveApi,
+            "subscription-endpoint-detail",
+        ),
     ),
     *routes_under(
         DATASET, ("/transfers", governance.DatasetTransferCreateApi, "dataset-transfer-list")

@@ -29,6 +29,7 @@ from .models import (
     SchemaChange,
     SchemaObservation,
     Subscription,
+    SubscriptionEndpoint,
     Team,
     UnclaimedUsage,
 )
@@ -120,11 +121,20 @@ class ReadinessEventAdmin(admin.ModelAdmin):
     raw_id_fields = ("dataset", "partition", "revision", "api_key")
 
 
+class SubscriptionEndpointInline(admin.TabularInline):
+    """The subscription's endpoints besides its first (``endpoint``)."""
+
+    model = SubscriptionEndpoint
+    extra = 0
+    raw_id_fields = ("endpoint",)
+
+
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
     list_display = ("team", "dataset", "job_namespace", "job_name", "endpoint", "created_at")
     list_filter = ("team",)
     raw_id_fields = ("dataset", "endpoint")
+    inlines = (SubscriptionEndpointInline,)
 
 
 @admin.register(Endpoint)

@@ -515,9 +515,9 @@ def _remind(notice: ChangeNotice, step: notice_periods.Step, now: datetime) -> i
 def _team_endpoints(dataset: Dataset, teams: list[Team], kind: str) -> set[int]:
     """The endpoints of ``teams`` a ``kind`` notice about ``dataset`` goes to: their
     subscriptions' webhooks whose event types let it through, and their human contacts."""
-    subscribers = Subscription.objects.filter(
-        dataset=dataset, team__in=teams, endpoint__isnull=False
-    ).values_list("endpoint_id", "event_types", "partition_pattern", "newest_only")
+    subscribers = notices.subscription_subscribers(
+        Subscription.objects.filter(dataset=dataset, team__in=teams)
+    )
     endpoint_ids = notices.matching_endpoints(subscribers, type=kind, partition_key=None)
     for team in teams:
         endpoint_ids.update(e.pk for e in notices.contact_endpoints(team))

@@ -34,8 +34,9 @@ class EventTypeNotFound(NotFound):
 class SubscriptionExists(Conflict):
     """The team already declared this dataset (and job) with another webhook endpoint; a
     declaration never moves a subscription to a new URL. ``existing`` names it (``id``,
-    ``endpoint_url``); to change its URL, delete it (``DELETE
-    /api/v1/subscriptions/{id}``) and declare it again."""
+    ``endpoint_url``, and ``endpoints_path``): to deliver to another URL as well, add an
+    endpoint to it (``POST /api/v1/subscriptions/{id}/endpoints``); to move it, add the
+    new one and remove the old one (``DELETE .../endpoints/{endpoint_id}``)."""
 
     code = "subscription_exists"
     title = "The team already has this subscription, with another endpoint"

@@ -191,15 +191,11 @@ def _judge(plan: _Plan, *, skip: set[tuple[int, str]], now: datetime) -> list[Ne
 
 
 def _tells(subscription: Subscription, key: str) -> bool:
-    """Whether the subscription's endpoint and filters let ``dataset.late`` about ``key``
-    through (as ``notices.matching_endpoints`` would)."""
-    return (
-        subscription.endpoint_id is not None
-        and notices.wants(subscription.event_types, LATE)
-        and (
-            not subscription.partition_pattern
-            or fnmatch.fnmatchcase(key, subscription.partition_pattern)
-        )
+    """Whether the subscription's filters let ``dataset.late`` about ``key`` through (as
+    ``notices.matching_endpoints`` would); whether it has endpoints is asked after."""
+    return notices.wants(subscription.event_types, LATE) and (
+        not subscription.partition_pattern
+        or fnmatch.fnmatchcase(key, subscription.partition_pattern)
     )
 
 
@@ -207,6 +203,9 @@ def _tell_late(subscription: Subscription, key: str, deadline: datetime, *, now:
     """Send ``dataset.late`` judged at the need-by to the subscription alone, once per
     (subscription, partition); False when its filters refuse it or it was told before."""
     if not _tells(subscription, key):
+        return False
+    endpoint_ids = notices.subscription_endpoint_ids(subscription)
+    if not endpoint_ids:
         return False
     dataset = subscription.dataset
     try:
@@ -229,7 +228,7 @@ def _tell_late(subscription: Subscription, key: str, deadline: datetime, *, now:
             )
     except IntegrityError:
         return False  # told before
-    notices.queue(notification, {subscription.endpoint_id}, now=now)
+    notices.queue(notification, endpoint_ids, now=now)
     return True
 
 

@@ -15,11 +15,20 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import QuerySet
 
 from outbound import slack
 
 from . import doorbell
-from .models import Dataset, Delivery, Endpoint, Notification, Team
+from .models import (
+    Dataset,
+    Delivery,
+    Endpoint,
+    Notification,
+    Subscription,
+    SubscriptionEndpoint,
+    Team,
+)
 
 
 def contact_endpoints(team: Team) -> list[Endpoint]:
@@ -129,6 +138,8 @@ def render(payload: dict[str, Any]) -> tuple[str, list[Segment]]:
             f"letters you can replay (POST {endpoint}/replay)."
         )
         return subject, [text]
+    if kind in (Notification.Type.ENDPOINT_ENABLED, Notification.Type.ENDPOINT_RECOVERED):
+        return _endpoint_lifecycle_text(kind, data)
     dataset = data.get("dataset") or {}
     if kind.startswith("change_notice."):
         return _change_notice_text(kind, data)
@@ -165,6 +176,34 @@ def render_slack(payload: dict[str, Any]) -> str:
     return "".join(
         slack.link(s.url) if isinstance(s, Link) else slack.escape_text(s) for s in segments
     )
+
+
+def _endpoint_lifecycle_text(kind: str, data: dict[str, Any]) -> tuple[str, list[Segment]]:
+    """An endpoint enabled again, or recovered, for the owning team's people."""
+    endpoint = f"/api/v1/endpoints/{data.get('endpoint_id')}"
+    if kind == Notification.Type.ENDPOINT_ENABLED:
+        subject = f"Tidemark enabled your endpoint {data.get('url')} again"
+        text = (
+            f"{data.get('url')} (endpoint {data.get('endpoint_id')} of team {data.get('team')}) "
+            f"is enabled again; it had been disabled at {data.get('disabled_at')}: "
+            f"{data.get('disabled_reason')}. The {data.get('waiting')} deliveries that waited "
+            f"are being sent. Its {data.get('dead_letters')} failed deliveries are not: "
+            f"recover them (POST {endpoint}/recover)."
+        )
+        return subject, [text]
+    subject = f"Tidemark is sending {data.get('queued')} failed deliveries to {data.get('url')}"
+    more = (
+        f" {data.get('remaining')} more failed since then: recover again with the same since "
+        "to send them."
+        if data.get("remaining")
+        else ""
+    )
+    text = (
+        f"A recovery of {data.get('url')} (endpoint {data.get('endpoint_id')} of team "
+        f"{data.get('team')}) queued {data.get('queued')} deliveries that failed since "
+        f"{data.get('since')} again, each with its original webhook-id.{more}"
+    )
+    return subject, [text]
 
 
 def _minutes(seconds: Any) -> str:
@@ -302,14 +341,35 @@ def fan_out(
     return queue(notification, endpoint_ids, now=now)
 
 
-# A subscription that has an endpoint: (endpoint id, event types, partition pattern,
-# newest only).
+# One endpoint of a subscription: (endpoint id, event types, partition pattern, newest
+# only). A subscription with several endpoints is one row per endpoint, each with the
+# subscription's filters.
 Subscriber = tuple[int, list[str], str, bool]
+
+
+# ``DATASET_ID`` stands for the dataset's id: a column expression or a placeholder.
+_SUBSCRIBER_ROWS_SQL = (
+    "SELECT id AS subscription_id, endpoint_id, event_types, partition_pattern, newest_only "
+    "FROM catalog_subscription WHERE dataset_id = DATASET_ID AND endpoint_id IS NOT NULL "
+    "UNION ALL SELECT s.id, m.endpoint_id, s.event_types, s.partition_pattern, s.newest_only "
+    "FROM catalog_subscriptionendpoint m JOIN catalog_subscription s "
+    "ON s.id = m.subscription_id WHERE s.dataset_id = DATASET_ID"
+)
+
+
+def subscriber_rows_sql(dataset_id: str) -> str:
+    """A SELECT of every (subscription id, endpoint id, event types, partition pattern,
+    newest only) of the dataset whose id is the SQL expression ``dataset_id`` (a column
+    or a placeholder, never input): each subscription's first endpoint
+    (``Subscription.endpoint``) and its others (``SubscriptionEndpoint``). PostgreSQL and
+    SQLite alike."""
+    return _SUBSCRIBER_ROWS_SQL.replace("DATASET_ID", dataset_id)
+
 
 # Raw SQL: this runs on every publish, and compiling the ORM query cost more than running it.
 _SUBSCRIBERS_SQL = (
-    "SELECT endpoint_id, event_types, partition_pattern, newest_only FROM catalog_subscription "
-    "WHERE dataset_id = %s AND endpoint_id IS NOT NULL"
+    "SELECT endpoint_id, event_types, partition_pattern, newest_only "  # noqa: S608
+    f"FROM ({subscriber_rows_sql('%s')}) AS subscriber"
 )
 
 # What a subscription asking for the newest partitions only is not told about a partition
@@ -333,15 +393,44 @@ def wants(event_types: Iterable[str], type: str) -> bool:
 
 
 def dataset_subscribers(*, dataset_id: int) -> list[Subscriber]:
-    """The dataset's subscriptions that have an endpoint, as ``Subscriber`` rows."""
+    """The endpoints of the dataset's subscriptions, as ``Subscriber`` rows (one per
+    endpoint of each subscription)."""
     with connection.cursor() as cursor:
-        cursor.execute(_SUBSCRIBERS_SQL, [dataset_id])
+        cursor.execute(_SUBSCRIBERS_SQL, [dataset_id, dataset_id])
         rows = cursor.fetchall()
     # jsonb and SQLite's JSON both read as text here.
     return [
         (endpoint_id, json.loads(types), pattern, bool(newest_only))
         for endpoint_id, types, pattern, newest_only in rows
     ]
+
+
+def subscription_subscribers(subscriptions: QuerySet[Subscription]) -> list[Subscriber]:
+    """Every endpoint of ``subscriptions`` (their first and their others), as
+    ``Subscriber`` rows; two queries."""
+    first = subscriptions.filter(endpoint__isnull=False).values_list(
+        "endpoint_id", "event_types", "partition_pattern", "newest_only"
+    )
+    others = SubscriptionEndpoint.objects.filter(subscription__in=subscriptions).values_list(
+        "endpoint_id",
+        "subscription__event_types",
+        "subscription__partition_pattern",
+        "subscription__newest_only",
+    )
+    return [*first, *others]
+
+
+def subscription_endpoint_ids(subscription: Subscription) -> set[int]:
+    """The ids of every endpoint ``subscription`` delivers to (empty: it has none, e.g.
+    declared by a lineage job event)."""
+    ids = set(
+        SubscriptionEndpoint.objects.filter(subscription=subscription).values_list(
+            "endpoint_id", flat=True
+        )
+    )
+    if subscription.endpoint_id is not None:
+        ids.add(subscription.endpoint_id)
+    return ids
 
 
 def subscriber_endpoints(

@@ -11,6 +11,13 @@ again as soon as it is enabled (``delivery.endpoint_enable``), without a recover
 Unlike Svix's server, which accepts a recovery of a disabled endpoint and then sends
 nothing to it, a disabled endpoint is refused (409 ``endpoint_disabled``): enable it,
 then recover.
+
+A recovery is bounded: it queues at most ``recover_max_per_request`` deliveries (10,000
+by default), oldest first, in statements of ``recover_batch_size`` (1,000), each its own
+short transaction, so no request holds thousands of row locks or runs for minutes. What
+is left is counted (``remaining``): the same recovery again (same ``since``) queues the
+next ones, since those already queued are pending, not failed. The owning team is told
+of each recovery that queued any (``endpoint.recovered``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from django.db.models import Min
 
 from problems import FieldError
 
-from . import doorbell, errors
+from . import doorbell, errors, notices
 from .delivery import DEAD_LETTER_STATES, replay_changes
 from .models import Delivery, Endpoint, Notification
 from .notices import iso
@@ -81,17 +88,29 @@ def recover_default_since(*, endpoint: Endpoint, now: datetime) -> datetime:
     return min(max(since, window.earliest), now)
 
 
-@transaction.atomic
-def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> int:
+@dataclass(frozen=True)
+class Recovered:
+    """What one recovery did: ``queued`` failed deliveries sent again (each with its
+    original ``webhook-id``), and ``remaining`` failed ones since the same ``since`` left
+    for the next recovery (0: it is complete)."""
+
+    queued: int
+    remaining: int
+
+
+def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> Recovered:
     """Send again every failed delivery (``dead`` or ``rejected``) to ``endpoint`` whose
-    notification was made at or after ``since``: same notification, so the same
-    ``webhook-id`` and body, with a fresh attempt budget, due at ``now``. They are claimed
-    in their original order (by creation: equal ``next_attempt_at``, then id).
+    notification was made at or after ``since``, up to ``recover_max_per_request`` of
+    them: same notification, so the same ``webhook-id`` and body, with a fresh attempt
+    budget, due at ``now``. Oldest first (by delivery id, the order they were made), in
+    batches of ``recover_batch_size``, each batch its own transaction; they are claimed
+    in that order (equal ``next_attempt_at``, then id).
 
     Idempotent while the first recovery is pending: a recovered delivery is pending, so
-    a second call (or a concurrent one: the update re-checks each row's state under its
-    lock) does not queue it again. A delivery that fails again becomes a dead letter
-    again, and a later recovery sends it once more.
+    a second call (or a concurrent one: each batch's update re-checks each row's state
+    under its lock) does not queue it again; a second call after a capped one queues the
+    next ones. A delivery that fails again becomes a dead letter again, and a later
+    recovery sends it once more.
 
     Args:
         since: aware datetime; at most ``now``, and no earlier than the recovery window
@@ -99,14 +118,16 @@ def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> i
         now: aware UTC instant of the request.
 
     Returns:
-        How many deliveries were queued (0 when none failed since ``since``).
+        A ``Recovered``: how many were queued (0 when none failed since ``since``, or a
+        recovery already queued them) and how many are left past the maximum.
 
     Raises:
         RecoverSinceOutOfRange: ``since`` is later than ``now`` or older than the window
             (422, ``errors[]`` names ``since``).
         EndpointDisabled: the endpoint is disabled (409): enable it first.
 
-    Side effects: rings the delivery doorbell after commit when it queued any.
+    Side effects: after each batch's commit, rings the delivery doorbell; when any were
+    queued, tells the endpoint's team (``endpoint.recovered``, webhook endpoints only).
     """
     window = recover_window(now=now)
     if since > now:
@@ -124,20 +145,52 @@ def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> i
             ],
             extra={"earliest_since": iso(window.earliest)},
         )
-    current = Endpoint.objects.get(pk=endpoint.pk)  # its state now, not when it was read
+    current = Endpoint.objects.select_related("team").get(pk=endpoint.pk)  # its state now
     if not current.is_active:
         raise errors.EndpointDisabled(
             f"endpoint {current.pk} is disabled ({current.disabled_reason or 'no reason'}); "
             f"enable it first (POST /api/v1/endpoints/{current.pk}/enable), then recover",
             extra={"disabled_reason": current.disabled_reason},
         )
+    config = settings.TIDEMARK_DELIVERY
+    most, batch = config["recover_max_per_request"], config["recover_batch_size"]
     # By when the notification was made, not the delivery: a subscription's catch-up
     # delivers now what was made days ago. A subquery, not a join, so the UPDATE stays
     # on the delivery table alone and re-checks each row's state under its lock.
     made_since = Notification.objects.filter(created_at__gte=since).values("pk")
-    count = Delivery.objects.filter(
+    failed = Delivery.objects.filter(
         endpoint=current, state__in=DEAD_LETTER_STATES, notification__in=made_since
-    ).update(**replay_changes(now))
-    if count:
-        doorbell.ring_deliveries()
-    return count
+    )
+    queued = 0
+    while queued < most:
+        size = min(batch, most - queued)
+        with transaction.atomic():
+            # The oldest ``size`` (ids only, locked), then the update of exactly those:
+            # a batch never queues more than its share, whatever a concurrent recovery did.
+            oldest = failed.order_by("pk").select_for_update()
+            ids = list(oldest.values_list("pk", flat=True)[:size])
+            count = Delivery.objects.filter(pk__in=ids, state__in=DEAD_LETTER_STATES).update(
+                **replay_changes(now)
+            )
+            if count:
+                doorbell.ring_deliveries()
+        queued += count
+        if len(ids) < size:
+            break  # none older left
+    remaining = failed.count()
+    if queued and current.kind == Endpoint.Kind.WEBHOOK:
+        with transaction.atomic():
+            notices.notify_owner(
+                team=current.team,
+                type=Notification.Type.ENDPOINT_RECOVERED,
+                data={
+                    "endpoint_id": current.pk,
+                    "url": current.url,
+                    "since": iso(since),
+                    "queued": queued,
+                    "remaining": remaining,
+                },
+                dedup_key=f"endpoint-recovered:{current.pk}:{now.isoformat()}",
+                now=now,
+            )
+    return Recovered(queued, remaining)

@@ -301,6 +301,10 @@ SUBSCRIPTION = {
     "job_namespace": "finance",
     "job_name": "revenue_daily",
     "endpoint_url": "https://hooks.finance.example/tidemark",
+    "endpoints": [
+        {"id": 5, "url": "https://hooks.finance.example/tidemark"},
+        {"id": 11, "url": "https://backup.finance.example/tidemark"},
+    ],
     "event_types": ["partition.ready", "partition.restated"],
     "partition_pattern": "",
     "newest_only": False,
@@ -332,6 +336,22 @@ SUBSCRIPTION_CREATE_INPUT = request(
 SUBSCRIPTION_UPDATE_INPUT = request(
     "Only the newest ready partition, needed by 06:45",
     {"newest_only": True, "need_by_cron": "45 6 * * *"},
+)
+
+SUBSCRIPTION_ENDPOINT_ADD_INPUT = request(
+    "Deliver to a second receiver too, catching up on the last day",
+    {"url": "https://backup.finance.example/tidemark", "since": "2026-11-28T06:00:00Z"},
+)
+
+SUBSCRIPTION_ENDPOINT_OUTPUT = response(
+    "A new endpoint on the subscription, with its signing secret (shown once)",
+    {
+        "id": 11,
+        "url": "https://backup.finance.example/tidemark",
+        "subscription_id": 7,
+        "endpoint_secret": "whsec_Zl3q8Yw1pK5vT0rN6cXbD2mJ9sF4aHeU",
+        "caught_up": 2,
+    },
 )
 
 API_KEY = {

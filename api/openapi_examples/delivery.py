@@ -39,7 +39,7 @@ ENDPOINT_OUTPUT = response(
 SECRET_OUTPUT = response(
     "A new secret; the old one signs for another day",
     {
-        "secret": "whsec_MfKQ9r1cW0a2Jp7yXbD4nL8sT3vE6uHq",
+        "endpoint_secret": "whsec_MfKQ9r1cW0a2Jp7yXbD4nL8sT3vE6uHq",
         "previous_secret_expires_at": "2026-11-30T08:00:00Z",
     },
 )
@@ -100,6 +100,7 @@ ENDPOINT_RECOVER_OUTPUT = response(
     "Four failed deliveries queued again",
     {
         "queued": 4,
+        "remaining": 0,
         "since": "2026-11-28T22:00:00Z",
         "earliest_since": "2026-11-15T08:00:00Z",
     },

@@ -37,7 +37,12 @@ class EndpointRecoverInputSerializer(StrictSerializer):
 class EndpointRecoverOutputSerializer(serializers.Serializer):
     queued = serializers.IntegerField(
         help_text="Failed deliveries queued again, each with its original webhook-id; 0 "
-        "when none failed since `since`, or a recovery already queued them."
+        "when none failed since `since`, or a recovery already queued them. At most "
+        "TIDEMARK_RECOVER_MAX (10,000 by default)."
+    )
+    remaining = serializers.IntegerField(
+        help_text="Failed deliveries since `since` left past that maximum: the same "
+        "recovery again queues the next ones. 0: the recovery is complete."
     )
     since = serializers.DateTimeField()
     earliest_since = serializers.DateTimeField(

@@ -379,7 +379,8 @@ class SubscriptionListCreateApi(APIView):
     problem_statuses = {
         "POST": {
             404: "`dataset_not_found` (with `suggestion`).",
-            409: "`subscription_exists`: the same dataset and job with another `endpoint_url`.",
+            409: "`subscription_exists`: the same dataset and job with another `endpoint_url` "
+            "(add it with POST /api/v1/subscriptions/{id}/endpoints).",
         }
     }
 
@@ -396,10 +397,12 @@ class SubscriptionListCreateApi(APIView):
     @extend_schema(
         description="Declare that your team (optionally one of its jobs) reads a dataset, "
         "with a webhook endpoint and filters. Declaring the same dataset and job again with "
-        "the same endpoint_url (or none) is a 200 that updates the filters. It never moves "
-        "the subscription to another URL: that is a 409 subscription_exists whose existing "
-        "member gives the subscription's id and endpoint_url; to change the URL, delete it "
-        "and declare it again.",
+        "one of its endpoints' URLs (or none) is a 200 that updates the filters. It never "
+        "moves the subscription to another URL, nor adds one: that is a 409 "
+        "subscription_exists whose existing member gives the subscription's id, "
+        "endpoint_url and endpoints_path. A subscription delivers to several endpoints "
+        "when you add them (POST /api/v1/subscriptions/{id}/endpoints): to move it, add "
+        "the new URL, then remove the old one.",
         request=s.SubscriptionCreateInputSerializer,
         responses={
             201: OpenApiResponse(s.SubscriptionOutputSerializer, "a new subscription"),
@@ -436,8 +439,8 @@ class SubscriptionDetailApi(APIView):
     @extend_schema(
         description="Change a subscription's filters (event_types, partition_pattern, "
         "newest_only) or need-by (need_by_cron, need_by_timezone); fields left out stay as "
-        "they are. Its endpoint_url cannot change here: delete the subscription and declare "
-        "it again. The response carries warnings about the need-by (e.g. "
+        "they are. Its endpoints change under /api/v1/subscriptions/{id}/endpoints, not "
+        "here. The response carries warnings about the need-by (e.g. "
         "need_by_before_sla).",
         request=s.SubscriptionUpdateInputSerializer,
         responses=s.SubscriptionOutputSerializer,

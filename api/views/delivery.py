@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from catalog import delivery, recovery, selectors
 from catalog.models import ApiKey
+from catalog.services import endpoints
 
 from ..serializers import catalog as s
 from ..serializers import endpoints as e
@@ -80,7 +81,8 @@ class EndpointRotateSecretApi(APIView):
     def post(self, request: Request, endpoint_id: int) -> Response:
         """Rotate a webhook endpoint's signing secret.
 
-        Needs the `manage` scope. The new secret is in this response only; the previous
+        Needs the `manage` scope. The new secret is in this response only
+        (`endpoint_secret`, the name every response that shows a secret gives it); the previous
         one keeps signing alongside it until `previous_secret_expires_at`, so receivers can
         switch without dropping deliveries. A 409 `endpoint_has_no_secret` means the
         endpoint is not a webhook (an email or Slack contact is not sent signed requests).
@@ -89,7 +91,10 @@ class EndpointRotateSecretApi(APIView):
         secret = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
         endpoint.refresh_from_db()
         return Response(
-            {"secret": secret, "previous_secret_expires_at": endpoint.previous_secret_expires_at}
+            {
+                "endpoint_secret": secret,
+                "previous_secret_expires_at": endpoint.previous_secret_expires_at,
+            }
         )
 
 
@@ -102,11 +107,12 @@ class EndpointEnableApi(APIView):
 
         Needs the `manage` scope. Idempotent: an active endpoint is left as it is. A
         disabled one starts afresh (no failing streak) and the deliveries that waited for
-        it are sent; its dead letters are not: recover or replay them.
+        it are sent; its dead letters are not: recover or replay them. Your team's
+        contacts are told (`endpoint.enabled`).
         """
         team = actor_of(request).team
         endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
-        delivery.endpoint_enable(endpoint=endpoint)
+        endpoints.endpoint_enable(endpoint=endpoint, now=timezone.now())
         annotated = selectors.endpoint_list(team=team).get(pk=endpoint.pk)
         return Response(s.EndpointOutputSerializer(annotated).data)
 
@@ -198,6 +204,10 @@ class EndpointRecoverApi(APIView):
         "rejected), of notifications made since `since`, each with its original "
         "`webhook-id`, oldest first, with a fresh attempt budget (as Svix's recover). "
         "Idempotent while they are pending: a second call queues none of them again. "
+        "One call queues at most TIDEMARK_RECOVER_MAX deliveries (10,000 by default); "
+        "`remaining` counts the failed ones left, which the same call again (same "
+        "`since`) queues next: repeat it until `remaining` is 0. Your team's contacts are "
+        "told of each recovery that queued any (`endpoint.recovered`). "
         "Deliveries that waited while the endpoint was disabled need no recovery: "
         "enabling it sends them.",
     )
@@ -208,11 +218,16 @@ class EndpointRecoverApi(APIView):
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         now = timezone.now()
         since = body.validated_data["since"]
-        queued = recovery.endpoint_recover(endpoint=endpoint, since=since, now=now)
+        recovered = recovery.endpoint_recover(endpoint=endpoint, since=since, now=now)
         earliest = recovery.recover_window(now=now).earliest
         return Response(
             e.EndpointRecoverOutputSerializer(
-                {"queued": queued, "since": since, "earliest_since": earliest}
+                {
+                    "queued": recovered.queued,
+                    "remaining": recovered.remaining,
+                    "since": since,
+                    "earliest_since": earliest,
+                }
             ).data
         )
 

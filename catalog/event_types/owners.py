@@ -1,6 +1,8 @@
-"""Notices to a team's own people: ``endpoint.disabled`` (``catalog.delivery``) and
-``schema.unannounced_change`` (``catalog.schema_changes``), both through
-``notices.notify_owner``, which adds the team's slug as ``team``."""
+"""Notices to a team's own people: an endpoint's lifecycle, ``endpoint.disabled``
+(``catalog.delivery``), ``endpoint.enabled`` (``catalog.services.endpoints``) and
+``endpoint.recovered`` (``catalog.recovery``); and ``schema.unannounced_change``
+(``catalog.schema_changes``); all through ``notices.notify_owner``, which adds the team's
+slug as ``team``."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from .common import (
 )
 
 ENDPOINT_DISABLED = "endpoint.disabled"
+ENDPOINT_ENABLED = "endpoint.enabled"
+ENDPOINT_RECOVERED = "endpoint.recovered"
 SCHEMA_UNANNOUNCED_CHANGE = "schema.unannounced_change"
 
 EVENT_TYPES = (
@@ -47,6 +51,79 @@ EVENT_TYPES = (
                 "endpoint_id": 9,
                 "url": "https://hooks.example.com/tidemark",
                 "reason": "answered 410 Gone",
+            },
+        ),
+    ),
+    EventType(
+        name=ENDPOINT_ENABLED,
+        audience=("owners",),
+        description=(
+            "One of the team's disabled webhook endpoints was enabled again (by a member, on "
+            "the team page or with POST /api/v1/endpoints/{id}/enable). The deliveries that "
+            "waited while it was disabled are being sent; its dead letters are not: recover "
+            "them (POST /api/v1/endpoints/{id}/recover). Sent to the team's contacts."
+        ),
+        schema=envelope(
+            ENDPOINT_ENABLED,
+            obj(
+                {
+                    "team": string("the endpoint's team"),
+                    "endpoint_id": integer("the endpoint's id in /api/v1/endpoints"),
+                    "url": string(),
+                    "disabled_at": nullable(DATE_TIME),
+                    "disabled_reason": string("why it had been disabled"),
+                    "waiting": integer("deliveries that waited while it was disabled, now sent"),
+                    "dead_letters": integer("its failed deliveries a recovery can send again"),
+                }
+            ),
+            title="Endpoint enabled",
+        ),
+        example=example(
+            ENDPOINT_ENABLED,
+            {
+                "team": "analytics",
+                "endpoint_id": 9,
+                "url": "https://hooks.example.com/tidemark",
+                "disabled_at": "2026-11-28T06:10:00Z",
+                "disabled_reason": "answered 410 Gone",
+                "waiting": 12,
+                "dead_letters": 3,
+            },
+        ),
+    ),
+    EventType(
+        name=ENDPOINT_RECOVERED,
+        audience=("owners",),
+        description=(
+            "A recovery of one of the team's webhook endpoints (POST "
+            "/api/v1/endpoints/{id}/recover, or the team page) queued its failed deliveries "
+            "since a time again, each with its original webhook-id. `remaining` counts the "
+            "failed deliveries past the recovery's maximum per request, which the next "
+            "recovery with the same `since` sends. Sent to the team's contacts."
+        ),
+        schema=envelope(
+            ENDPOINT_RECOVERED,
+            obj(
+                {
+                    "team": string("the endpoint's team"),
+                    "endpoint_id": integer("the endpoint's id in /api/v1/endpoints"),
+                    "url": string(),
+                    "since": DATE_TIME,
+                    "queued": integer("failed deliveries queued again"),
+                    "remaining": integer("failed deliveries since `since` not queued yet"),
+                }
+            ),
+            title="Endpoint recovered",
+        ),
+        example=example(
+            ENDPOINT_RECOVERED,
+            {
+                "team": "analytics",
+                "endpoint_id": 9,
+                "url": "https://hooks.example.com/tidemark",
+                "since": "2026-11-28T06:00:00Z",
+                "queued": 41,
+                "remaining": 0,
             },
         ),
     ),

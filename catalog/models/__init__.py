@@ -9,8 +9,8 @@ models in its ``models`` module and callers import them from ``catalog.models``:
 - ``teams``: Team, Membership, ApiKey, Claim
 - ``datasets``: Dataset, DatasetAlias, DatasetTransfer
 - ``partitions``: Partition, PartitionRevision, Restatement, LatePartition, ReadinessEvent
-- ``delivery``: Endpoint, Subscription, Notification, Delivery, DeliveryAttempt,
-  IdempotencyRecord
+- ``delivery``: Endpoint, Subscription, SubscriptionEndpoint, Notification, Delivery,
+  DeliveryAttempt, IdempotencyRecord
 - ``governance``: AuditEntry, ChangeNotice, ChangeNoticeAcknowledgement,
   SchemaObservation, SchemaChange
 - ``storage``: StorageGroup, StorageSweep
@@ -30,6 +30,7 @@ from .delivery import (
     IdempotencyRecord,
     Notification,
     Subscription,
+    SubscriptionEndpoint,
 )
 from .governance import (
     AuditEntry,
@@ -72,6 +73,7 @@ __all__ = [
     "StorageGroup",
     "StorageSweep",
     "Subscription",
+    "SubscriptionEndpoint",
     "Team",
     "UnclaimedUsage",
 ]

@@ -152,6 +152,29 @@ class Subscription(models.Model):
         return f"{self.team.slug} reads {self.dataset}"
 
 
+class SubscriptionEndpoint(models.Model):
+    """A webhook endpoint a subscription delivers to besides its first one
+    (``Subscription.endpoint``): every notification the subscription's filters let
+    through goes to each of its endpoints, as a delivery of its own (its own attempts,
+    signed with its own secret, the notification's ``webhook-id``)."""
+
+    subscription = models.ForeignKey(
+        Subscription, on_delete=models.CASCADE, related_name="more_endpoints"
+    )
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["subscription", "endpoint"], name="uniq_subscription_endpoint"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"subscription {self.subscription_id} -> endpoint {self.endpoint_id}"
+
+
 class Notification(models.Model):
     """Something consumers are told about, with a stable id (the Standard Webhooks
     ``webhook-id``) and the exact payload every endpoint receives."""
@@ -161,6 +184,8 @@ class Notification(models.Model):
         PARTITION_RESTATED = "partition.restated"
         PARTITION_FAILED = "partition.failed"
         ENDPOINT_DISABLED = "endpoint.disabled"
+        ENDPOINT_ENABLED = "endpoint.enabled"
+        ENDPOINT_RECOVERED = "endpoint.recovered"
         DATASET_LATE = "dataset.late"
         DATASET_RECOVERED = "dataset.recovered"
         DATASET_UNUSUALLY_LATE = "dataset.unusually_late"

@@ -40,6 +40,7 @@ from ..models import (
     PartitionRevision,
     Restatement,
     Subscription,
+    SubscriptionEndpoint,
     Team,
 )
 
@@ -316,10 +317,17 @@ def restatement_progress(restatement: Restatement) -> list[dict]:
 
 
 def subscription_list(*, team: Team) -> QuerySet[Subscription]:
-    """The team's subscriptions, newest first, with dataset and endpoint joined."""
+    """The team's subscriptions, newest first, with dataset and endpoint joined and
+    their other endpoints (``more_endpoints``) prefetched."""
     return (
         Subscription.objects.filter(team=team)
         .select_related("team", "dataset", "endpoint")
+        .prefetch_related(
+            Prefetch(
+                "more_endpoints",
+                queryset=SubscriptionEndpoint.objects.select_related("endpoint").order_by("pk"),
+            )
+        )
         .order_by("-created_at", "-id")
     )
 

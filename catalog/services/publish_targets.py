@@ -38,13 +38,15 @@ _PUBLISH_DATASET_SQL = (
 # subscribers, as JSON ``notices.Subscriber`` rows, and the target's version: a hash of
 # both, which ``one_statement._CREATE_PARTITION_SQL`` computes again to write only when it
 # still holds.
-TARGET_FROM = """FROM catalog_dataset, LATERAL (
+# Every endpoint of every subscription counts (``notices.subscriber_rows_sql``), so adding
+# one to a subscription changes the version as a new subscription does.
+TARGET_FROM = f"""FROM catalog_dataset, LATERAL (
     SELECT coalesce(json_agg(
-        json_build_array(endpoint_id, event_types, partition_pattern, newest_only) ORDER BY id
+        json_build_array(endpoint_id, event_types, partition_pattern, newest_only)
+        ORDER BY subscription_id, endpoint_id
     ), '[]')::text AS rows
-    FROM catalog_subscription
-    WHERE dataset_id = catalog_dataset.id AND endpoint_id IS NOT NULL
-) AS subscribers"""
+    FROM ({notices.subscriber_rows_sql("catalog_dataset.id")}) AS subscriber
+) AS subscribers"""  # noqa: S608 - constant fragments, no input
 TARGET_VERSION = (
     f"md5(row({', '.join(f'catalog_dataset.{c}' for c in _PUBLISH_DATASET_COLUMNS)}, "
     "subscribers.rows)::text)"

@@ -18,7 +18,16 @@ from schedules.periods import validate_timezone
 
 from .. import delivery, doorbell, errors, need_by, notices, selectors
 from ..actors import Actor
-from ..models import Claim, Dataset, Delivery, Endpoint, Notification, Subscription, Team
+from ..models import (
+    Claim,
+    Dataset,
+    Delivery,
+    Endpoint,
+    Notification,
+    Subscription,
+    SubscriptionEndpoint,
+    Team,
+)
 from ..notices import iso
 
 
@@ -64,15 +73,17 @@ def subscription_create(
 ) -> SubscriptionResult:
     """Declare that the actor's team (optionally one of its jobs) reads ``dataset``.
 
-    Declaring the same (team, dataset, job) again with the same endpoint URL (or none,
-    or ``""``) updates its filters and answers as before (``created`` False). It never
-    moves the subscription to another URL: that is a ``SubscriptionExists``. A
-    subscription without an endpoint (one a lineage job event declared) gets the one
-    given.
+    Declaring the same (team, dataset, job) again with one of its endpoints' URLs (or
+    none, or ``""``) updates its filters and answers as before (``created`` False). It
+    never moves the subscription to another URL, nor adds one: that is a
+    ``SubscriptionExists`` (more endpoints are added with
+    ``subscription_endpoints.subscription_endpoint_add``). A subscription without an
+    endpoint (one a lineage job event declared) gets the one given.
 
     Args:
         endpoint_url: webhook URL to notify, reused when the team already has it; ``""``
-            removes it; None keeps what an earlier declaration set.
+            removes every endpoint of the subscription; None keeps what an earlier
+            declaration set.
         event_types: notification types to receive; empty or None: all but the opt-in
             ones (``notices.OPT_IN_TYPES``: ``dataset.unusually_late``).
         partition_pattern: fnmatch pattern on partition keys (``2026-*``); empty: all.
@@ -103,8 +114,9 @@ def subscription_create(
             a host name is not resolved here, delivery checks it at connect time).
         DatasetRetired: the dataset is retired (409).
         JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
-        SubscriptionExists: the team already declared this dataset and job with another
-            endpoint URL (409; ``existing`` gives its ``id`` and ``endpoint_url``).
+        SubscriptionExists: the team already declared this dataset and job with other
+            endpoint URLs (409; ``existing`` gives its ``id``, ``endpoint_url`` and
+            ``endpoints_path``).
     """
     now = now or timezone.now()
     _validate_need_by(dataset, need_by_cron, need_by_timezone)
@@ -146,18 +158,18 @@ def subscription_create(
         "need_by_cron": need_by_cron,
         "need_by_timezone": need_by_timezone,
     }
-    if endpoint_url:
-        _refuse_a_move(actor.team, dataset, job_namespace, job_name, endpoint_url)
+    existing = _locked_declaration(actor.team, dataset, job_namespace, job_name)
     new_secret = None
-    if endpoint_url is not None:  # None: keep the endpoint a previous declaration set
+    if endpoint_url == "":  # no endpoint: the declaration stays, told nothing
         defaults["endpoint"] = None
-        if endpoint_url:
-            endpoint, endpoint_created = Endpoint.objects.get_or_create(
-                team=actor.team, kind=Endpoint.Kind.WEBHOOK, url=endpoint_url
-            )
-            if endpoint_created:
-                new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=now)
-            defaults["endpoint"] = endpoint
+        if existing is not None:
+            SubscriptionEndpoint.objects.filter(subscription=existing).delete()
+    elif endpoint_url and (existing is None or endpoint_url not in _endpoint_urls(existing)):
+        _refuse_a_move(existing, endpoint_url)
+        defaults["endpoint"], new_secret = webhook_endpoint_for(
+            team=actor.team, url=endpoint_url, now=now
+        )
+    # None, or a URL it already delivers to: its endpoints stay as they are.
     subscription, created = Subscription.objects.update_or_create(
         team=actor.team,
         dataset=dataset,
@@ -166,8 +178,9 @@ def subscription_create(
         defaults=defaults,
     )
     _schedule_need_by(subscription, now=now)
-    if since is not None and subscription.endpoint is not None:
-        _catch_up(subscription, since=since, now=now)
+    endpoint_ids = notices.subscription_endpoint_ids(subscription)
+    if since is not None and endpoint_ids:
+        catch_up(subscription, endpoint_ids, since=since, now=now)
     warnings += need_by_cautions(subscription, now=now)
     return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
 
@@ -252,35 +265,71 @@ def need_by_cautions(subscription: Subscription, *, now: datetime) -> list[Cauti
     return cautions
 
 
-def _refuse_a_move(
-    team: Team, dataset: Dataset, job_namespace: str, job_name: str, endpoint_url: str
-) -> None:
-    """Raise ``SubscriptionExists`` when the team's subscription to ``dataset`` (and
-    job) sends to another URL than ``endpoint_url``. The row is locked, so a concurrent
-    declaration with a third URL cannot slip in between this check and the write."""
-    existing = (
+def webhook_endpoint_for(*, team: Team, url: str, now: datetime) -> tuple[Endpoint, str | None]:
+    """The team's webhook endpoint at ``url``, created (with a signing secret) when the
+    team has none there yet. Call inside the caller's transaction.
+
+    Returns:
+        ``(endpoint, secret)``: ``secret`` is the new endpoint's signing secret (the one
+        time it is shown), None when the endpoint existed.
+    """
+    endpoint, created = Endpoint.objects.get_or_create(
+        team=team, kind=Endpoint.Kind.WEBHOOK, url=url
+    )
+    secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=now) if created else None
+    return endpoint, secret
+
+
+def _locked_declaration(
+    team: Team, dataset: Dataset, job_namespace: str, job_name: str
+) -> Subscription | None:
+    """The team's subscription to ``dataset`` (and job), locked, so a concurrent
+    declaration with another URL cannot slip in between the checks and the write; None
+    when there is none yet."""
+    return (
         Subscription.objects.select_for_update(of=("self",))
         .select_related("endpoint")
         .filter(team=team, dataset=dataset, job_namespace=job_namespace, job_name=job_name)
         .first()
     )
-    if existing is None or existing.endpoint is None or existing.endpoint.url == endpoint_url:
+
+
+def _endpoint_urls(subscription: Subscription) -> list[str]:
+    """The URLs of every endpoint ``subscription`` delivers to, its first one first."""
+    urls = [subscription.endpoint.url] if subscription.endpoint is not None else []
+    others = SubscriptionEndpoint.objects.filter(subscription=subscription).order_by("pk")
+    return urls + list(others.values_list("endpoint__url", flat=True))
+
+
+def _refuse_a_move(existing: Subscription | None, endpoint_url: str) -> None:
+    """Raise ``SubscriptionExists`` when ``existing`` (the declaration being made again,
+    locked) delivers to endpoints none of which is at ``endpoint_url``: a declaration
+    adds no endpoint and moves none; the sub-resource does (``subscription_endpoints``)."""
+    if existing is None or existing.endpoint is None:
         return
-    job = f" for job {job_namespace}/{job_name}" if job_name else ""
+    job = f" for job {existing.job_namespace}/{existing.job_name}" if existing.job_name else ""
+    path = f"/api/v1/subscriptions/{existing.pk}/endpoints"
     raise errors.SubscriptionExists(
-        f"your team's subscription {existing.pk} to {dataset}{job} sends to "
+        f"your team's subscription {existing.pk} to {existing.dataset}{job} sends to "
         f"{existing.endpoint.url}; a declaration does not move it to another URL. To "
-        f"change its URL, delete it (DELETE /api/v1/subscriptions/{existing.pk}) and "
-        "declare it again",
+        f"deliver to {endpoint_url} as well, add it as another endpoint (POST {path}); to "
+        "move the subscription, add the new one and remove the old one "
+        f"(DELETE {path}/{existing.endpoint.pk})",
         errors=[
             FieldError(
                 "endpoint_url",
-                f"subscription {existing.pk} sends to {existing.endpoint.url}; delete it to "
-                "change its URL",
+                f"subscription {existing.pk} sends to {existing.endpoint.url}; add another "
+                f"endpoint with POST {path}",
                 "exists",
             )
         ],
-        extra={"existing": {"id": existing.pk, "endpoint_url": existing.endpoint.url}},
+        extra={
+            "existing": {
+                "id": existing.pk,
+                "endpoint_url": existing.endpoint.url,
+                "endpoints_path": path,
+            }
+        },
     )
 
 
@@ -297,10 +346,13 @@ NOT_FOR_SUBSCRIBERS = (
 )
 
 
-def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> int:
+def catch_up(
+    subscription: Subscription, endpoint_ids: set[int], *, since: datetime, now: datetime
+) -> int:
     """Deliver the dataset's notifications since ``since`` that match the subscription's
-    filters to its endpoint (each at most once: the outbox's unique key); never those
-    ``NOT_FOR_SUBSCRIBERS``, nor old news for a newest-only one (``_old_news``)."""
+    filters to each of ``endpoint_ids`` (each at most once per endpoint: the outbox's
+    unique key); never those ``NOT_FOR_SUBSCRIBERS``, nor old news for a newest-only one
+    (``_old_news``). Returns how many deliveries it wrote (or found written)."""
     if since < now - timedelta(days=MAX_SINCE_DAYS):
         raise ValidationProblem(
             f"since may be at most {MAX_SINCE_DAYS} days back",
@@ -316,7 +368,7 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
         latest = selectors.partition_latest_ready(dataset=subscription.dataset, now=now)
         newest = latest.key if latest is not None else None
     rows = [
-        Delivery(notification=n, endpoint=subscription.endpoint, next_attempt_at=now)
+        Delivery(notification=n, endpoint_id=endpoint_id, next_attempt_at=now)
         for n in history
         if notices.wants(subscription.event_types, n.type)
         and (
@@ -327,6 +379,7 @@ def _catch_up(subscription: Subscription, *, since: datetime, now: datetime) -> 
         and not (subscription.newest_only and _old_news(n, newest))
         # Lateness told at another subscription's need-by was for that team alone.
         and n.payload["data"].get("judged_at") != "need_by"
+        for endpoint_id in sorted(endpoint_ids)
     ]
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     if rows:

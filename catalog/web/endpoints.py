@@ -15,8 +15,9 @@ from django.views.decorators.http import require_GET
 
 from httpkit.methods import post_only
 
-from .. import delivery, errors, recovery, selectors
+from .. import errors, recovery, selectors
 from ..models import Endpoint
+from ..services import endpoints
 from .forms import EndpointRecoverForm
 from .views import LAYOUT, PAGE_SIZE, _member_or_404, _render, _to_team
 
@@ -39,7 +40,7 @@ def endpoint_enable(request: HttpRequest, slug: str, endpoint_id: int) -> HttpRe
     """Enable one of the team's disabled endpoints (``endpoint_enable``); what waited
     while it was disabled is sent."""
     endpoint = _team_endpoint(request, slug, endpoint_id)
-    delivery.endpoint_enable(endpoint=endpoint)
+    endpoints.endpoint_enable(endpoint=endpoint, now=timezone.now())
     messages.success(
         request,
         f"{endpoint.url} is enabled; what waited is being sent. Recover its failed "
@@ -60,14 +61,21 @@ def endpoint_recover(request: HttpRequest, slug: str, endpoint_id: int) -> HttpR
         messages.error(request, f"Recover: {' '.join(form.errors.get('since', []))}")
         return _back_to_deliveries(slug)
     try:
-        count = recovery.endpoint_recover(
+        recovered = recovery.endpoint_recover(
             endpoint=endpoint, since=form.cleaned_data["since"], now=timezone.now()
         )
     except (errors.EndpointDisabled, errors.RecoverSinceOutOfRange) as problem:
         messages.error(request, problem.detail)
     else:
-        plural = "y" if count == 1 else "ies"
-        messages.success(request, f"{count} failed deliver{plural} will be sent again.")
+        plural = "y" if recovered.queued == 1 else "ies"
+        left = (
+            f" {recovered.remaining} more failed since then: recover again to send them."
+            if recovered.remaining
+            else ""
+        )
+        messages.success(
+            request, f"{recovered.queued} failed deliver{plural} will be sent again.{left}"
+        )
     return _back_to_deliveries(slug)
 
 

@@ -282,6 +282,10 @@ TIDEMARK_DELIVERY = {
     # How far back "recover since" reaches (Svix's 14 days); never beyond the dead-letter
     # retention (catalog.recovery).
     "recover_window_days": env.int("TIDEMARK_RECOVER_WINDOW_DAYS", default=14),
+    # One recovery queues at most this many failed deliveries (the rest: the same
+    # recovery again), in statements of the batch size, each its own transaction.
+    "recover_max_per_request": env.int("TIDEMARK_RECOVER_MAX", default=10_000),
+    "recover_batch_size": env.int("TIDEMARK_RECOVER_BATCH", default=1_000),
     # Deliveries sent per second to an endpoint without a rate limit of its own. High by
     # default, as webhook services leave endpoints unlimited unless asked: a morning's
     # burst to one consumer (or to the watchdog's feed, which pages) must not queue

@@ -133,13 +133,13 @@ def test_rotate_secret_returns_new_secret_and_overlap(world, httpserver):
     client, publish, old_secret = world
     endpoint_id = Endpoint.objects.get(kind="webhook").id
     body = client.post(f"/api/v1/endpoints/{endpoint_id}/rotate-secret").json()
-    assert body["secret"].startswith("whsec_") and body["secret"] != old_secret
+    assert body["endpoint_secret"].startswith("whsec_") and body["endpoint_secret"] != old_secret
     assert body["previous_secret_expires_at"]
     httpserver.expect_request("/hook").respond_with_data("")
     publish("2026-11-28")
     run_pass()
     request, _ = httpserver.log[0]
-    Webhook(body["secret"]).verify(request.get_data(), dict(request.headers))
+    Webhook(body["endpoint_secret"]).verify(request.get_data(), dict(request.headers))
     Webhook(old_secret).verify(request.get_data(), dict(request.headers))
 
 

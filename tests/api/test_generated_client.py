@@ -370,10 +370,27 @@ def test_every_write_of_the_document_parses_into_its_documented_model(generated,
         status=200,
     )
     assert subscription.newest_only is True
+    added = call(
+        "v1_subscriptions_endpoints_create",
+        world.orders,
+        v["subscription_id"],
+        body=m("SubscriptionEndpointAddInputRequest")(url="https://backup.example.com/orders"),
+        status=201,
+    )
+    assert added.endpoint_secret.startswith("whsec_") and added.caught_up == 0
+    removed = call(
+        "v1_subscriptions_endpoints_destroy",
+        world.orders,
+        v["subscription_id"],
+        added.id,
+        status=204,
+    )
+    assert removed is None
     endpoints = call("v1_endpoints_list", world.orders, status=200).results
     [endpoint] = [e.id for e in endpoints if e.url == "https://hooks.example.com/orders"]
     delivery = call("v1_deliveries_list", world.orders, status=200).results[0].id
-    assert call("v1_endpoints_rotate_secret_create", world.orders, endpoint, status=200).secret
+    rotated = call("v1_endpoints_rotate_secret_create", world.orders, endpoint, status=200)
+    assert rotated.endpoint_secret
     call("v1_endpoints_enable_create", world.orders, endpoint, status=200)
     call("v1_endpoints_replay_create", world.orders, endpoint, status=200)
     since = timezone.now() - timedelta(days=1)

@@ -463,3 +463,60 @@ def test_a_catch_up_too_far_back_leaves_no_subscription_nor_endpoint(owner):
     assert _field_error(response, 400, "since")["rule"] == "max_age"
     assert not Subscription.objects.filter(dataset=dataset).exists()
     assert Endpoint.objects.count() == endpoints
+
+
+# --- POST/DELETE /subscriptions/{id}/endpoints ---------------------------------------------
+
+ADD_ENDPOINT = [
+    pytest.param({}, "url", id="missing"),
+    pytest.param({"url": None}, "url", id="null"),
+    pytest.param({"url": ["https://a.example/h"]}, "url", id="a list"),
+    pytest.param({"url": "https://" + "a" * 5000 + ".example/h"}, "url", id="very long"),
+    pytest.param({"url": "ftp://a.example/h"}, "url", id="not https"),
+    pytest.param({"url": "https://user:pw@a.example/h"}, "url", id="credentials"),
+    pytest.param({"url": "https://10.0.0.1/h"}, "url", id="a private address"),
+    pytest.param({"url": "https://a.example/\u0000"}, "url", id="NUL"),
+    pytest.param({"url": "https://a.example/h", "since": "yesterday"}, "since", id="bad since"),
+    pytest.param(
+        {"url": "https://a.example/h", "since": "2001-01-01T00:00:00Z"}, "since", id="old since"
+    ),
+    pytest.param({"url": "https://a.example/h", "extra": 1}, "extra", id="unknown field"),
+]
+
+
+@pytest.mark.parametrize(("body", "field"), ADD_ENDPOINT)
+def test_adding_a_bad_endpoint_is_refused_naming_the_field_and_adds_nothing(
+    owner, mine, body, field
+):
+    response = owner.post(f"/api/v1/subscriptions/{mine.pk}/endpoints", body, format="json")
+    _field_error(response, 400, field)
+    assert Endpoint.objects.filter(team=mine.team).count() == 1
+    assert not mine.more_endpoints.exists()
+
+
+@pytest.mark.parametrize("body", [[], "x", 5, None], ids=["list", "string", "number", "null"])
+def test_an_endpoint_body_that_is_not_an_object_is_a_400(owner, mine, body):
+    response = owner.post(f"/api/v1/subscriptions/{mine.pk}/endpoints", body, format="json")
+    _problem(response, 400)
+
+
+@pytest.mark.parametrize("path", ["0", "99999999999999999999", str(2**63)])
+def test_odd_subscription_and_endpoint_ids_are_404s(owner, mine, path):
+    url = "https://a.example/h"
+    added = owner.post(f"/api/v1/subscriptions/{path}/endpoints", {"url": url}, format="json")
+    assert added.status_code == 404
+    removed = owner.delete(f"/api/v1/subscriptions/{mine.pk}/endpoints/{path}")
+    assert _problem(removed, 404)["code"] == "endpoint_not_found"
+    assert Subscription.objects.get(pk=mine.pk).endpoint_id is not None
+
+
+def test_another_teams_subscription_takes_no_endpoint_and_loses_none(owner, theirs):
+    added = owner.post(
+        f"/api/v1/subscriptions/{theirs.pk}/endpoints",
+        {"url": "https://a.example/h"},
+        format="json",
+    )
+    assert _problem(added, 404)["code"] == "subscription_not_found"
+    removed = owner.delete(f"/api/v1/subscriptions/{theirs.pk}/endpoints/{theirs.endpoint_id}")
+    assert _problem(removed, 404)["code"] == "subscription_not_found"
+    assert Subscription.objects.get(pk=theirs.pk).endpoint_id is not None

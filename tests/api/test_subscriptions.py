@@ -90,8 +90,9 @@ def test_declaring_again_with_another_url_is_a_409_naming_the_existing_subscript
     assert problem["existing"] == {
         "id": first["id"],
         "endpoint_url": "https://old.example.com/hook",
+        "endpoints_path": f"/api/v1/subscriptions/{first['id']}/endpoints",
     }
-    assert f"DELETE /api/v1/subscriptions/{first['id']}" in problem["detail"]
+    assert f"POST /api/v1/subscriptions/{first['id']}/endpoints" in problem["detail"]
     assert [(e["field"], e["rule"]) for e in problem["errors"]] == [("endpoint_url", "exists")]
     # Nothing moved, nothing was created: not the subscription, its filters nor an endpoint.
     subscription = Subscription.objects.get()
@@ -137,7 +138,8 @@ def test_list_shows_only_own_subscriptions(client_for, team, dataset, django_ass
     SubscriptionFactory(team=TeamFactory(slug="others"), dataset=dataset)
     client = client_for(team, scopes=["read"])
     client.get("/api/v1/me")  # the key row is cached from here
-    with django_assert_num_queries(1):
+    # The subscriptions, and all their other endpoints in one more query.
+    with django_assert_num_queries(2):
         results = client.get(URL).json()["results"]
     assert [r["team"] for r in results] == ["orders"]
 

@@ -1,7 +1,8 @@
 import pytest
 from django.contrib.auth.models import User
 
-from tests.catalog.factories import DatasetFactory, EndpointFactory
+from catalog.models import SubscriptionEndpoint
+from tests.catalog.factories import DatasetFactory, EndpointFactory, SubscriptionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +144,15 @@ def test_a_team_paging_routing_key_is_a_pagerduty_routing_key(admin_client):
     accepted = admin_client.post("/admin/catalog/team/add/", {**form, "paging_routing_key": key})
     assert accepted.status_code == 302
     assert Team.objects.get().paging_routing_key == key
+
+
+def test_subscription_admin_shows_its_other_endpoints(client):
+    subscription = SubscriptionFactory()
+    standby = EndpointFactory(team=subscription.team, url="https://standby.example.com/h")
+    SubscriptionEndpoint.objects.create(subscription=subscription, endpoint=standby)
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    response = client.get(
+        f"/admin/catalog/subscription/{subscription.pk}/change/", SERVER_NAME="localhost"
+    )
+    assert response.status_code == 200
+    assert b"standby.example.com" in response.content

@@ -22,11 +22,17 @@ from catalog.models import (
     Partition,
     ReadinessEvent,
     Subscription,
+    SubscriptionEndpoint,
 )
 from catalog.services import ownership, publish_targets
 from catalog.services.publishing import readiness_publish
 from catalog.services.teams import api_key_create
-from tests.catalog.factories import DatasetFactory, SubscriptionFactory, TeamFactory
+from tests.catalog.factories import (
+    DatasetFactory,
+    EndpointFactory,
+    SubscriptionFactory,
+    TeamFactory,
+)
 from tests.catalog.test_publish_concurrency import _errors, _race
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -133,6 +139,21 @@ def test_endpoint_removed_elsewhere(actor, dataset):
     elsewhere(lambda: Subscription.objects.filter(pk=sub.pk).update(endpoint=None))
     publish(actor, "2026-11-02")
     assert sub.endpoint_id not in deliveries("2026-11-02")
+
+
+def test_second_endpoint_added_and_removed_elsewhere(actor, dataset):
+    publish(actor, "2026-11-01")
+    sub = dataset.subscriptions.first()
+    standby = EndpointFactory(team=sub.team)
+    link = elsewhere(
+        lambda: SubscriptionEndpoint.objects.create(subscription=sub, endpoint=standby)
+    )
+    publish(actor, "2026-11-02")
+    assert deliveries("2026-11-02")[standby.pk] == 1
+    assert len(deliveries("2026-11-02")) == 4
+    elsewhere(lambda: SubscriptionEndpoint.objects.filter(pk=link.pk).delete())
+    publish(actor, "2026-11-03")
+    assert standby.pk not in deliveries("2026-11-03")
 
 
 def test_pattern_changed_elsewhere(actor, dataset):

@@ -127,9 +127,9 @@ def test_failing_endpoint_is_disabled_then_enabled_and_recovered_since_t(world, 
     delivery.deliver_due(sender=sender)  # what waited while disabled goes at once
     assert receiver.partitions()[4:] == ["2026-11-24"]
 
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 3
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()).queued == 3
     # Idempotent while pending: nothing is queued twice.
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 0
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()).queued == 0
     delivery.deliver_due(sender=sender)
     recovered = receiver.received[5:]
     assert [p for _, p in recovered] == ["2026-11-21", "2026-11-22", "2026-11-23"]
@@ -139,7 +139,7 @@ def test_failing_endpoint_is_disabled_then_enabled_and_recovered_since_t(world, 
         "dead"  # failed before since: not recovered
     )
     # Succeeded now: a later recovery sends none of them again.
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 0
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()).queued == 0
     delivery.deliver_due(sender=sender)
     assert len(receiver.received) == 8
 
@@ -149,13 +149,13 @@ def test_recovered_delivery_that_fails_again_is_recovered_again(world, sender):
     since = timezone.now()
     publish("2026-11-21")
     delivery.deliver_due(sender=sender)
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 1
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()).queued == 1
     delivery.deliver_due(sender=sender)  # still broken: a dead letter again
-    assert Delivery.objects.get().state == "dead"
+    assert Delivery.objects.get(endpoint=endpoint).state == "dead"
     receiver.broken = False
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 1
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()).queued == 1
     delivery.deliver_due(sender=sender)
-    assert Delivery.objects.get().state == "succeeded"
+    assert Delivery.objects.get(endpoint=endpoint).state == "succeeded"
     assert len({i for i, _ in receiver.received}) == 1 and len(receiver.received) == 3
 
 
@@ -189,7 +189,7 @@ def test_since_computed_as_now_minus_the_window_is_accepted(world):
     _, _, endpoint = world
     now = timezone.now()
     since = now - timedelta(days=14, minutes=4)  # a client's "now - 14 days", a bit late
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=now) == 0
+    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=now).queued == 0
 
 
 def test_window_never_reaches_past_the_dead_letter_retention(settings):

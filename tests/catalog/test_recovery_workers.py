@@ -75,8 +75,10 @@ def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, r
 
     broken["now"] = False
     delivery.endpoint_enable(endpoint=endpoint)  # a pending one is sent now
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == dead
-    assert recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now()) == 0
+    recovered = recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now())
+    assert recovered.queued == dead
+    again = recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now())
+    assert again.queued == 0
 
     def done() -> bool:
         return not Delivery.objects.filter(

@@ -64,3 +64,29 @@ def test_a_backfill_on_sqlite_is_flagged_and_kept_from_newest_only_subscriptions
             (newest.endpoint_id, "2026-11-28"),
         ]
     )
+
+
+def test_a_subscription_with_two_endpoints_gets_a_delivery_each_on_sqlite(client_for):
+    """The subscribers' query (a UNION of first and other endpoints) runs on SQLite."""
+    owner, consumer = TeamFactory(slug="orders"), TeamFactory(slug="analytics")
+    DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
+    declared = client_for(consumer).post(
+        "/api/v1/subscriptions",
+        {"namespace": "s3://lake", "name": "raw/orders", "endpoint_url": "https://a.example/h"},
+        format="json",
+    )
+    added = client_for(consumer).post(
+        f"/api/v1/subscriptions/{declared.json()['id']}/endpoints",
+        {"url": "https://b.example/h"},
+        format="json",
+    )
+    assert added.status_code == 201, added.json()
+    response = client_for(owner).post(
+        "/api/v1/readiness",
+        {"namespace": "s3://lake", "name": "raw/orders", "partition": "2026-11-28"},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    urls = Delivery.objects.values_list("endpoint__url", flat=True)
+    assert sorted(urls) == ["https://a.example/h", "https://b.example/h"]
+    assert len(set(Delivery.objects.values_list("notification_id", flat=True))) == 1

@@ -153,6 +153,10 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     [close] = _block_with(blocks, outputs, '"need_by_cron": "0 6 * * *"')
     assert close["need_by_cron"] == "0 6 * * *", report
     assert [w["code"] for w in close["warnings"]] == ["need_by_before_sla"], report
+    [standby] = _block_with(blocks, outputs, "standby.example.com")
+    assert standby["url"] == "https://standby.example.com/hooks/tidemark", report
+    assert (standby["subscription_id"], standby["caught_up"]) == (close["id"], 0), report
+    assert standby["endpoint_secret"].startswith("whsec_"), report
 
     published = _block_with(blocks, outputs, "Idempotency-Key:")
     assert [p["state"] for p in published] == ["ready"], report
@@ -221,6 +225,7 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
 
     enabled, recovered, attempts, too_old = _block_with(blocks, outputs, "/recover")
     assert enabled["is_active"] is True and recovered["queued"] >= 0, report
+    assert recovered["remaining"] == 0, report
     assert {a["outcome"] for a in attempts["results"]} <= {"retry", "rejected", "gone"}, report
     assert (too_old["status"], too_old["code"]) == (422, "recover_since_out_of_range"), report
     assert [e["field"] for e in too_old["errors"]] == ["since"], report
@@ -274,5 +279,6 @@ def test_readme_walkthrough_runs_against_make_run(embedded_stack):
     [failing] = [e for e in endpoints["results"] if e["id"] == dead["endpoint_id"]]
     assert failing["kind"] == "webhook" and failing["failing_since"], report
     assert replayed_all["replayed"] >= 1, report
-    assert rotated["secret"].startswith("whsec_") and rotated["previous_secret_expires_at"], report
+    assert rotated["endpoint_secret"].startswith("whsec_"), report
+    assert rotated["previous_secret_expires_at"], report
     assert (paced["id"], paced["rate_limit_per_second"]) == (failing["id"], 2), report

@@ -57,7 +57,9 @@ class EndpointOutputSerializer(serializers.Serializer):
 
 @extend_schema_serializer(examples=examples_delivery.SECRET_OUTPUT)
 class SecretOutputSerializer(serializers.Serializer):
-    secret = serializers.CharField(help_text="The new signing secret, shown only here.")
+    endpoint_secret = serializers.CharField(
+        help_text="The new signing secret, shown only here (named as when an endpoint is created)."
+    )
     previous_secret_expires_at = serializers.DateTimeField(
         allow_null=True, help_text="Until then the old secret also signs."
     )

@@ -3,7 +3,7 @@ and by when it needs each partition."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from catalog import delivery
@@ -135,6 +135,11 @@ class WarningOutputSerializer(serializers.Serializer):
     )
 
 
+class SubscriptionEndpointRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The endpoint's id in /api/v1/endpoints.")
+    url = serializers.CharField()
+
+
 @extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_OUTPUT)
 class SubscriptionOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
@@ -142,7 +147,14 @@ class SubscriptionOutputSerializer(serializers.Serializer):
     dataset = serializers.SerializerMethodField()
     job_namespace = serializers.CharField()
     job_name = serializers.CharField()
-    endpoint_url = serializers.SerializerMethodField()
+    endpoint_url = serializers.SerializerMethodField(
+        help_text="Its first endpoint's URL (the one its declaration named); null: none."
+    )
+    endpoints = serializers.SerializerMethodField(
+        help_text="Every webhook endpoint it delivers to, its first one first: each "
+        "notification its filters let through is delivered to each of them, with its own "
+        "retries, signed with that endpoint's secret, with the same webhook-id."
+    )
     event_types = serializers.ListField(child=serializers.CharField())
     partition_pattern = serializers.CharField()
     newest_only = serializers.BooleanField(help_text=NEWEST_ONLY_HELP)
@@ -172,3 +184,46 @@ class SubscriptionOutputSerializer(serializers.Serializer):
 
     def get_endpoint_url(self, obj) -> str | None:
         return obj.endpoint.url if obj.endpoint else None
+
+    @extend_schema_field(SubscriptionEndpointRefSerializer(many=True))
+    def get_endpoints(self, obj) -> list[dict]:
+        first = [obj.endpoint] if obj.endpoint else []
+        # In the order they were added; prefetched by the list (no query per row).
+        links = sorted(obj.more_endpoints.all(), key=lambda link: link.pk)
+        return [{"id": e.pk, "url": e.url} for e in first + [link.endpoint for link in links]]
+
+
+@extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_ENDPOINT_ADD_INPUT)
+class SubscriptionEndpointAddInputSerializer(StrictSerializer):
+    url = serializers.URLField(
+        max_length=2048,
+        help_text="The webhook to deliver to as well: an https URL without credentials. "
+        "Your team's endpoint at this URL is reused (secret, health, rate limit), or "
+        "created with a new signing secret.",
+    )
+    since = serializers.DateTimeField(
+        required=False,
+        help_text="Also deliver the dataset's notifications since then to this endpoint "
+        "(<= 30 days), as a declaration's since does.",
+    )
+
+    def validate_url(self, value: str) -> str:
+        if not delivery.webhook_url_acceptable(value):
+            raise serializers.ValidationError("must be an https URL without credentials")
+        return value
+
+
+@extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_ENDPOINT_OUTPUT)
+class SubscriptionEndpointOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The endpoint's id in /api/v1/endpoints.")
+    url = serializers.CharField()
+    subscription_id = serializers.IntegerField()
+    endpoint_secret = serializers.CharField(
+        read_only=True,
+        required=False,
+        help_text="The endpoint's Standard Webhooks signing secret: only in the response "
+        "that created the endpoint.",
+    )
+    caught_up = serializers.IntegerField(
+        help_text="Deliveries queued to it for `since`; 0 without one."
+    )
