@@ -368,6 +368,11 @@ WATCHDOG_STORAGE_SOURCES = env.json("WATCHDOG_STORAGE_SOURCES", default={})
 TIDEMARK_WATCHDOG_URL = env.str(
     "TIDEMARK_WATCHDOG_URL", default=WATCHDOG_PUBLIC_URL if EMBEDDED else ""
 )
+# How often the catalog tells the watchdog again which monitors a critical dataset's data
+# monitor depends on, where verified lineage changed them (catalog/watchdog_feed.py).
+TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS = env.int(
+    "TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS", default=300
+)
 _watchdog_token_file = VAR_DIR / "watchdog-token"
 TIDEMARK_WATCHDOG_TOKEN = env.str("TIDEMARK_WATCHDOG_TOKEN", default="") or (
     _watchdog_token_file.read_text().strip() if EMBEDDED and _watchdog_token_file.exists() else ""
@@ -579,6 +584,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
     "catalog.tasks.check_unusually_late": {"queue": "freshness"},
     "catalog.tasks.check_at_risk": {"queue": "freshness"},
+    "catalog.tasks.sync_watchdog_dependencies": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
@@ -614,6 +620,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(TIDEMARK_LINEAGE_COLLECT_SECONDS),
     },
     "fold-alias-usage": {"task": "lineage.tasks.fold_alias_usage", "schedule": 300.0},
+    # Lineage learned a new upstream: the watchdog holds pages under it from then on.
+    "sync-watchdog-dependencies": {
+        "task": "catalog.tasks.sync_watchdog_dependencies",
+        "schedule": float(TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS),
+    },
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {
