@@ -269,13 +269,13 @@ def sync_dependencies(*, now: datetime) -> list[Dataset]:
             Notification.objects.filter(
                 dataset=dataset,
                 type=Notification.Type.WATCHDOG_MONITOR,
-                data__external_id=external_id(dataset),
+                payload__data__external_id=external_id(dataset),
             )
             .order_by("-created_at", "-pk")
-            .values_list("data", flat=True)
+            .values_list("payload", flat=True)
             .first()
         )
-        sent = (last or {}).get("monitor", {}).get("depends_on", [])
+        sent = (last or {}).get("data", {}).get("monitor", {}).get("depends_on", [])
         if last is not None and sent == depends_on(dataset):
             continue
         with transaction.atomic():
