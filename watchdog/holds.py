@@ -12,9 +12,11 @@ under that incident: its owner is told by the catalog (``dataset.late`` with
 
 A held trigger is:
 
-- released when the upstream incident resolves (or stops paging: its page failed for
-  good) while this incident is still open: the lateness is now this monitor's own, and
-  it pages (unless another upstream still holds it);
+- released ``hold_after_upstream_seconds`` (``WATCHDOG_HOLD_AFTER_UPSTREAM``) after the
+  upstream incident resolves, if this incident is still open then: the downstream job
+  had its time to catch up, the lateness is now this monitor's own, and it pages
+  (unless another upstream still holds it); at once when the upstream stops paging
+  (its page failed for good);
 - cancelled unsent when this incident resolves first (the data arrived): resolved
   silently, as a trigger held while Tidemark is degraded is.
 
@@ -33,6 +35,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
@@ -87,8 +90,10 @@ def hold_and_release(*, now: datetime) -> Changes:
 
 
 def release(*, now: datetime) -> int:
-    """Release every open held incident whose upstream incident resolved or no longer
-    pages (``pager``); returns how many."""
+    """Release every open held incident whose upstream incident resolved at least
+    ``hold_after_upstream_seconds`` ago, or no longer pages (``pager``); returns how
+    many."""
+    settle = timedelta(seconds=settings.WATCHDOG_PAGING["hold_after_upstream_seconds"])
     released = 0
     held = Incident.objects.filter(
         held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
@@ -97,6 +102,8 @@ def release(*, now: datetime) -> int:
         upstream = incident.held_under
         if upstream.resolved_at is None and pager(upstream, avoid={incident.pk}) is not None:
             continue
+        if upstream.resolved_at is not None and upstream.resolved_at > now - settle:
+            continue  # the downstream's run is catching up
         released += Incident.objects.filter(pk=incident.pk, released_at__isnull=True).update(
             released_at=now
         )

@@ -402,6 +402,10 @@ WATCHDOG_PAGING = {
     # Dataset triggers stay held this long after Tidemark recovers, while its workers catch
     # up on what queued during the outage (data that landed resolves without a page).
     "hold_after_recovery_seconds": env.int("WATCHDOG_HOLD_AFTER_RECOVERY", default=120),
+    # A page held under an upstream's incident (watchdog/holds.py) waits this long after
+    # the upstream resolves: the downstream job needs its run to catch up; only a
+    # partition still missing then pages its owner.
+    "hold_after_upstream_seconds": env.int("WATCHDOG_HOLD_AFTER_UPSTREAM", default=1800),
 }
 # The watchdog's on-call pages (/oncall/), signed in with its own operator accounts
 # (manage.py create_operator). Seconds throughout. Their cookie is Secure as Django's

@@ -65,6 +65,7 @@ ORDERS = "R" * 32  # team orders' routing key
 FINANCE = "F" * 32  # team finance's routing key
 FIRST_DEADLINE_LEAD = timedelta(seconds=25)  # monitors defined and lineage synced by then
 DOWNSTREAM_GRACE = 8  # seconds: the downstreams are judged after the upstreams
+HOLD_AFTER_UPSTREAM = 3  # seconds
 BEAT_SCHEDULE = {
     "sweep-deliveries": {"task": "catalog.tasks.deliver_due", "schedule": 2.0},
     "evaluate-freshness": {"task": "catalog.tasks.evaluate_freshness", "schedule": 1.0},
@@ -88,6 +89,8 @@ def stack(transactional_db, broker, tmp_path, settings) -> Iterator[Receiver]:
         TIDEMARK_VAR_DIR=str(var),
         WATCHDOG_PAGERDUTY_URL=receiver.url_for(PD_PATH),
         WATCHDOG_PAGE_DEADLINE="3",
+        # The downstream's run catches up for this long after its upstream recovered.
+        WATCHDOG_HOLD_AFTER_UPSTREAM=str(HOLD_AFTER_UPSTREAM),
     )
     server = WatchdogServer(
         name="watchdog-web", log_path=tmp_path / "watchdog-web.log", env=watchdog_env
@@ -290,13 +293,15 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
         lambda: (
             pages(receiver, ORDERS, "resolve") and len(pages(receiver, FINANCE, "trigger")) == 2
         ),
-        30,
+        60,
         "orders' resolve and revenue's released page",
     )
     held_revenue.refresh_from_db()
     assert held_revenue.released_at is not None and held_revenue.resolved_at is None
     assert pages(receiver, FINANCE, "trigger")[-1]["dedup_key"] == held_revenue.dedup_key
     assert Page.objects.get(incident=held_revenue).sent_at >= held_revenue.released_at
+    orders_recovered = Incident.objects.get(pk=root.pk).resolved_at
+    assert held_revenue.released_at >= orders_recovered + timedelta(seconds=HOLD_AFTER_UPSTREAM)
     # Everything paged: orders once (and its resolve), finance for margins and revenue.
     assert len(pages(receiver, ORDERS)) == 2
     sent_to_finance = {e["dedup_key"] for e in pages(receiver, FINANCE)}

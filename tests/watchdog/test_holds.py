@@ -103,12 +103,18 @@ def test_both_late_pages_only_the_upstream_and_holds_the_downstream(pagerduty, p
     ]
 
 
-def test_the_upstream_resolving_first_releases_the_downstream_page(pagerduty, pair):
+def test_the_upstream_resolving_first_releases_the_downstream_page(pagerduty, pair, settings):
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "hold_after_upstream_seconds": 600}
     upstream, downstream = pair
     cycle(UPSTREAM_DEADLINE + GRACE)
     cycle(DOWNSTREAM_DEADLINE + GRACE)
-    ping(upstream, DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=5))
-    released_at = DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=6)
+    recovered_at = DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=5)
+    ping(upstream, recovered_at)
+    # The downstream's run gets its time to catch up after the upstream recovered...
+    cycle(recovered_at + timedelta(minutes=9))
+    assert sorted(pages(pagerduty)) == [("U", "resolve"), ("U", "trigger")]
+    # ...and pages once that is over and its partition is still missing.
+    released_at = recovered_at + timedelta(minutes=10)
     cycle(released_at)
 
     # The upstream's resolve and the released trigger go out in the same cycle.
@@ -125,10 +131,12 @@ def test_the_downstream_landing_first_resolves_its_held_page_silently(pagerduty,
     upstream, downstream = pair
     cycle(UPSTREAM_DEADLINE + GRACE)
     cycle(DOWNSTREAM_DEADLINE + GRACE)
-    ping(downstream, DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=5))
+    ping(upstream, DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=5))
     cycle(DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=6))
-    ping(upstream, DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=7))
-    cycle(DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=8))
+    # The downstream's run catches up within the hold after the upstream's recovery.
+    ping(downstream, DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=20))
+    cycle(DOWNSTREAM_DEADLINE + GRACE + timedelta(minutes=21))
+    cycle(DOWNSTREAM_DEADLINE + GRACE + timedelta(hours=2))
 
     assert pages(pagerduty) == [("U", "trigger"), ("U", "resolve")]
     held = Incident.objects.get(monitor=downstream)
