@@ -266,3 +266,21 @@ def test_held_triggers_are_never_claimed_or_grouped(pagerduty, pair, settings):
     assert [(p.state, p.group_id) for p in Page.objects.filter(incident=held)] == [
         (Page.State.PENDING, None)
     ]
+
+
+def test_a_held_page_is_counted_held_and_not_as_a_due_page_waiting(pagerduty, pair):
+    from watchdog import metrics
+
+    cycle(UPSTREAM_DEADLINE + GRACE)
+    cycle(DOWNSTREAM_DEADLINE + GRACE)
+    later = DOWNSTREAM_DEADLINE + GRACE + timedelta(hours=3)
+
+    def gauge(name):
+        [family] = [f for f in metrics.state(now=later) if f.name == name]
+        [sample] = family.samples
+        return sample.value
+
+    assert gauge("tidemark_watchdog_held_incidents") == 1
+    assert gauge("tidemark_watchdog_pages_pending") == 1  # held, still a page to send
+    # Held for hours is not a sender falling behind.
+    assert gauge("tidemark_watchdog_oldest_due_page_age_seconds") == 0
