@@ -122,9 +122,16 @@ def test_the_upstream_resolving_first_releases_the_downstream_page(pagerduty, pa
     held = Incident.objects.get(monitor=downstream)
     assert held.released_at == released_at and held.held_under.monitor == upstream
     assert pages(pagerduty, DOWNSTREAM_KEY) == [("D", "trigger")]
-    assert [e["dedup_key"] for e in pagerduty if e["routing_key"] == DOWNSTREAM_KEY] == [
-        held.dedup_key
-    ]
+    [released] = [e for e in pagerduty if e["routing_key"] == DOWNSTREAM_KEY]
+    assert released["dedup_key"] == held.dedup_key
+    # The page says what it waited under, and that the lateness outlasted it.
+    assert released["payload"]["custom_details"]["held_under"] == {
+        "monitor": "orders data",
+        "partition": DUE,
+        "resolved_at": recovered_at.isoformat(),
+        "held_at": (DOWNSTREAM_DEADLINE + GRACE).isoformat(),
+        "released_at": released_at.isoformat(),
+    }
 
 
 def test_the_downstream_landing_first_resolves_its_held_page_silently(pagerduty, pair):
