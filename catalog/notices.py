@@ -198,7 +198,8 @@ def _unusually_late_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
 def _late_caused_upstream_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
     """A late partition whose cause is upstream, for people: what holds it up, and that
     the page is the upstream owner's (the watchdog holds this dataset's page under the
-    upstream's incident and sends it only if the partition is still missing after)."""
+    upstream's incident while that one pages someone, and sends it only if the partition
+    is still missing after)."""
     dataset = data.get("dataset") or {}
     name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
     cause = data.get("caused_by") or {}
@@ -207,9 +208,9 @@ def _late_caused_upstream_text(data: dict[str, Any]) -> tuple[str, list[Segment]
     text = (
         f"Partition {data.get('partition')} of {name} missed its deadline "
         f"({data.get('deadline_at')}). It is caused upstream: {upstream} partition "
-        f"{cause.get('partition')} is {cause.get('state')} since {cause.get('since')}, and "
-        "its owners are paged for it. Nobody is paged for this dataset while that lasts: "
-        "its page is held under the upstream's incident, and goes out only if this "
+        f"{cause.get('partition')} is {cause.get('state')} since {cause.get('since')}. "
+        "One late root, one page: while the upstream's on-call is paged for it, this "
+        "dataset's page is held under the upstream's incident, and goes out only if this "
         "partition is still missing once the upstream has recovered."
     )
     return subject, [text]

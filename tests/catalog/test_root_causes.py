@@ -110,9 +110,9 @@ def test_owner_notice_names_the_upstream_and_who_is_paged(chain):
     assert subject == f"Tidemark: s3://lake/mart/orders partition {KEY} is late, caused upstream"
     assert (
         f"It is caused upstream: s3://lake/raw/orders partition {KEY} is late since "
-        "2026-11-29T08:30:00Z, and its owners are paged for it." in text
+        "2026-11-29T08:30:00Z." in text
     )
-    assert "its page is held under the upstream's incident" in text
+    assert "this dataset's page is held under the upstream's incident" in text
     # The root's own notice says nothing of a cause.
     subject, _ = notices.render_text(notices_by_name["raw/orders"])
     assert "caused upstream" not in subject
