@@ -3,6 +3,10 @@
 
     .venv/bin/python bench/forecast.py            # about a minute or two; no database
 
+It also counts the pages the same late partitions send with and without holds (one late
+root, one page: ``grouping``), and checks that no page for an independent cause (the
+inputs it needs on time) was held.
+
 The forecasts are ``catalog.forecasts`` itself (the product's module, not a copy), fed
 with profiles from ``catalog.arrival_profiles`` and lags from ``forecasts.lag_seconds``
 learned on the first 90 days. The same run replays a baseline (the dataset's own
@@ -364,12 +368,104 @@ def score(nodes: list[Node], warnings: dict) -> dict:
     return result
 
 
+def grouping(nodes: list[Node], *, hold_after_upstream: int) -> dict:
+    """Pages for the replayed late partitions, without and with holds (one late root, one
+    page), by the watchdog's rule (``watchdog.holds``), every dataset watched with its
+    deadline and no grace:
+
+    - without: every late partition pages at its deadline;
+    - with: a late partition whose input has an open incident for a partition it needs
+      (that input's partition is late by its own deadline, judged by then, and still
+      missing) is held; it pages ``hold_after_upstream`` seconds after such an
+      incident resolves (``WATCHDOG_HOLD_AFTER_UPSTREAM``: its run's time to catch up)
+      when none is open then and it is still missing (released), or never, when it lands
+      first (resolved silently).
+
+    Independent causes: a late partition whose needed input partitions were all on time
+    by their own deadlines (no upstream incident ever opened for them). Each must page at
+    its deadline: ``independent_suppressed`` counts those that did not (must be 0).
+    """
+    per_day = {n.index: 24 if n.hourly else 1 for n in nodes}
+
+    def deadline(node: Node, p: int) -> int:
+        return node.period_end(p) + node.deadline_offset
+
+    def late(node: Node, p: int) -> bool:
+        return node.arrival[p] > deadline(node, p)
+
+    without = paged = released = silent = 0
+    independent = independent_suppressed = own_cause_held = own_cause_silent = 0
+    for node in nodes:
+        first, stop = (
+            HISTORY_DAYS * per_day[node.index],
+            (HISTORY_DAYS + REPLAY_DAYS) * per_day[node.index],
+        )
+        for p in range(first, stop):
+            if not late(node, p):
+                continue
+            without += 1
+            judged = deadline(node, p)
+            # The needed input partitions that open an incident (late by their deadline).
+            incidents = [
+                (deadline(nodes[u], k), nodes[u].arrival[k])
+                for u in node.inputs
+                for k in node.covering(nodes[u], p)
+                if late(nodes[u], k)
+            ]
+
+            def open_at(t: int, incidents=incidents) -> bool:
+                return any(opened <= t < resolved for opened, resolved in incidents)
+
+            if not incidents:
+                independent += 1
+            if not open_at(judged):
+                paged += 1
+                continue
+            if not incidents:
+                independent_suppressed += 1
+            own = node.cause[p] == OWN_DELAY or p in node.fail_at  # its own incident too
+            # Released the hold after an upstream recovery, when none is open then (a
+            # release re-holds under an incident still open, as the watchdog does).
+            release = next(
+                (
+                    t + hold_after_upstream
+                    for t in sorted(r for _, r in incidents)
+                    if t + hold_after_upstream >= judged and not open_at(t + hold_after_upstream)
+                ),
+                None,
+            )
+            if release is not None and release < node.arrival[p]:
+                released += 1
+                own_cause_held += own
+            else:
+                silent += 1
+                own_cause_silent += own
+    with_holds = paged + released
+    return {
+        "pages_without_grouping": without,
+        "pages_with_grouping": with_holds,
+        "paged_at_deadline": paged,
+        "held_then_released": released,
+        "held_then_resolved_silently": silent,
+        "reduction_ratio": round(without / with_holds, 2) if with_holds else None,
+        "pages_saved_share": round(1 - with_holds / without, 3) if without else None,
+        "independent_causes": independent,
+        "independent_suppressed": independent_suppressed,
+        # Own delay or failure while an input was late as well: held, then paged on
+        # release, or never when the upstream recovered after it landed.
+        "own_cause_held_then_released": own_cause_held,
+        "own_cause_held_then_resolved_silently": own_cause_silent,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--cadence-minutes", type=int, default=5)
     parser.add_argument("--lag-percent", type=int, default=forecasts.DEFAULT_LAG_PERCENT)
     parser.add_argument("--max-depth", type=int, default=forecasts.DEFAULT_MAX_DEPTH)
+    # The watchdog's WATCHDOG_HOLD_AFTER_UPSTREAM default (1800 s).
+    parser.add_argument("--hold-after-upstream-minutes", type=int, default=30)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "forecast.json"))
     args = parser.parse_args()
     started = time.perf_counter()
@@ -434,6 +530,8 @@ def main() -> None:
             and (target["median_lead_minutes"] or 0) >= 30
         ),
         "seconds": {"simulate_and_learn": round(simulated, 1)},
+        "grouping": grouping(nodes, hold_after_upstream=args.hold_after_upstream_minutes * MIN)
+        | {"hold_after_upstream_minutes": args.hold_after_upstream_minutes},
     }
     print(f"{'':18} {'late':>6} {'warned':>6} {'recall':>7} {'precision':>9} {'lead min':>8}")
     for name, run in runs.items():
@@ -446,6 +544,17 @@ def main() -> None:
             )
     print(json.dumps(report["ratio_forecast_over_baseline"]))
     print(json.dumps(report["targets"]), "met" if report["met"] else "NOT met")
+    groups = report["grouping"]
+    print(
+        f"pages without grouping {groups['pages_without_grouping']}, with "
+        f"{groups['pages_with_grouping']} (reduction x{groups['reduction_ratio']}); "
+        f"independent causes {groups['independent_causes']}, suppressed "
+        f"{groups['independent_suppressed']}"
+    )
+    print(json.dumps(groups))
+    if groups["independent_suppressed"]:
+        print("FAILED: a page for an independent cause was suppressed")
+        report["met"] = False
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
 

@@ -149,6 +149,8 @@ def render(payload: dict[str, Any]) -> tuple[str, list[Segment]]:
         return _unusually_late_text(data)
     if kind == Notification.Type.DATASET_AT_RISK:
         return _at_risk_text(data)
+    if kind == Notification.Type.DATASET_LATE and data.get("caused_by"):
+        return _late_caused_upstream_text(data)
     if kind == Notification.Type.DATASET_VERSION_PROMOTED:
         name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
         subject = f"Tidemark: version {data.get('version')} of {name} promoted"
@@ -228,6 +230,27 @@ def _unusually_late_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
         "This dataset has no freshness SLA, so nobody was paged; consumers that asked for "
         "dataset.unusually_late were told. Set an SLA to have lateness judged against a "
         "deadline you choose."
+    )
+    return subject, [text]
+
+
+def _late_caused_upstream_text(data: dict[str, Any]) -> tuple[str, list[Segment]]:
+    """A late partition whose cause is upstream, for people: what holds it up, and that
+    the page is the upstream owner's (the watchdog holds this dataset's page under the
+    upstream's incident while that one pages someone, and sends it only if the partition
+    is still missing after)."""
+    dataset = data.get("dataset") or {}
+    name = f"{dataset.get('namespace', '')}/{dataset.get('name', '')}"
+    cause = data.get("caused_by") or {}
+    upstream = f"{cause.get('namespace', '')}/{cause.get('name', '')}"
+    subject = f"Tidemark: {name} partition {data.get('partition')} is late, caused upstream"
+    text = (
+        f"Partition {data.get('partition')} of {name} missed its deadline "
+        f"({data.get('deadline_at')}). It is caused upstream: {upstream} partition "
+        f"{cause.get('partition')} is {cause.get('state')} since {cause.get('since')}. "
+        "One late root, one page: while the upstream's on-call is paged for it, this "
+        "dataset's page is held under the upstream's incident, and goes out only if this "
+        "partition is still missing once the upstream has recovered."
     )
     return subject, [text]
 

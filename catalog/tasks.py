@@ -21,6 +21,7 @@ from . import (
     polling,
     self_monitoring,
     unusually_late,
+    watchdog_feed,
 )
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,17 @@ def _sweep_after_boot(sender=None, **kwargs) -> None:
         poll_storage.delay(boot_at=timezone.now().isoformat())
     except Exception:  # the broker may be down; the next beat sweep still runs
         logger.warning("could not queue the start-up storage sweep", exc_info=True)
+
+
+@shared_task(name="catalog.tasks.sync_watchdog_dependencies")
+def sync_watchdog_dependencies() -> int:
+    """Tell the watchdog which monitors each critical dataset's data monitor depends on,
+    where verified lineage changed them (``watchdog_feed.sync_dependencies``; beat, every
+    ``TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS``); idempotent. Returns the datasets synced."""
+    synced = watchdog_feed.sync_dependencies(now=timezone.now())
+    if synced:
+        logger.info("watchdog dependencies sent again for %d datasets", len(synced))
+    return len(synced)
 
 
 @shared_task(name="catalog.tasks.heartbeat")

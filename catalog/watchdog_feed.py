@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from urllib.parse import quote
 
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 
 import outbound
@@ -26,10 +27,13 @@ from schedules import FreshnessSla, parse_partition_key
 
 from . import freshness_state, future_partitions, notices
 from .models import Dataset, Endpoint, Notification, Partition, PartitionRevision
+from .selectors.forecasts import verified_upstreams
 
 # At most this many ready partitions travel with a data monitor's definition (the
 # watchdog takes up to 1,000); any more in the horizon follow as pings of their own.
 READY_PARTITIONS_IN_DEFINITION = 1000
+# At most this many upstream monitors per data monitor (the watchdog takes up to 100).
+DEPENDS_ON_MAX = 100
 # The severity of a monitor's pages (PagerDuty Events API v2 values) by its dataset's
 # criticality.
 SEVERITY_OF_CRITICALITY = {
@@ -127,7 +131,18 @@ def ready_partitions(
     )
 
 
-def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
+def depends_on(dataset: Dataset) -> list[str]:
+    """The watchdog names of the data monitors ``dataset``'s data monitor depends on: those
+    of the datasets its jobs read (verified lineage, ``verified_upstreams``), by dataset
+    id, at most ``DEPENDS_ON_MAX``. An upstream without a monitor (not critical, no SLA)
+    is named too: the watchdog holds nothing under a monitor it does not have, and one
+    made critical later holds at once, without a new definition here."""
+    return [external_id(upstream) for upstream in verified_upstreams(dataset)][:DEPENDS_ON_MAX]
+
+
+def sync_monitor(
+    dataset: Dataset, *, now: datetime, version_at: datetime | None = None
+) -> Notification | None:
     """Queue the definitions of the data and pipeline monitors (create or update) for a
     critical dataset, and their pause when a watched dataset stops being one (criticality,
     SLA, retirement).
@@ -142,7 +157,9 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     queued as pings after the definition.
 
     Must run in the transaction that changed the dataset. The definition carries the
-    dataset's ``updated_at`` as its version, so a late retry of an older one never wins.
+    dataset's ``updated_at`` as its version (or ``version_at``, when what changed is not
+    the dataset but its lineage: ``sync_dependencies``), so a late retry of an older one
+    never wins.
     Returns the last notification written, or None when the dataset is not watched.
     """
     watched = watches(dataset)
@@ -157,7 +174,7 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     if watched and dataset.pipeline_ping_key is None:
         dataset.pipeline_ping_key = uuid.uuid4()
         Dataset.objects.filter(pk=dataset.pk).update(pipeline_ping_key=dataset.pipeline_ping_key)
-    version = notices.iso(dataset.updated_at or now)
+    version = notices.iso(version_at or dataset.updated_at or now)
     channels = (
         [{"kind": "pagerduty", "target": team.paging_routing_key, "name": f"{team.slug} on-call"}]
         if team.paging_routing_key
@@ -193,6 +210,7 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
             "partitioning": dataset.partitioning,
             "partition_timezone": dataset.partition_timezone,
             "ready_partitions": [key for key, _ in carried],
+            "depends_on": depends_on(dataset) if watched else [],
         },
         # The producer's last task pings this one itself: the job ran, even if the
         # catalog never heard of its data.
@@ -216,6 +234,54 @@ def sync_monitor(dataset: Dataset, *, now: datetime) -> Notification | None:
     ahead = ready_partitions(dataset, now=now, started=False) if watched else []
     _ping_unsent(dataset, overflow + ahead, now=now)
     return notification
+
+
+def sync_dependencies(*, now: datetime) -> list[Dataset]:
+    """Send again the definitions of the watched datasets whose verified upstreams changed
+    since their data monitor's last definition (lineage learned a new read or writer):
+    the watchdog then holds their pages under the right upstreams. Idempotent: a dataset
+    whose last definition already names its upstreams is left alone.
+
+    Queries: one for the watched datasets, then two per watched dataset (its upstreams,
+    its last definition); watched datasets are the critical ones with an SLA, a few
+    hundred at most.
+
+    Args:
+        now: aware UTC; also the new definitions' version (``sync_monitor``'s
+            ``version_at``).
+
+    Returns:
+        The datasets whose definitions were queued, by id.
+    """
+    if not configured():
+        return []
+    candidates = (
+        Dataset.objects.filter(criticality=Dataset.Criticality.CRITICAL)
+        .exclude(sla_cron="")
+        .exclude(partitioning=Dataset.Partitioning.NONE)
+        .exclude(lifecycle=Dataset.Lifecycle.RETIRED)
+        .select_related("owner")
+        .order_by("pk")
+    )
+    synced = []
+    for dataset in candidates:
+        last = (
+            Notification.objects.filter(
+                dataset=dataset,
+                type=Notification.Type.WATCHDOG_MONITOR,
+                payload__data__external_id=external_id(dataset),
+            )
+            .order_by("-created_at", "-pk")
+            .values_list("payload", flat=True)
+            .first()
+        )
+        sent = (last or {}).get("data", {}).get("monitor", {}).get("depends_on", [])
+        if last is not None and sent == depends_on(dataset):
+            continue
+        with transaction.atomic():
+            sync_monitor(dataset, now=now, version_at=now)
+        synced.append(dataset)
+    return synced
 
 
 def _ping_unsent(dataset: Dataset, partitions: list[tuple[str, int]], *, now: datetime) -> None:

@@ -76,8 +76,18 @@ class ChannelAdmin(admin.ModelAdmin):
 
 @admin.register(Incident)
 class IncidentAdmin(admin.ModelAdmin):
-    list_display = ("summary", "reason", "deadline_at", "opened_at", "resolved_at")
+    list_display = (
+        "summary",
+        "reason",
+        "deadline_at",
+        "opened_at",
+        "resolved_at",
+        "held_under",
+        "released_at",
+    )
     list_filter = ("reason",)
+    list_select_related = ("held_under",)
+    raw_id_fields = ("part_of", "held_under")
 
 
 @admin.register(Page)

@@ -139,6 +139,7 @@ DEFINITION_FIELDS = [
     "system",
     "severity",
     "links",
+    "depends_on",
 ]
 
 
@@ -149,6 +150,10 @@ class LinkSerializer(TypedStrings, serializers.Serializer):
     text = serializers.CharField(
         max_length=200, required=False, allow_blank=True, help_text="Shown for the link."
     )
+
+
+# At most this many upstream monitors per monitor (``depends_on``).
+MAX_DEPENDS_ON = 100
 
 
 @extend_schema_serializer(examples=api_examples.MONITOR_INPUT)
@@ -172,6 +177,14 @@ class MonitorInputSerializer(ModelSerializer):
         required=False,
         max_length=monitors.LINKS_MAX,
         help_text="Pages about the monitor link to each (e.g. a dataset's page).",
+    )
+    depends_on = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=MAX_DEPENDS_ON,
+        help_text="External ids of the monitors whose missed deadlines cause this one's: "
+        "while one has an open incident paging for a partition this monitor's missing "
+        "partition needs, this monitor's page is held under it (one late root, one page).",
     )
 
     class Meta:
@@ -251,7 +264,7 @@ class MonitorDetailOutputSerializer(MonitorOutputSerializer):
         return [w.as_dict() for w in monitors.warnings(obj)]
 
 
-@extend_schema_serializer(examples=api_examples.INCIDENT)
+@extend_schema_serializer(examples=[*api_examples.INCIDENT, *api_examples.HELD_INCIDENT])
 class IncidentSerializer(ModelSerializer):
     monitor = serializers.CharField(source="monitor.name")
     monitor_id = serializers.IntegerField()
@@ -271,6 +284,9 @@ class IncidentSerializer(ModelSerializer):
             "opened_at",
             "resolved_at",
             "part_of",
+            "held_under",
+            "held_at",
+            "released_at",
         ]
 
 

@@ -78,6 +78,7 @@ _MONITOR = {
     "system": False,
     "severity": "critical",
     "links": [{"href": "https://tidemark.example/datasets/42", "text": "curated/orders_daily"}],
+    "depends_on": ["tidemark:dataset:17:data"],
     "ping_url": f"{PUBLIC_URL}/ping/{PING_KEY}",
     "schedule": "At 06:30 every day, Europe/Berlin, 900 s grace",
     "state": "up",
@@ -151,6 +152,7 @@ EXTERNAL_MONITOR_INPUT = _request(
         ],
         "active": True,
         "ready_partitions": ["2026-11-27", "2026-11-28"],
+        "depends_on": ["tidemark:dataset:17:data"],
     },
 )
 
@@ -169,6 +171,30 @@ INCIDENT = _response(
         "opened_at": "2026-11-27T05:45:02Z",
         "resolved_at": "2026-11-27T06:12:40Z",
         "part_of": None,
+        "held_under": None,
+        "held_at": None,
+        "released_at": None,
+    },
+)
+
+HELD_INCIDENT = _response(
+    "A missed deadline held under its upstream's incident (not paged)",
+    {
+        "id": 58,
+        "monitor": "s3://tidemark-demo curated/orders_daily data",
+        "monitor_id": 12,
+        "reason": "missed",
+        "deadline_at": "2026-11-28T05:30:00Z",
+        "partition": "2026-11-27",
+        "summary": "s3://tidemark-demo curated/orders_daily data: no ping partition "
+        "2026-11-27 by 2026-11-28 05:30 UTC",
+        "dedup_key": "tidemark-watchdog-b3d1f2a47c5e-58",
+        "opened_at": "2026-11-28T05:45:02Z",
+        "resolved_at": None,
+        "part_of": None,
+        "held_under": 56,
+        "held_at": "2026-11-28T05:45:02Z",
+        "released_at": None,
     },
 )
 

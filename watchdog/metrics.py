@@ -21,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from httpkit import metrics as http_metrics
 
+from . import holds
 from .models import Incident, LoopState, Monitor, Page
 
 PAGES = Counter(
@@ -68,8 +69,9 @@ class WatchdogCollector(http_metrics.StateCollector):
 
 
 def state(*, now: datetime) -> list[Metric]:
-    """The watchdog's state gauges at ``now`` (aware UTC): four aggregate queries (monitors
-    by state, open incidents by reason, pages waiting, the loop's state row).
+    """The watchdog's state gauges at ``now`` (aware UTC): five aggregate queries (monitors
+    by state, open incidents by reason, pages waiting, held incidents, the loop's state
+    row).
 
     Raises:
         DatabaseError when the database does not answer.
@@ -106,7 +108,7 @@ def state(*, now: datetime) -> list[Metric]:
         incidents.add_metric([reason], open_by_reason.get(reason, 0))
 
     waiting = Page.objects.filter(state=Page.State.PENDING).aggregate(
-        n=Count("pk"), oldest=Min("next_attempt_at")
+        n=Count("pk"), oldest=Min("next_attempt_at", filter=~holds.HELD)
     )
     pages = GaugeMetricFamily(
         "tidemark_watchdog_pages_pending", "Pages not sent yet (due, held or waiting to retry)."
@@ -114,9 +116,21 @@ def state(*, now: datetime) -> list[Metric]:
     pages.add_metric([], waiting["n"])
     oldest_page = GaugeMetricFamily(
         "tidemark_watchdog_oldest_due_page_age_seconds",
-        "How long the oldest due page has waited to be sent (0: none due).",
+        "How long the oldest due page has waited to be sent (0: none due); a page held "
+        "under an upstream's incident is not due.",
     )
     oldest_page.add_metric([], _age(waiting["oldest"], now))
+    held = GaugeMetricFamily(
+        "tidemark_watchdog_held_incidents",
+        "Open incidents whose page is held under an upstream monitor's open incident (one "
+        "late root, one page).",
+    )
+    held.add_metric(
+        [],
+        Incident.objects.filter(
+            held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
+        ).count(),
+    )
 
     loop = LoopState.objects.filter(pk=1).first()
     cycle_age = GaugeMetricFamily(
@@ -132,7 +146,16 @@ def state(*, now: datetime) -> list[Metric]:
         "tidemark_watchdog_heartbeat_ok",
         "1 when the last heartbeat ping succeeded, else 0.",
     )
-    families = [monitors, incidents, pages, oldest_page, cycle_age, heartbeat_age, heartbeat_ok]
+    families = [
+        monitors,
+        incidents,
+        pages,
+        oldest_page,
+        held,
+        cycle_age,
+        heartbeat_age,
+        heartbeat_ok,
+    ]
     if loop is not None:
         if loop.last_cycle_at is not None:
             cycle_age.add_metric([], _age(loop.last_cycle_at, now))

@@ -134,6 +134,13 @@ class Monitor(models.Model):
     # Watches Tidemark itself (beat, workers, poll, deliveries). While one is down, pages of
     # the other monitors are held: the outage is Tidemark's, and operators are paged for it.
     system = models.BooleanField(default=False)
+    # The monitors whose missed deadlines cause this one's (external ids, as the catalog
+    # feeds them from verified lineage: the data monitors of the datasets its jobs read).
+    # While one of them has an open incident paging for a partition this monitor's
+    # missing partition needs, this monitor's trigger is held under it (``holds``).
+    depends_on = models.JSONField(
+        default=list, blank=True, db_default=models.Value([], output_field=models.JSONField())
+    )
     channels = models.ManyToManyField(Channel, blank=True, related_name="monitors")
 
     state = models.CharField(max_length=16, choices=State.choices, default=State.NEW)
@@ -293,6 +300,20 @@ class Incident(models.Model):
         related_name="parts",
         help_text="The incident that pages for this one (the same cause).",
     )
+    # One late root, one page: an upstream monitor's open incident that this one's trigger
+    # waits under (``holds``), set when the trigger was held; kept after ``released_at``
+    # (the upstream resolved, or stopped paging, while this one was still open) to say
+    # what it waited for. A held incident that resolves first never pages.
+    held_under = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="holding",
+        help_text="The upstream incident this one's page is held under.",
+    )
+    held_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -301,6 +322,12 @@ class Incident(models.Model):
             )
         ]
         indexes = [
+            # The held incidents, looked at on every cycle to release them.
+            models.Index(
+                fields=["held_under"],
+                name="incident_held",
+                condition=Q(held_under__isnull=False, released_at__isnull=True),
+            ),
             models.Index(
                 fields=["monitor"], name="incident_open", condition=Q(resolved_at__isnull=True)
             ),

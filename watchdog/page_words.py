@@ -75,6 +75,8 @@ def subject(page: Page, *, with_failing_ping: bool = False) -> Subject:
     wanted = with_failing_ping and page.action == Page.Action.TRIGGER
     if wanted and (ping := failing_ping(incident)) is not None:
         details["failing_ping"] = failing_ping_details(ping)
+    if incident.held_under_id is not None and incident.released_at is not None:
+        details["held_under"] = held_details(incident)
     return Subject(
         summary=incident.summary,
         dedup_key=incident.dedup_key,
@@ -85,6 +87,21 @@ def subject(page: Page, *, with_failing_ping: bool = False) -> Subject:
         details=details,
         severity=monitor.severity or Monitor.Severity.CRITICAL,
     )
+
+
+def held_details(incident: Incident) -> dict:
+    """What a released page waited under, as JSON values (one query for the upstream
+    incident and its monitor): its ``monitor``, ``partition``, ``resolved_at`` (ISO 8601,
+    or None while it is open: released because its page reaches nobody), and this
+    incident's ``held_at`` and ``released_at``."""
+    upstream = Incident.objects.select_related("monitor").get(pk=incident.held_under_id)
+    return {
+        "monitor": upstream.monitor.name,
+        "partition": upstream.partition or None,
+        "resolved_at": upstream.resolved_at.isoformat() if upstream.resolved_at else None,
+        "held_at": incident.held_at.isoformat() if incident.held_at else None,
+        "released_at": incident.released_at.isoformat(),
+    }
 
 
 def failing_ping(incident: Incident) -> Ping | None:
@@ -155,6 +172,19 @@ def words(page: Page) -> tuple[str, str]:
         title, text = f"[resolved] {summary}", f"Resolved: {summary}"
     else:
         title, text = f"[down] {summary}", summary
+        incident = page.incident
+        if incident is not None and incident.held_under_id and incident.released_at:
+            held = held_details(incident)
+            text += (
+                f"\n\nHeld under the incident of {held['monitor']} (partition "
+                f"{held['partition'] or '-'}) from {held['held_at']}; still missing at "
+                f"{held['released_at']}, after that incident"
+                + (
+                    f" resolved at {held['resolved_at']}."
+                    if held["resolved_at"]
+                    else " stopped paging."
+                )
+            )
     url = oncall_url(page)
     return title, f"{text}\n\nOn-call page: {url}" if url else text
 

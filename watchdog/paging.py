@@ -34,7 +34,7 @@ import outbound
 from outbound import mail, pagerduty, secretbox, slack
 from outbound.secretbox import InvalidToken
 
-from . import db, metrics, page_words
+from . import db, holds, metrics, page_words
 from .channels import address_policy
 from .models import Channel, Incident, Monitor, Page, PageGroup
 
@@ -63,8 +63,9 @@ def sender_from_settings() -> outbound.Sender:
 
 
 def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None) -> int:
-    """Group floods, then claim and send up to ``limit`` due pages; returns how many were
-    attempted."""
+    """Hold and release triggers (``holds``), group floods, then claim and send up to
+    ``limit`` due pages; returns how many were attempted."""
+    holds.hold_and_release(now=now)
     hold = degraded(now=now)
     if not hold:
         # Held triggers are grouped when they are released: by then those whose data
@@ -84,7 +85,7 @@ def _due_triggers(now: datetime):
         action=Page.Action.TRIGGER,
         incident__isnull=False,
         next_attempt_at__lte=now,
-    )
+    ).exclude(holds.HELD)
 
 
 def group_floods(*, now: datetime) -> list[PageGroup]:
@@ -166,11 +167,12 @@ def _claim(*, now: datetime, limit: int, hold: bool) -> list[tuple[Page, uuid.UU
         action=Page.Action.TRIGGER,
         state=Page.State.PENDING,
     )
-    held = Q()
+    # One late root, one page: triggers held under an upstream's incident (``holds``).
+    held = holds.HELD
     if hold:
         # Tidemark is degraded: its operators were paged; the triggers its outage causes
         # wait, and those whose data still lands resolve without waking anyone.
-        held = Q(action=Page.Action.TRIGGER) & ~Q(incident__monitor__system=True)
+        held |= Q(action=Page.Action.TRIGGER) & ~Q(incident__monitor__system=True)
     token = uuid.uuid4()
     with transaction.atomic(using=db.alias()):
         pages = list(

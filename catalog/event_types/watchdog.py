@@ -50,6 +50,8 @@ _DATA_MONITOR = obj(
         "partitioning": string(enum=["none", "hourly", "daily", "monthly"]),
         "partition_timezone": string(),
         "ready_partitions": {"type": "array", "items": string()},
+        # The upstream data monitors its pages are held under (verified lineage).
+        "depends_on": {"type": "array", "items": string()},
     }
 )
 _PIPELINE_MONITOR = obj({**_MONITOR_COMMON, "ping_key": nullable(string(format="uuid"))})
@@ -104,6 +106,7 @@ EVENT_TYPES = (
                     "partitioning": "daily",
                     "partition_timezone": "UTC",
                     "ready_partitions": ["2026-11-27", "2026-11-28"],
+                    "depends_on": ["tidemark:dataset:17:data"],
                 },
             },
         ),

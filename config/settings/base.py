@@ -372,6 +372,11 @@ WATCHDOG_STORAGE_SOURCES = env.json("WATCHDOG_STORAGE_SOURCES", default={})
 TIDEMARK_WATCHDOG_URL = env.str(
     "TIDEMARK_WATCHDOG_URL", default=WATCHDOG_PUBLIC_URL if EMBEDDED else ""
 )
+# How often the catalog tells the watchdog again which monitors a critical dataset's data
+# monitor depends on, where verified lineage changed them (catalog/watchdog_feed.py).
+TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS = env.int(
+    "TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS", default=300
+)
 _watchdog_token_file = VAR_DIR / "watchdog-token"
 TIDEMARK_WATCHDOG_TOKEN = env.str("TIDEMARK_WATCHDOG_TOKEN", default="") or (
     _watchdog_token_file.read_text().strip() if EMBEDDED and _watchdog_token_file.exists() else ""
@@ -401,6 +406,10 @@ WATCHDOG_PAGING = {
     # Dataset triggers stay held this long after Tidemark recovers, while its workers catch
     # up on what queued during the outage (data that landed resolves without a page).
     "hold_after_recovery_seconds": env.int("WATCHDOG_HOLD_AFTER_RECOVERY", default=120),
+    # A page held under an upstream's incident (watchdog/holds.py) waits this long after
+    # the upstream resolves: the downstream job needs its run to catch up; only a
+    # partition still missing then pages its owner.
+    "hold_after_upstream_seconds": env.int("WATCHDOG_HOLD_AFTER_UPSTREAM", default=1800),
 }
 # The watchdog's on-call pages (/oncall/), signed in with its own operator accounts
 # (manage.py create_operator). Seconds throughout. Their cookie is Secure as Django's
@@ -583,6 +592,7 @@ CELERY_TASK_ROUTES = {
     "catalog.tasks.evaluate_freshness": {"queue": "freshness"},
     "catalog.tasks.check_unusually_late": {"queue": "freshness"},
     "catalog.tasks.check_at_risk": {"queue": "freshness"},
+    "catalog.tasks.sync_watchdog_dependencies": {"queue": "freshness"},
     "catalog.tasks.poll_storage": {"queue": "poll"},
     "lineage.tasks.process_events": {"queue": "lineage"},
     "lineage.tasks.collect_lineage": {"queue": "lineage"},
@@ -618,6 +628,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(TIDEMARK_LINEAGE_COLLECT_SECONDS),
     },
     "fold-alias-usage": {"task": "lineage.tasks.fold_alias_usage", "schedule": 300.0},
+    # Lineage learned a new upstream: the watchdog holds pages under it from then on.
+    "sync-watchdog-dependencies": {
+        "task": "catalog.tasks.sync_watchdog_dependencies",
+        "schedule": float(TIDEMARK_WATCHDOG_DEPENDENCIES_SECONDS),
+    },
     # A heartbeat queued while the workers were down says nothing when they return: it
     # expires after one period rather than being run in a burst with all the others.
     "heartbeat": {

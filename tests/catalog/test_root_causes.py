@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from catalog import freshness, root_causes, selectors
+from catalog import freshness, notices, root_causes, selectors
 from catalog.actors import Actor
 from catalog.models import LatePartition, Notification, PartitionRevision
 from catalog.services.datasets import dataset_register
@@ -98,6 +98,24 @@ def test_late_root_is_the_cause_of_every_late_partition_downstream(chain):
     row = LatePartition.objects.get(dataset=mart)
     assert (row.caused_by_dataset, row.caused_by_partition_key) == (raw, KEY)
     assert (row.caused_by_state, row.caused_by_since) == ("late", at(8, 30))
+
+
+def test_owner_notice_names_the_upstream_and_who_is_paged(chain):
+    freshness.evaluate_due(now=at(8, 31))
+    notices_by_name = {
+        n.payload["data"]["dataset"]["name"]: n.payload
+        for n in Notification.objects.filter(type=Notification.Type.DATASET_LATE)
+    }
+    subject, text = notices.render_text(notices_by_name["mart/orders"])
+    assert subject == f"Tidemark: s3://lake/mart/orders partition {KEY} is late, caused upstream"
+    assert (
+        f"It is caused upstream: s3://lake/raw/orders partition {KEY} is late since "
+        "2026-11-29T08:30:00Z." in text
+    )
+    assert "this dataset's page is held under the upstream's incident" in text
+    # The root's own notice says nothing of a cause.
+    subject, _ = notices.render_text(notices_by_name["raw/orders"])
+    assert "caused upstream" not in subject
 
 
 def test_failed_upstream_is_the_cause_with_state_failed(chain, owner):

@@ -291,3 +291,37 @@ def test_the_monitors_link_to_the_dataset_page_and_page_by_its_criticality(watch
     )
     deliver()
     assert [m.links for m in Monitor.objects.all()] == [[], []]
+
+
+def test_lineage_learned_later_tells_the_watchdog_the_upstream_once(watchdog_api):
+    from catalog import tasks, watchdog_feed
+    from tests.catalog.lineage_helpers import job_between
+
+    team = TeamFactory(slug="orders")
+    upstream = register(team)
+    downstream = datasets.dataset_register(
+        actor=Actor(team=team),
+        namespace="s3://lake",
+        name="revenue",
+        criticality=Dataset.Criticality.CRITICAL,
+        sla_cron="30 7 * * *",
+        sla_timezone="Europe/Berlin",
+    )
+    deliver()
+    monitor = Monitor.objects.get(external_id=watchdog_feed.external_id(downstream))
+    assert monitor.depends_on == []
+    assert tasks.sync_watchdog_dependencies() == 0  # nothing changed: nothing sent
+
+    job_between(team, "build_revenue", upstream, downstream, seen_at=timezone.now())
+    assert tasks.sync_watchdog_dependencies() == 1
+    assert tasks.sync_watchdog_dependencies() == 0  # idempotent
+    deliver()
+    monitor.refresh_from_db()
+    assert monitor.depends_on == [watchdog_feed.external_id(upstream)]
+    # Only the data monitor depends on anything; the pipeline monitor keeps its own.
+    assert (
+        Monitor.objects.get(external_id=watchdog_feed.pipeline_external_id(downstream)).depends_on
+        == []
+    )
+    assert Monitor.objects.get(external_id=watchdog_feed.external_id(upstream)).depends_on == []
+    assert set(Delivery.objects.values_list("state", flat=True)) == {"succeeded"}

@@ -300,6 +300,42 @@ def test_an_incident_paged_through_another_names_it_instead_of_no_pages(
     assert "no pages" not in shown
 
 
+def test_a_held_page_names_the_upstream_incident_it_waits_under(
+    oncall_world, orders_oncall, channel, django_assert_num_queries
+):
+    from watchdog import incidents
+
+    nightly, upstream = oncall_world["nightly"], oncall_world["incident"]
+    hourly = oncall_world["hourly"]
+    now = timezone.now()
+    held = incidents.open_incident(
+        hourly,
+        reason="missed",
+        deadline_at=now - timedelta(minutes=5),
+        partition="2026-11-28T03",
+        summary="orders hourly: no ping",
+        now=now,
+    )
+    Incident.objects.filter(pk=held.pk).update(held_under=upstream, held_at=now)
+    Page.objects.create(incident=held, channel=channel, action="trigger", next_attempt_at=now)
+    opened = upstream.opened_at.strftime("%Y-%m-%d %H:%M")
+    client = _client_for(orders_oncall)
+    client.get("/oncall/incidents")
+    # session, open incidents + their pages, resolved ones: the upstream comes with them
+    with django_assert_num_queries(4, connection=connections["watchdog"]):
+        listed = client.get("/oncall/incidents").content.decode()
+    assert listed.count("Held under") == 1
+    assert f"Held under</strong> the incident of {nightly.name} (partition " in listed
+    assert f"opened {opened} UTC) since {now:%Y-%m-%d %H:%M} UTC; held: its owners" in listed
+    # The held trigger is listed, still pending.
+    shown = client.get(f"/oncall/monitors/{hourly.pk}").content.decode()
+    assert "Held under" in shown and "trigger to orders on-call: <strong>pending</strong>" in shown
+
+    Incident.objects.filter(pk=held.pk).update(released_at=now)
+    shown = client.get(f"/oncall/monitors/{hourly.pk}").content.decode()
+    assert f"released {now:%Y-%m-%d %H:%M} UTC" in shown
+
+
 def test_pause_and_resume_go_through_the_watchdog_services(oncall_world, orders_oncall):
     nightly, incident = oncall_world["nightly"], oncall_world["incident"]
     client = _client_for(orders_oncall, enforce_csrf=True)

@@ -39,9 +39,18 @@ def state(name: str):
 
 @register.simple_tag
 def pages(incident):
+    """``_pages``, after what the incident's page is held under, if it is (``held``)."""
+    listed = _pages(incident)
+    if incident.held_under_id is None:
+        return listed
+    return format_html("{}{}", held(incident), listed)
+
+
+def _pages(incident):
     """An incident's pages (prefetched), one line each: action, channel, state, attempts,
     when sent and the last error; for an incident paged through another (``part_of``,
-    selected with its monitor), which one."""
+    selected with its monitor), which one; for one whose page was held under an upstream's
+    incident (``held_under``, selected with its monitor), which one and until when."""
     rows = []
     for page in incident.pages.all():
         sent = f", sent {page.sent_at.astimezone(UTC):%Y-%m-%d %H:%M}" if page.sent_at else ""
@@ -78,4 +87,25 @@ def pages(incident):
         return mark_safe('<span class="muted">no pages</span>')
     return format_html(
         '<ul class="pages">{}</ul>', format_html_join("", "{}", ((r,) for r in rows))
+    )
+
+
+def held(incident):
+    """What an incident's page was held under: one late root, one page (``holds``)."""
+    upstream = incident.held_under
+    since = incident.held_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if incident.held_at else ""
+    if incident.released_at is not None:
+        state = f"released {incident.released_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    elif incident.resolved_at is not None:
+        state = "resolved while held: never sent"
+    else:
+        state = "held: its owners are told, not paged, while that incident is open"
+    return format_html(
+        '<p class="held"><strong>Held under</strong> the incident of {} (partition {}, '
+        "opened {} UTC) since {} UTC; {}</p>",
+        upstream.monitor.name,
+        upstream.partition or "-",
+        upstream.opened_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+        since,
+        state,
     )

@@ -1,0 +1,258 @@
+"""Holds: one late root, one page.
+
+A monitor may name the monitors whose missed deadlines cause its own (``depends_on``:
+external ids; the catalog feeds each critical dataset's data monitor the data monitors
+of the datasets its jobs read, from verified lineage). When its trigger is about to go
+out for a missing partition, and an upstream monitor (or one sharing its subject, e.g.
+the same dataset's pipeline monitor) has an open ``missed`` or ``failed`` incident for a
+partition inside that one's period (the partitions it needs, as the catalog's
+``covering_keys`` reads them) whose page was sent or is on its way, the trigger is held
+under that incident: its owner is told by the catalog (``dataset.late`` with
+``caused_by``) but not paged for a cause that is not theirs.
+
+A held trigger is:
+
+- released ``hold_after_upstream_seconds`` (``WATCHDOG_HOLD_AFTER_UPSTREAM``) after the
+  upstream incident resolves, if this incident is still open then: the downstream job
+  had its time to catch up, the lateness is now this monitor's own, and it pages
+  (unless another upstream still holds it); at once when the upstream stops paging
+  (its page failed for good);
+- cancelled unsent when this incident resolves first (the data arrived): resolved
+  silently, as a trigger held while Tidemark is degraded is.
+
+An independent cause is never held: an upstream that is on time has no open incident for
+the partitions needed, and an upstream whose own page nobody will receive (no channel,
+or failed for good) holds nothing. A hold never loops: an upstream incident that is
+itself held (directly or up a chain) under the incident asking holds nothing.
+
+Everything is decided by the watchdog from its own tables, at send time: it needs nothing
+from the catalog at the moment of paging, and pages when the catalog is down.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+
+from schedules import PartitionKeyError, parse_partition_key
+
+from . import db, incidents
+from .models import Incident, Monitor, Page
+
+logger = logging.getLogger(__name__)
+
+# Steps followed up a chain of holds (an upstream held under its own upstream...).
+MAX_DEPTH = 8
+# A trigger waits this long at most for an upstream monitor that is due but not yet
+# judged (another loop process is judging it): its incident may be the cause.
+UPSTREAM_JUDGEMENT_WAIT = timedelta(seconds=60)
+# How far a trigger waiting for an upstream's judgement is pushed back.
+WAIT_STEP = timedelta(seconds=1)
+# Triggers that are paging (or will): an upstream incident with one may hold others.
+PAGING_STATES = (Page.State.PENDING, Page.State.SENT, Page.State.GROUPED)
+
+# Triggers held right now: the claim and the flood grouping leave them alone.
+HELD = Q(
+    action=Page.Action.TRIGGER,
+    incident__held_under__isnull=False,
+    incident__released_at__isnull=True,
+)
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What one ``hold_and_release`` did: incidents held, released, and triggers deferred
+    while an upstream was being judged."""
+
+    held: int = 0
+    released: int = 0
+    deferred: int = 0
+
+
+def hold_and_release(*, now: datetime) -> Changes:
+    """Release the holds whose upstream incident no longer pages, then hold the pending
+    triggers an open upstream incident causes (``now``: aware UTC).
+
+    Returns:
+        ``Changes`` (counts).
+    Side effects: sets ``held_under``/``held_at``/``released_at`` on incidents; pushes a
+    trigger's ``next_attempt_at`` back by ``WAIT_STEP`` while an upstream is being judged.
+    """
+    with transaction.atomic(using=db.alias()):
+        released = release(now=now)
+        held, deferred = hold(now=now)
+    return Changes(held=held, released=released, deferred=deferred)
+
+
+def release(*, now: datetime) -> int:
+    """Release every open held incident whose upstream incident resolved at least
+    ``hold_after_upstream_seconds`` ago, or no longer pages (``pager``); returns how
+    many."""
+    settle = timedelta(seconds=settings.WATCHDOG_PAGING["hold_after_upstream_seconds"])
+    released = 0
+    held = Incident.objects.filter(
+        held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
+    ).select_related("held_under__part_of")
+    for incident in held:
+        upstream = incident.held_under
+        if upstream.resolved_at is None and pager(upstream, avoid={incident.pk}) is not None:
+            continue
+        if upstream.resolved_at is not None and upstream.resolved_at > now - settle:
+            continue  # the downstream's run is catching up
+        released += Incident.objects.filter(pk=incident.pk, released_at__isnull=True).update(
+            released_at=now
+        )
+        logger.info("released the page of %s (held under incident %s)", incident, upstream.pk)
+    return released
+
+
+def _candidates(now: datetime) -> list[Incident]:
+    """Open incidents paging for themselves with a trigger about to be claimed, whose
+    monitor depends on others and names the partition missing, not held right now."""
+    trigger_due = Page.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        incident_id=OuterRef("pk"),
+        action=Page.Action.TRIGGER,
+        state=Page.State.PENDING,
+        next_attempt_at__lte=now,
+    )
+    return list(
+        Incident.objects.filter(Exists(trigger_due), resolved_at__isnull=True, part_of__isnull=True)
+        .exclude(partition="")
+        .exclude(monitor__depends_on=[])
+        .exclude(monitor__partitioning="")
+        .exclude(held_under__isnull=False, released_at__isnull=True)
+        .select_related("monitor")
+        .order_by("pk")
+    )
+
+
+def hold(*, now: datetime) -> tuple[int, int]:
+    """Hold each candidate trigger under the first open upstream incident that causes it
+    (``cause_of``); defer one whose upstream is due but not yet judged. Returns
+    ``(held, deferred)``."""
+    candidates = _candidates(now)
+    if not candidates:
+        return 0, 0
+    upstreams = _upstream_monitors(candidates)
+    held = deferred = 0
+    for incident in candidates:
+        mine = upstreams.get(incident.monitor_id, [])
+        cause = cause_of(incident, mine)
+        if cause is not None:
+            held += Incident.objects.filter(pk=incident.pk, resolved_at__isnull=True).update(
+                held_under=cause, held_at=now, released_at=None
+            )
+            logger.info("held the page of %s under incident %s", incident, cause.pk)
+        elif any(_being_judged(m, now) for m in mine):
+            deferred += Page.objects.filter(
+                incident=incident, action=Page.Action.TRIGGER, state=Page.State.PENDING
+            ).update(next_attempt_at=now + WAIT_STEP)
+    return held, deferred
+
+
+def _being_judged(monitor: Monitor, now: datetime) -> bool:
+    return (
+        monitor.state != Monitor.State.PAUSED
+        and monitor.check_at is not None
+        and now - UPSTREAM_JUDGEMENT_WAIT < monitor.check_at <= now
+    )
+
+
+def _upstream_monitors(candidates: list[Incident]) -> dict[int, list[Monitor]]:
+    """Per candidate monitor id, the monitors it depends on and those sharing their
+    subjects (one dataset's data and pipeline monitors); two queries."""
+    named = Monitor.objects.filter(
+        external_id__in={e for i in candidates for e in i.monitor.depends_on}
+    )
+    named = list(named)
+    if not named:
+        return {}
+    everyone = list(Monitor.objects.filter(_of_monitors(named)))
+    found: dict[int, list[Monitor]] = {}
+    for incident in candidates:
+        wanted = set(incident.monitor.depends_on)
+        subjects = {incidents.subject_of(m) for m in named if m.external_id in wanted} - {""}
+        found[incident.monitor_id] = [
+            m
+            for m in everyone
+            if m.pk != incident.monitor_id
+            and (m.external_id in wanted or incidents.subject_of(m) in subjects)
+        ]
+    return found
+
+
+def _of_monitors(monitors: list[Monitor]) -> Q:
+    condition = Q(pk__in=[m.pk for m in monitors])
+    for subject in {incidents.subject_of(m) for m in monitors} - {""}:
+        condition |= Q(external_id__startswith=f"{subject}:")
+    return condition
+
+
+def _period(monitor: Monitor, key: str):
+    if not monitor.partitioning or not key:
+        return None
+    try:
+        return parse_partition_key(monitor.partitioning, key, monitor.partition_timezone)
+    except PartitionKeyError:
+        return None
+
+
+def cause_of(incident: Incident, upstreams: list[Monitor]) -> Incident | None:
+    """The open upstream incident that ``incident``'s missing partition waits for, or None.
+
+    The rule: among the open ``missed`` or ``failed`` incidents of ``upstreams`` naming a
+    partition whose period lies inside the period of ``incident``'s partition (the same
+    period, or a finer one inside it), oldest first, the first whose page is sent or on
+    its way (``pager``, never through ``incident`` itself)."""
+    needed = _period(incident.monitor, incident.partition)
+    if needed is None or not upstreams:
+        return None
+    by_id = {m.pk: m for m in upstreams}
+    open_upstream = (
+        Incident.objects.filter(
+            monitor_id__in=list(by_id),
+            resolved_at__isnull=True,
+            reason__in=(Incident.Reason.MISSED, Incident.Reason.FAILED),
+        )
+        .exclude(partition="")
+        .select_related("part_of")
+        .order_by("opened_at", "pk")
+    )
+    for candidate in open_upstream:
+        period = _period(by_id[candidate.monitor_id], candidate.partition)
+        if period is None or period.start < needed.start or period.end > needed.end:
+            continue
+        if pager(candidate, avoid={incident.pk}) is not None:
+            return candidate
+    return None
+
+
+def pager(incident: Incident, *, avoid: set[int]) -> Incident | None:
+    """The incident whose page tells people about ``incident``: the one it is part of
+    (or itself), followed up its own hold while it is held; None when nobody is or will
+    be paged through it (no trigger sent, pending or grouped; a chain reaching an
+    incident in ``avoid``, or longer than ``MAX_DEPTH``)."""
+    current = incident
+    seen = set(avoid)
+    for _ in range(MAX_DEPTH):
+        root = current.part_of or current
+        if current.pk in seen or root.pk in seen:
+            return None
+        seen |= {current.pk, root.pk}
+        root = Incident.objects.select_related("held_under__part_of").get(pk=root.pk)
+        upstream = root.held_under
+        if upstream is not None and root.released_at is None and upstream.resolved_at is None:
+            current = upstream  # held itself: the page is its upstream's
+            continue
+        if Page.objects.filter(
+            incident=root, action=Page.Action.TRIGGER, state__in=PAGING_STATES
+        ).exists():
+            return root
+        return None
+    return None
