@@ -20,6 +20,12 @@ nothing:
 A sweep that found something keeps the group dense (more often lands together). A
 dataset that publishes readiness events is not pending here: the hourly safety net finds
 its missed events.
+
+Dense is never denser than the listing pays for: at least ``per_page`` seconds per page
+of the group's listing beyond the first, and, once the group has found ``RATE_FINDS``
+partitions or more in the last ``RATE_WINDOW``, about one page per partition found (the
+pages of its listing over the rate it finds them), so a busy group whose listing takes
+several pages is listed about as often as it has something to find.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from .arrival_profiles import Arrival, counted_arrivals, nearest_rank, weekday_o
 # The window runs from this percentile of arrivals after the period end to the other.
 OPENS_PERCENT = 10
 CLOSES_PERCENT = 99
+# A group's find rate is measured over this, once it holds this many finds.
+RATE_WINDOW = timedelta(hours=1)
+RATE_FINDS = 5
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ def next_sweep(
     pending: Sequence[Window | None],
     reopens: Iterable[datetime],
     cadence: Cadence,
+    found_recently: int = 0,
 ) -> tuple[int, datetime]:
     """``(interval seconds, next sweep at)`` of a poll-only group swept at ``now``.
 
@@ -97,16 +107,18 @@ def next_sweep(
         pending: the expected window of each pending poll-only dataset (None: unknown).
         reopens: when ready poll-only datasets' next periods may land (aware instants).
         cadence: the configured bounds.
+        found_recently: partitions the group's sweeps found in the last ``RATE_WINDOW``,
+            this one's included.
 
     The interval is within ``[minimum, maximum]`` and never below the page pacing; the
     next sweep is ``now + interval``, brought forward to the earliest window opening
     after ``now`` when backing off, but never sooner than the dense interval.
     """
-    paced = max(pages - 1, 0) * cadence.per_page
-    dense = min(max(cadence.minimum, paced), cadence.maximum)
+    floor = max(cadence.minimum, paced(pages, found_recently, cadence))
+    dense = min(floor, cadence.maximum)
     if found or any(w is not None and w.opens <= now <= w.closes for w in pending):
         return dense, now + timedelta(seconds=dense)
-    interval = min(max(previous_interval * 2, cadence.minimum, paced), cadence.maximum)
+    interval = min(max(previous_interval * 2, floor), cadence.maximum)
     next_at = now + timedelta(seconds=interval)
     if any(w is None for w in pending):
         return interval, next_at  # nothing known of a pending dataset: plain back-off
@@ -115,3 +127,14 @@ def next_sweep(
     if openings:
         next_at = max(min(next_at, min(openings)), now + timedelta(seconds=dense))
     return interval, next_at
+
+
+def paced(pages: int, found_recently: int, cadence: Cadence) -> int:
+    """Seconds a sweep of ``pages`` pages waits at least: ``per_page`` per page beyond the
+    first, and, with ``RATE_FINDS`` or more partitions found in the last ``RATE_WINDOW``,
+    the time the group takes to find one partition per page (rounded up)."""
+    seconds = max(pages - 1, 0) * cadence.per_page
+    if found_recently >= RATE_FINDS:
+        window = int(RATE_WINDOW.total_seconds())
+        seconds = max(seconds, -(-max(pages, 1) * window // found_recently))
+    return seconds

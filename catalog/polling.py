@@ -54,7 +54,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Min, Q
+from django.db.models import Min, Q, Sum
 
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key
@@ -482,8 +482,15 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         next_at = now + timedelta(seconds=interval)
     else:
         pending, reopens = poll_cadence.expected(poll_only, now=now)
+        found_recently = report.partitions_found + (
+            group.sweeps.filter(
+                started_at__gte=now - poll_schedule.RATE_WINDOW, started_at__lt=now
+            ).aggregate(n=Sum("partitions_found"))["n"]
+            or 0
+        )
         # A poll-only group waits at least page_interval_seconds per page its listing cost
-        # beyond the first, so a group of many pages is not listed every minute.
+        # beyond the first, and a busy one about a page per partition it finds, so a group
+        # of many pages is not listed every minute.
         interval, next_at = poll_schedule.next_sweep(
             now=now,
             previous_interval=group.interval_seconds,
@@ -491,6 +498,7 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
             pages=report.listing_pages,
             pending=pending,
             reopens=reopens,
+            found_recently=found_recently,
             cadence=poll_schedule.Cadence(
                 minimum=_config("min_interval_seconds"),
                 maximum=_config("max_interval_seconds"),

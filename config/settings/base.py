@@ -324,7 +324,7 @@ TIDEMARK_POLL = {
     # from its recent sweeps) list the objects with no delimiter: markers come back directly.
     "flat_max_objects": env.int("TIDEMARK_POLL_FLAT_MAX_OBJECTS", default=20),
     # A poll-only group waits at least this long per List page its last sweep cost beyond one.
-    "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=300),
+    "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=60),
     # A poll-only group is swept densely while a pending dataset is expected (p10 to p99 of
     # its arrivals of the last profile_days days) and backs off otherwise (poll_schedule).
     "profile_days": env.int("TIDEMARK_POLL_PROFILE_DAYS", default=35),

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.arrival_profiles import Arrival
-from catalog.poll_schedule import Cadence, Window, next_sweep, offsets, window
+from catalog.poll_schedule import RATE_FINDS, Cadence, Window, next_sweep, offsets, window
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 CADENCE = Cadence(minimum=60, maximum=3600, per_page=300)
@@ -17,7 +17,7 @@ def minutes(n: float) -> timedelta:
     return timedelta(minutes=n)
 
 
-def plan(*, previous=60, found=False, pages=1, pending=(), reopens=(), cadence=CADENCE):
+def plan(*, previous=60, found=False, pages=1, pending=(), reopens=(), cadence=CADENCE, recently=0):
     return next_sweep(
         now=NOW,
         previous_interval=previous,
@@ -26,6 +26,7 @@ def plan(*, previous=60, found=False, pages=1, pending=(), reopens=(), cadence=C
         pending=list(pending),
         reopens=list(reopens),
         cadence=cadence,
+        found_recently=recently,
     )
 
 
@@ -61,6 +62,15 @@ def test_nothing_pending_sleeps_until_the_next_period_may_land():
 
 def test_a_find_keeps_the_group_dense():
     assert plan(previous=3600, found=True) == (60, NOW + minutes(1))
+
+
+def test_a_busy_group_is_listed_about_once_per_page_per_partition_found():
+    # 3 pages, 10 found in the last hour: one find every 6 minutes, 18 minutes for three.
+    assert plan(found=True, pages=3, recently=10) == (1080, NOW + minutes(18))
+    # The page pacing (10 minutes) is longer: it holds.
+    assert plan(found=True, pages=3, recently=60) == (600, NOW + minutes(10))
+    # Too few finds to measure a rate: the page pacing alone.
+    assert plan(found=True, pages=1, recently=RATE_FINDS - 1) == (60, NOW + minutes(1))
 
 
 def test_offsets_are_the_10th_and_99th_percentiles_of_the_same_weekday_when_enough():
@@ -110,8 +120,11 @@ cadences = st.tuples(
     pending=st.lists(windows, max_size=6),
     reopens=st.lists(instants, max_size=4),
     cadence=cadences,
+    recently=st.integers(min_value=0, max_value=500),
 )
-def test_the_cadence_stays_within_its_bounds(previous, found, pages, pending, reopens, cadence):
+def test_the_cadence_stays_within_its_bounds(
+    previous, found, pages, pending, reopens, cadence, recently
+):
     interval, next_at = next_sweep(
         now=NOW,
         previous_interval=previous,
@@ -120,10 +133,16 @@ def test_the_cadence_stays_within_its_bounds(previous, found, pages, pending, re
         pending=pending,
         reopens=reopens,
         cadence=cadence,
+        found_recently=recently,
     )
-    paced = max(pages - 1, 0) * cadence.per_page
-    dense = min(max(cadence.minimum, paced), cadence.maximum)
-    # The interval is within the bounds and never shorter than the page pacing allows.
+    floor = max(cadence.minimum, max(pages - 1, 0) * cadence.per_page)
+    if recently >= RATE_FINDS:
+        # About one page per partition found: the least whole second that, at the last
+        # hour's rate, finds as many partitions as the listing has pages.
+        rate_floor = next(s for s in range(1, 400_000) if s * recently >= max(pages, 1) * 3600)
+        floor = max(floor, rate_floor)
+    dense = min(floor, cadence.maximum)
+    # The interval is within the bounds and never shorter than the pacing allows.
     assert cadence.minimum <= interval <= cadence.maximum
     assert interval >= dense
     # The next sweep is never sooner than the dense interval nor later than the interval.
@@ -133,7 +152,7 @@ def test_the_cadence_stays_within_its_bounds(previous, found, pages, pending, re
         assert (interval, next_at) == (dense, NOW + timedelta(seconds=dense))
     else:
         # Backing off: the interval doubles (within the bounds).
-        assert interval == min(max(previous * 2, cadence.minimum, paced), cadence.maximum)
+        assert interval == min(max(previous * 2, dense), cadence.maximum)
         if None not in pending:
             # No window opening ahead is slept through (unless sooner than dense).
             openings = [w.opens for w in pending if w.opens > NOW]

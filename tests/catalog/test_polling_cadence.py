@@ -8,7 +8,7 @@ from datetime import date, timedelta
 import pytest
 
 from catalog.actors import Actor
-from catalog.models import PartitionRevision, StorageGroup
+from catalog.models import PartitionRevision, StorageGroup, StorageSweep
 from catalog.services import publishing
 from tests.catalog.polling_helpers import NOW, record_ready, register, sweep
 
@@ -107,3 +107,31 @@ def test_when_every_poll_only_dataset_is_ready_the_group_sleeps_until_the_next_p
     group = StorageGroup.objects.get(pk=dataset.poll_group_id)
     assert group.interval_seconds == 3600
     assert group.next_sweep_at == NOW + timedelta(hours=16, minutes=10)
+
+
+def test_a_busy_group_waits_about_a_page_per_partition_it_finds(lake, producer):
+    dataset = register(producer)
+    group = dataset.poll_group
+    # 9 partitions found by the group's sweeps of the last hour, one more by this one.
+    StorageSweep.objects.create(
+        group=group,
+        started_at=NOW - timedelta(minutes=30),
+        finished_at=NOW - timedelta(minutes=30),
+        partitions_found=9,
+    )
+    StorageSweep.objects.create(
+        group=group,
+        started_at=NOW - timedelta(minutes=90),
+        finished_at=NOW - timedelta(minutes=90),
+        partitions_found=50,  # older than the hour: not counted
+    )
+    (lake / "sales/orders/dt=2026-11-28").mkdir(parents=True)
+    (lake / "sales/orders/dt=2026-11-28/_SUCCESS").write_bytes(b"")
+
+    report = sweep(dataset, now=NOW)
+
+    assert (report.partitions_found, report.listing_pages) == (1, 1)
+    group.refresh_from_db()
+    # 10 found in the hour: one every 6 minutes, for a listing of one page.
+    assert group.interval_seconds == 360
+    assert group.next_sweep_at == NOW + timedelta(minutes=6)
