@@ -918,11 +918,11 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         f"{args.event_share:.0%} send events, outage {args.outage_start}-{args.outage_end}, "
         f"seed {args.seed}, history {args.history_days} day(s)"
     )
-    header = "".ljust(width) + "".join(r["layout"].rjust(22) for r in results)
+    header = "".ljust(width) + "".join((" " + r["layout"]).rjust(22) for r in results)
     print(header)
     print("-" * len(header))
     for label, fn in rows:
-        print(label.ljust(width) + "".join(_f(fn(r)).rjust(22) for r in results))
+        print(label.ljust(width) + "".join((" " + _f(fn(r))).rjust(22) for r in results))
     print()
     print(
         f"Against the published design ({REFERENCE['total']:,} calls + events, every outage "

@@ -37,9 +37,11 @@ Cadence: a group with a poll-only dataset is swept from ``min_interval``, doubli
 nothing new appears up to ``max_interval``, dense again when something does and while one
 of its pending poll-only datasets is expected by its learned arrivals (``poll_schedule``,
 read by ``poll_cadence``), waking when the first expected window opens; never sooner than
-``page_interval_seconds`` per page of its listing beyond the first, and never later than
-just before one of its datasets' SLA check (so a poll-only dataset is not called late for
-want of a sweep). Datasets that publish events count for none of this: a group whose
+``page_interval_seconds`` per page of its listing beyond the first nor, once it has found
+a few partitions in the last hour, than it takes to find about one per page of its
+listing (``poll_schedule.paced``), and never later than just before one of its
+datasets' SLA check (so a poll-only dataset is not called late for want of a sweep).
+Datasets that publish events count for none of this: a group whose
 datasets all do gets an hourly safety-net sweep. Groups are claimed with a lease under
 SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case.
 """
