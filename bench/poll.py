@@ -595,7 +595,7 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
             "mode_at_end": g.mode,
             "interval_at_end_s": g.interval_seconds,
             "next_sweep_minute": (
-                round((g.next_sweep_at - DAY).total_seconds() / 60) if g.next_sweep_at else None
+                round((g.next_sweep_at - DAY).total_seconds() / 60, 2) if g.next_sweep_at else None
             ),
             "last_sweep_minute": max((s["minute"] for s in mine), default=None),
             "sweeps": len(mine),
@@ -625,7 +625,8 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
         for m, n in missed
         if (g := groups.get(group_of[n]))
         and (g["last_sweep_minute"] is None or m >= g["last_sweep_minute"])
-        and (g["next_sweep_minute"] is None or g["next_sweep_minute"] >= MINUTES)
+        # Due at no tick left: after the last one (a sweep may be due between ticks).
+        and (g["next_sweep_minute"] is None or g["next_sweep_minute"] > MINUTES - 1)
     ]
     breakdown: dict[str, dict[str, int]] = {}
     for s in sweeps:

@@ -24,7 +24,9 @@ its missed events.
 Dense is never denser than the listing pays for: at least ``per_page`` seconds per page
 of the group's listing beyond the first, and, once the group has found ``RATE_FINDS``
 partitions or more in the last ``RATE_WINDOW``, about one page per partition found (the
-pages of its listing over the rate it finds them), so a busy group whose listing takes
+pages of its listing over the rate it finds them: the finds after the window's first
+sweep that found something, over the time since it, at least ``RATE_MIN_SPAN``, so a
+burst after a quiet hour counts at its own pace), so a busy group whose listing takes
 several pages is listed about as often as it has something to find.
 """
 
@@ -42,6 +44,7 @@ CLOSES_PERCENT = 99
 # A group's find rate is measured over this, once it holds this many finds.
 RATE_WINDOW = timedelta(hours=1)
 RATE_FINDS = 5
+RATE_MIN_SPAN = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def next_sweep(
     reopens: Iterable[datetime],
     cadence: Cadence,
     found_recently: int = 0,
+    found_over: timedelta = RATE_WINDOW,
 ) -> tuple[int, datetime]:
     """``(interval seconds, next sweep at)`` of a poll-only group swept at ``now``.
 
@@ -107,14 +111,16 @@ def next_sweep(
         pending: the expected window of each pending poll-only dataset (None: unknown).
         reopens: when ready poll-only datasets' next periods may land (aware instants).
         cadence: the configured bounds.
-        found_recently: partitions the group's sweeps found in the last ``RATE_WINDOW``,
-            this one's included.
+        found_recently: partitions the group's sweeps found in the last ``RATE_WINDOW``
+            after its first sweep that found something, this one's included.
+        found_over: the time those were found in: since that first sweep (clamped to
+            ``RATE_MIN_SPAN`` .. ``RATE_WINDOW``).
 
     The interval is within ``[minimum, maximum]`` and never below the page pacing; the
     next sweep is ``now + interval``, brought forward to the earliest window opening
     after ``now`` when backing off, but never sooner than the dense interval.
     """
-    floor = max(cadence.minimum, paced(pages, found_recently, cadence))
+    floor = max(cadence.minimum, paced(pages, found_recently, cadence, over=found_over))
     dense = min(floor, cadence.maximum)
     if found or any(w is not None and w.opens <= now <= w.closes for w in pending):
         return dense, now + timedelta(seconds=dense)
@@ -129,12 +135,15 @@ def next_sweep(
     return interval, next_at
 
 
-def paced(pages: int, found_recently: int, cadence: Cadence) -> int:
+def paced(
+    pages: int, found_recently: int, cadence: Cadence, *, over: timedelta = RATE_WINDOW
+) -> int:
     """Seconds a sweep of ``pages`` pages waits at least: ``per_page`` per page beyond the
-    first, and, with ``RATE_FINDS`` or more partitions found in the last ``RATE_WINDOW``,
-    the time the group takes to find one partition per page (rounded up)."""
+    first, and, with ``RATE_FINDS`` or more partitions found in the last ``RATE_WINDOW``
+    (over ``over``, clamped to ``RATE_MIN_SPAN`` .. ``RATE_WINDOW``), the time the group
+    takes to find one partition per page at that rate (rounded up)."""
     seconds = max(pages - 1, 0) * cadence.per_page
     if found_recently >= RATE_FINDS:
-        window = int(RATE_WINDOW.total_seconds())
-        seconds = max(seconds, -(-max(pages, 1) * window // found_recently))
+        span = int(min(max(over, RATE_MIN_SPAN), RATE_WINDOW).total_seconds())
+        seconds = max(seconds, -(-max(pages, 1) * span // found_recently))
     return seconds

@@ -484,12 +484,21 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         next_at = now + timedelta(seconds=interval)
     else:
         pending, reopens = poll_cadence.expected(poll_only, now=now)
-        found_recently = report.partitions_found + (
-            group.sweeps.filter(
-                started_at__gte=now - poll_schedule.RATE_WINDOW, started_at__lt=now
-            ).aggregate(n=Sum("partitions_found"))["n"]
-            or 0
+        # The find rate: what was found after the window's first sweep that found
+        # something, over the time since it (its own finds had landed before it).
+        finding = group.sweeps.filter(
+            started_at__gte=now - poll_schedule.RATE_WINDOW,
+            started_at__lt=now,
+            partitions_found__gt=0,
         )
+        first = finding.order_by("started_at").values_list("started_at", "partitions_found")
+        first = first.first()
+        found_recently = report.partitions_found
+        found_over = timedelta(0)
+        if first is not None:
+            total = finding.aggregate(n=Sum("partitions_found"))["n"]
+            found_recently += total - first[1]
+            found_over = now - first[0]
         # A poll-only group waits at least page_interval_seconds per page its listing cost
         # beyond the first, and a busy one about a page per partition it finds, so a group
         # of many pages is not listed every minute.
@@ -501,6 +510,7 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
             pending=pending,
             reopens=reopens,
             found_recently=found_recently,
+            found_over=found_over,
             cadence=poll_schedule.Cadence(
                 minimum=_config("min_interval_seconds"),
                 maximum=_config("max_interval_seconds"),

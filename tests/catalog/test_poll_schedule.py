@@ -7,7 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.arrival_profiles import Arrival
-from catalog.poll_schedule import RATE_FINDS, Cadence, Window, next_sweep, offsets, window
+from catalog.poll_schedule import (
+    RATE_FINDS,
+    RATE_WINDOW,
+    Cadence,
+    Window,
+    next_sweep,
+    offsets,
+    window,
+)
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 CADENCE = Cadence(minimum=60, maximum=3600, per_page=300)
@@ -17,7 +25,17 @@ def minutes(n: float) -> timedelta:
     return timedelta(minutes=n)
 
 
-def plan(*, previous=60, found=False, pages=1, pending=(), reopens=(), cadence=CADENCE, recently=0):
+def plan(
+    *,
+    previous=60,
+    found=False,
+    pages=1,
+    pending=(),
+    reopens=(),
+    cadence=CADENCE,
+    recently=0,
+    over=RATE_WINDOW,
+):
     return next_sweep(
         now=NOW,
         previous_interval=previous,
@@ -27,6 +45,7 @@ def plan(*, previous=60, found=False, pages=1, pending=(), reopens=(), cadence=C
         reopens=list(reopens),
         cadence=cadence,
         found_recently=recently,
+        found_over=over,
     )
 
 
@@ -69,6 +88,11 @@ def test_a_busy_group_is_listed_about_once_per_page_per_partition_found():
     assert plan(found=True, pages=3, recently=10) == (1080, NOW + minutes(18))
     # The page pacing (10 minutes) is longer: it holds.
     assert plan(found=True, pages=3, recently=60) == (600, NOW + minutes(10))
+    # A burst after a quiet hour counts at its own pace: 10 found in 20 minutes.
+    assert plan(found=True, recently=10, over=minutes(20)) == (120, NOW + minutes(2))
+    # ... over 10 minutes at least.
+    assert plan(found=True, recently=10, over=minutes(2)) == (60, NOW + minutes(1))
+    assert plan(found=True, recently=5, over=minutes(2)) == (120, NOW + minutes(2))
     # Too few finds to measure a rate: the page pacing alone.
     assert plan(found=True, pages=1, recently=RATE_FINDS - 1) == (60, NOW + minutes(1))
 
@@ -121,9 +145,10 @@ cadences = st.tuples(
     reopens=st.lists(instants, max_size=4),
     cadence=cadences,
     recently=st.integers(min_value=0, max_value=500),
+    over=st.integers(min_value=0, max_value=7200),
 )
 def test_the_cadence_stays_within_its_bounds(
-    previous, found, pages, pending, reopens, cadence, recently
+    previous, found, pages, pending, reopens, cadence, recently, over
 ):
     interval, next_at = next_sweep(
         now=NOW,
@@ -134,12 +159,14 @@ def test_the_cadence_stays_within_its_bounds(
         reopens=reopens,
         cadence=cadence,
         found_recently=recently,
+        found_over=timedelta(seconds=over),
     )
     floor = max(cadence.minimum, max(pages - 1, 0) * cadence.per_page)
     if recently >= RATE_FINDS:
-        # About one page per partition found: the least whole second that, at the last
-        # hour's rate, finds as many partitions as the listing has pages.
-        rate_floor = next(s for s in range(1, 400_000) if s * recently >= max(pages, 1) * 3600)
+        # About one page per partition found: the least whole second that, at the rate
+        # measured over 10 to 60 minutes, finds as many partitions as the listing has pages.
+        span = min(max(over, 600), 3600)
+        rate_floor = next(s for s in range(1, 400_000) if s * recently >= max(pages, 1) * span)
         floor = max(floor, rate_floor)
     dense = min(floor, cadence.maximum)
     # The interval is within the bounds and never shorter than the pacing allows.

@@ -112,13 +112,15 @@ def test_when_every_poll_only_dataset_is_ready_the_group_sleeps_until_the_next_p
 def test_a_busy_group_waits_about_a_page_per_partition_it_finds(lake, producer):
     dataset = register(producer)
     group = dataset.poll_group
-    # 9 partitions found by the group's sweeps of the last hour, one more by this one.
-    StorageSweep.objects.create(
-        group=group,
-        started_at=NOW - timedelta(minutes=30),
-        finished_at=NOW - timedelta(minutes=30),
-        partitions_found=9,
-    )
+    # The hour's first find, at 07:30 (what it found had landed before), then 9 more by
+    # the sweeps since and one by this one: 10 in 30 minutes.
+    for minutes_ago, found in ((30, 4), (20, 5), (10, 4)):
+        StorageSweep.objects.create(
+            group=group,
+            started_at=NOW - timedelta(minutes=minutes_ago),
+            finished_at=NOW - timedelta(minutes=minutes_ago),
+            partitions_found=found,
+        )
     StorageSweep.objects.create(
         group=group,
         started_at=NOW - timedelta(minutes=90),
@@ -132,6 +134,6 @@ def test_a_busy_group_waits_about_a_page_per_partition_it_finds(lake, producer):
 
     assert (report.partitions_found, report.listing_pages) == (1, 1)
     group.refresh_from_db()
-    # 10 found in the hour: one every 6 minutes, for a listing of one page.
-    assert group.interval_seconds == 360
-    assert group.next_sweep_at == NOW + timedelta(minutes=6)
+    # One every 3 minutes, for a listing of one page.
+    assert group.interval_seconds == 180
+    assert group.next_sweep_at == NOW + timedelta(minutes=3)
