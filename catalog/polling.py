@@ -33,13 +33,17 @@ A partition whose period starts after now (plus the clock-skew allowance) is lef
 unless its dataset accepts future partitions (``future_partitions``), as a publish of it
 would be refused.
 
-Cadence: a group with a poll-only dataset is swept adaptively, from ``min_interval`` and
-doubling while nothing new appears up to ``max_interval``, reset when something does,
-never sooner than ``page_interval_seconds`` per page of its listing beyond the first, and
-never later than just before one of its datasets' SLA check (so a poll-only dataset is not
-called late for want of a sweep). A group whose datasets all publish events gets an hourly
-safety-net sweep. Groups are claimed with a lease under SKIP LOCKED, so two beats sweep a
-group once; recording is idempotent in any case.
+Cadence: a group with a poll-only dataset is swept from ``min_interval``, doubling while
+nothing new appears up to ``max_interval``, dense again when something does and while one
+of its pending poll-only datasets is expected by its learned arrivals (``poll_schedule``,
+read by ``poll_cadence``), waking when the first expected window opens; never sooner than
+``page_interval_seconds`` per page of its listing beyond the first nor, once it has found
+a few partitions in the last hour, than it takes to find about one per page of its
+listing (``poll_schedule.paced``), and never later than just before one of its
+datasets' SLA check (so a poll-only dataset is not called late for want of a sweep).
+Datasets that publish events count for none of this: a group whose
+datasets all do gets an hourly safety-net sweep. Groups are claimed with a lease under
+SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case.
 """
 
 from __future__ import annotations
@@ -52,12 +56,20 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Min, Q
+from django.db.models import Min, Q, Sum
 
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key
 
-from . import future_partitions, metrics, poll_plan, rewritten_markers, storage
+from . import (
+    future_partitions,
+    metrics,
+    poll_cadence,
+    poll_plan,
+    poll_schedule,
+    rewritten_markers,
+    storage,
+)
 from .models import (
     Dataset,
     Partition,
@@ -186,7 +198,7 @@ def sweep_group(
     report = SweepReport(group=str(group), full=full)
     started = time.monotonic()
     found_any = False
-    publishes_events = True
+    poll_only: list[Dataset] = []
     try:
         source = storage.sources().get(group.source)
         if source is None:
@@ -199,7 +211,7 @@ def sweep_group(
         )
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
-        found_any, publishes_events = _sweep(
+        found_any, poll_only = _sweep(
             group,
             datasets,
             lister,
@@ -218,7 +230,7 @@ def sweep_group(
             report.pages = lister.counts.pages
             report.objects_seen = lister.counts.objects
         report.duration_ms = int((time.monotonic() - started) * 1000)
-    _finish(group, report, now=now, found_any=found_any, publishes_events=publishes_events)
+    _finish(group, report, now=now, found_any=found_any, poll_only=poll_only)
     metrics.record_sweep(
         error=bool(report.error),
         list_calls=report.list_calls,
@@ -228,8 +240,8 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> tuple[bool, bool]:
-    """The sweep proper; returns ``(found_any, every_dataset_publishes_events)``.
+def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
+    """The sweep proper; returns ``(found_any, the datasets that publish no events)``.
 
     ``recent``: also make the pass over recent markers (``rewritten_markers``). A flat
     listing then starts each dataset no later than its oldest ready partition in the
@@ -237,7 +249,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> t
     own (in a dataset-first group, not one more listing per dataset).
     """
     if not datasets:
-        return False, True
+        return False, []
     locations = {
         d.pk: objectstore.parse_template(
             d.location_template, partitioned=d.partitioning != Dataset.Partitioning.NONE
@@ -378,7 +390,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent) -> t
             # Measured by the pass's own flat listing when nothing was listed inside.
             report.objects_per_partition = passed.objects_per_partition
         report.found.extend(f"{name} (restated)" for name in passed.restated)
-    return found_any, all(d.pk in by_event for d in datasets)
+    return found_any, [d for d in datasets if d.pk not in by_event]
 
 
 def _marker(dataset: Dataset, objects) -> tuple[str, datetime | None] | None:
@@ -458,26 +470,53 @@ def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, 
     return known
 
 
-def _finish(group, report, *, now, found_any, publishes_events) -> None:
-    """Store the sweep and schedule the group's next one; releases the lease."""
-    poll_only = not publishes_events
-    # A poll-only group waits at least page_interval_seconds per page its listing cost
-    # beyond the first, so a group of many pages that finds something at every sweep is
-    # not listed every minute; a one-page group keeps the minimum interval. The default
-    # (60 s) keeps poll-only detection within a few minutes on a group of a few pages.
-    paced = max(report.listing_pages - 1, 0) * _config("page_interval_seconds")
+def _finish(group, report, *, now, found_any, poll_only) -> None:
+    """Store the sweep and schedule the group's next one; releases the lease.
+
+    ``poll_only``: the group's datasets that publish no readiness events. With none, the
+    hourly safety net; with some, ``poll_schedule.next_sweep`` from what they expect.
+    """
     if report.error:
         interval = group.interval_seconds
+        next_at = now + timedelta(seconds=interval)
     elif not poll_only:
         interval = _config("safety_net_seconds")
-    elif found_any:
-        interval = min(max(_config("min_interval_seconds"), paced), _config("max_interval_seconds"))
+        next_at = now + timedelta(seconds=interval)
     else:
-        interval = min(
-            max(group.interval_seconds * 2, _config("min_interval_seconds"), paced),
-            _config("max_interval_seconds"),
+        pending, reopens = poll_cadence.expected(poll_only, now=now)
+        # The find rate: what was found after the window's first sweep that found
+        # something, over the time since it (its own finds had landed before it).
+        finding = group.sweeps.filter(
+            started_at__gte=now - poll_schedule.RATE_WINDOW,
+            started_at__lt=now,
+            partitions_found__gt=0,
         )
-    next_at = now + timedelta(seconds=interval)
+        first = finding.order_by("started_at").values_list("started_at", "partitions_found")
+        first = first.first()
+        found_recently = report.partitions_found
+        found_over = timedelta(0)
+        if first is not None:
+            total = finding.aggregate(n=Sum("partitions_found"))["n"]
+            found_recently += total - first[1]
+            found_over = now - first[0]
+        # A poll-only group waits at least page_interval_seconds per page its listing cost
+        # beyond the first, and a busy one about a page per partition it finds, so a group
+        # of many pages is not listed every minute.
+        interval, next_at = poll_schedule.next_sweep(
+            now=now,
+            previous_interval=group.interval_seconds,
+            found=found_any,
+            pages=report.listing_pages,
+            pending=pending,
+            reopens=reopens,
+            found_recently=found_recently,
+            found_over=found_over,
+            cadence=poll_schedule.Cadence(
+                minimum=_config("min_interval_seconds"),
+                maximum=_config("max_interval_seconds"),
+                per_page=_config("page_interval_seconds"),
+            ),
+        )
     if poll_only:
         next_at = min(next_at, _before_next_check(group, now=now, default=next_at))
     finished = now + timedelta(seconds=report.duration_ms / 1000)

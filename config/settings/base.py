@@ -329,6 +329,9 @@ TIDEMARK_POLL = {
     "flat_max_objects": env.int("TIDEMARK_POLL_FLAT_MAX_OBJECTS", default=20),
     # A poll-only group waits at least this long per List page its last sweep cost beyond one.
     "page_interval_seconds": env.int("TIDEMARK_POLL_PAGE_INTERVAL", default=60),
+    # A poll-only group is swept densely while a pending dataset is expected (p10 to p99 of
+    # its arrivals of the last profile_days days) and backs off otherwise (poll_schedule).
+    "profile_days": env.int("TIDEMARK_POLL_PROFILE_DAYS", default=35),
     # A rewritten marker or manifest is a restatement: this often (0: never), a group's sweep
     # also re-reads the markers of its ready partitions of the last restate_window_days;
     # a rewrite newer than restate_settle_seconds waits for the next pass (its producer's

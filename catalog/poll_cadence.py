@@ -1,0 +1,110 @@
+"""What a poll-only group's next sweep is planned from (``poll_schedule``): which of its
+poll-only datasets are pending and when each is expected, read in a few queries whatever
+the number of datasets.
+
+A dataset is pending when its latest closed period has no ready partition. Its expected
+window comes from its arrivals (first readiness, published or found, no restatement) of
+the last ``TIDEMARK_POLL["profile_days"]`` days, with
+``TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS`` arrivals at least (``poll_schedule.offsets``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Min
+
+from schedules.periods import period_containing
+
+from . import poll_schedule
+from .arrival_profiles import Arrival
+from .models import Dataset, Partition, PartitionRevision
+
+CHUNK = 500
+
+
+def expected(
+    datasets: list[Dataset], *, now: datetime
+) -> tuple[list[poll_schedule.Window | None], list[datetime]]:
+    """``(windows of the pending datasets, next-period openings of the ready ones)`` for
+    ``datasets`` (poll-only, of one group) at ``now`` (aware UTC); see ``poll_schedule``.
+    An unpartitioned dataset with nothing ready is pending with no window."""
+    latest: dict[int, tuple[str, datetime, datetime]] = {}  # id -> (key, end, next end)
+    for dataset in datasets:
+        if dataset.partitioning == Dataset.Partitioning.NONE:
+            continue
+        current = period_containing(now, dataset.partitioning, dataset.partition_timezone)
+        closed = period_containing(
+            current.start - timedelta(seconds=1), dataset.partitioning, dataset.partition_timezone
+        )
+        latest[dataset.pk] = (closed.key, current.start, current.end)
+    ready = _ready(datasets, latest)
+    since = now - timedelta(days=settings.TIDEMARK_POLL["profile_days"])
+    arrivals = _arrivals(list(latest), since=since)
+    pending: list[poll_schedule.Window | None] = []
+    reopens: list[datetime] = []
+    for dataset in datasets:
+        if dataset.pk not in latest:
+            if dataset.pk not in ready:
+                pending.append(None)
+            continue
+        _, end, next_end = latest[dataset.pk]
+        is_ready = dataset.pk in ready
+        period_end = next_end if is_ready else end
+        quantiles = poll_schedule.offsets(
+            arrivals.get(dataset.pk, ()),
+            period_end=period_end,
+            time_zone=dataset.partition_timezone,
+            min_periods=settings.TIDEMARK_ARRIVAL_PROFILE_MIN_PERIODS,
+        )
+        expected_window = poll_schedule.window(period_end, quantiles)
+        if is_ready:
+            reopens.append(expected_window.opens if expected_window else next_end)
+        else:
+            pending.append(expected_window)
+    return pending, reopens
+
+
+def _ready(datasets: list[Dataset], latest: dict) -> set[int]:
+    """Ids of ``datasets`` whose latest closed period (``latest``: id -> (key, ...)) is
+    ready; an unpartitioned dataset counts when any partition of it is."""
+    ids = [d.pk for d in datasets]
+    found: set[int] = set()
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        keys = {latest[i][0] for i in chunk if i in latest}
+        rows = Partition.objects.filter(
+            dataset_id__in=chunk, current_revision__state=PartitionRevision.State.READY
+        ).filter(**({"key__in": keys | {""}} if keys else {}))
+        for dataset_id, key in rows.values_list("dataset_id", "key"):
+            if dataset_id not in latest or latest[dataset_id][0] == key:
+                found.add(dataset_id)
+    return found
+
+
+def _arrivals(ids: list[int], *, since: datetime) -> dict[int, list[Arrival]]:
+    """``{dataset id: [Arrival]}`` of partitions ending after ``since``: each one's first
+    readiness outside a restatement, published or found by the poll."""
+    out: dict[int, list[Arrival]] = defaultdict(list)
+    for start in range(0, len(ids), CHUNK):
+        rows = (
+            PartitionRevision.objects.filter(
+                partition__dataset_id__in=ids[start : start + CHUNK],
+                partition__end_at__gte=since,
+                state=PartitionRevision.State.READY,
+                restatement__isnull=True,
+                detected_by__in=[
+                    PartitionRevision.DetectedBy.EVENT,
+                    PartitionRevision.DetectedBy.POLL,
+                ],
+            )
+            .values("partition_id", "partition__dataset_id", "partition__end_at")
+            .annotate(first_ready_at=Min("ready_at"))
+            .values_list("partition__dataset_id", "partition__end_at", "first_ready_at")
+            .order_by()
+        )
+        for dataset_id, end, ready_at in rows:
+            out[dataset_id].append(Arrival(period_end=end, ready_at=ready_at))
+    return out
