@@ -1,0 +1,418 @@
+"""Sending claimed deliveries concurrently inside one worker process.
+
+A delivery pass (``catalog.delivery.deliver_due``) runs here: it claims due deliveries
+(``delivery_claim_due``), sends them through a bounded pool of threads, and records each
+outcome (``delivery_record``) as it arrives, claiming more while sends are in flight, so
+a slow or hung endpoint never holds up the others.
+
+The model: **one thread owns the database, a bounded pool of threads only sends.**
+
+- The pass's own thread claims, checks, dispatches and records: every statement runs on
+  the one database connection the task already has (and, in tests, inside the test's
+  transaction); the pool threads never touch the database (``delivery_send`` is pure
+  network: the guarded ``outbound.Sender``, Django's mail backend, the watchdog's API).
+- At most ``concurrency`` sends are in flight (``TIDEMARK_DELIVERY_CONCURRENCY``), at most
+  ``endpoint_concurrency`` per endpoint (``TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY``): an
+  endpoint that hangs until the total deadline holds its own slots, never the others'.
+  An endpoint gets one send in flight until it answers 2xx in the pass, then its share;
+  a pass holds at most twice an endpoint's slots in claims (in flight or waiting for a
+  slot), so a hung endpoint's backlog stays in the database, unleased.
+- Why threads and not an asyncio client: the sender's SSRF guard is a synchronous
+  httpcore network backend (resolve, vet every address, connect to the vetted one) and
+  its total deadline a per-thread clock; a thread pool keeps that one guarded code path
+  for the catalog and the watchdog, fits Celery's solo and prefork pools unchanged (no
+  event loop inside a task), and sending is I/O: the threads wait on sockets, outside
+  the GIL. Measured (bench/README.md, Delivery): the pass's own thread, not the pool,
+  is what limits a worker, at about 1.5 ms of CPU per delivery.
+
+Every guarantee of the sequential pass holds: claims are leased and fenced by a token;
+every attempt of a delivery carries the same ``webhook-id``; outcomes are classified and
+backed off in ``delivery_record``, which writes only while the claim token matches. And
+nothing is sent that the pass cannot stand behind:
+
+- before each round of dispatches one query reads the throttles of the endpoints about
+  to be sent to; a throttled (429 / 503 with ``Retry-After``) or disabled endpoint's
+  claims are handed back unsent; the query also proves the database still answers;
+- a claim is sent only while its lease (measured from before the claim was made) outlasts
+  one send's total deadline plus ``lease_margin_seconds``; later, it is handed back;
+- once the database stops answering (a claim, the throttle query or a record fails with
+  a connection error), nothing more is sent: sends in flight finish (they cannot be
+  recalled), the claims not yet sent stay leased until their leases run out, and the
+  next pass on a working database sends them, with the same ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import Counter, deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.utils import timezone
+
+import outbound
+
+from . import delivery
+from .crashpoints import crashpoint
+from .models import Endpoint
+
+logger = logging.getLogger(__name__)
+
+# While sends are in flight and the last claim found less than a batch, the pass claims
+# again after this long: new work (a publish during a hung endpoint's timeout) waits at
+# most this for a claim, and an idle pass costs a few claims a second.
+CLAIM_POLL_SECONDS = 0.1
+# A pass holds at most this many claims per send slot of an endpoint (in flight plus
+# waiting for a slot): enough to keep its slots busy between claims, few enough that a
+# hung endpoint's backlog stays unleased in the database.
+HELD_PER_SLOT = 2
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one worker process sends at once.
+
+    Args:
+        concurrency: sends in flight at most, all endpoints together (>= 1).
+        endpoint_concurrency: sends in flight at most to one endpoint (>= 1).
+    """
+
+    concurrency: int
+    endpoint_concurrency: int
+
+    @classmethod
+    def from_settings(cls) -> Limits:
+        config = settings.TIDEMARK_DELIVERY
+        return cls(
+            concurrency=max(1, config["concurrency"]),
+            endpoint_concurrency=max(1, config["endpoint_concurrency"]),
+        )
+
+
+_pool_lock = threading.Lock()
+_pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, size, executor)
+
+
+def _executor(size: int) -> ThreadPoolExecutor:
+    """The process's send pool of ``size`` threads (made anew after a fork, or when the
+    setting changed); threads start as they are first needed."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid() or _pool[1] != size:
+            if _pool is not None and _pool[0] == os.getpid():
+                _pool[2].shutdown(wait=False)
+            _pool = (
+                os.getpid(),
+                size,
+                ThreadPoolExecutor(max_workers=size, thread_name_prefix="tidemark-send"),
+            )
+        return _pool[2]
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A claim this pass holds: sent once a slot is free, while ``send_by`` (monotonic
+    seconds) has not passed."""
+
+    claim: delivery.Claim
+    send_by: float
+
+
+@dataclass(frozen=True)
+class _Sent:
+    started_at: datetime
+    result: outbound.AttemptResult
+
+
+def _send(held: _Held, sender: outbound.Sender) -> _Sent | None:
+    """Send one claim on a pool thread (no database); None: too late to start, unsent."""
+    if time.monotonic() > held.send_by:
+        return None
+    started_at = timezone.now()
+    return _Sent(started_at, delivery.delivery_send(held.claim, sender=sender, now=started_at))
+
+
+class _DatabaseLost(Exception):
+    """The database stopped answering during the pass."""
+
+
+def _database_answers() -> bool:
+    try:
+        return connection.connection is not None and connection.is_usable()
+    except Exception:  # any failure to ask is an answer
+        return False
+
+
+class Pass:
+    """One delivery pass; ``run()`` once. See the module docstring for the model."""
+
+    def __init__(
+        self,
+        *,
+        sender: outbound.Sender,
+        summary: delivery.PassSummary,
+        batch_size: int,
+        max_batches: int,
+        max_seconds: float,
+        limits: Limits,
+    ) -> None:
+        config = settings.TIDEMARK_DELIVERY
+        self.sender = sender
+        self.summary = summary
+        self.batch_size = batch_size
+        self.max_batches = max_batches
+        self.max_seconds = max_seconds
+        self.limits = limits
+        self.lease_seconds = config["lease_seconds"]
+        # A claim is sent only while its lease outlasts one send plus the margin.
+        self.send_room = config["total_deadline"] + config["lease_margin_seconds"]
+        self.max_attempts = config["max_attempts"]
+        self.waiting: dict[int, deque[_Held]] = {}  # by endpoint, oldest first
+        self.in_flight: dict[Future, _Held] = {}
+        self.per_endpoint: Counter[int] = Counter()  # in flight, by endpoint
+        self.proven: set[int] = set()  # endpoints that answered 2xx in this pass
+        self.database_lost = False
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def run(self) -> delivery.PassSummary:
+        """Claim, send and record until nothing is due and nothing is held, the batches
+        or seconds are used up, or the database is lost; waits for every send it started
+        before returning."""
+        pool = _executor(self.limits.concurrency)
+        self.sender.client()  # built on this thread: the pool threads share it
+        started = time.monotonic()
+        batches, next_claim, first = 0, 0.0, True
+        while True:
+            if self.database_lost and not self.in_flight:
+                break
+            held = len(self.in_flight) + self.waiting_count()
+            out_of_time = time.monotonic() - started >= self.max_seconds
+            may_claim = not self.database_lost and (
+                first or (batches < self.max_batches and not out_of_time)
+            )
+            if (
+                may_claim
+                and held < self.limits.concurrency
+                and (held == 0 or time.monotonic() >= next_claim)
+            ):
+                first = False
+                got = self.claim()
+                batches += 1 if got else 0
+                self.summary.more_due = got == self.batch_size
+                next_claim = (
+                    0.0 if got == self.batch_size else time.monotonic() + CLAIM_POLL_SECONDS
+                )
+                if not self.in_flight and not self.waiting_count():
+                    if self.database_lost or not self.held_by_rate():
+                        break
+                    # Due deliveries wait only for their endpoints' rate credit.
+                    self.summary.more_due = True
+                    if time.monotonic() - started + delivery.RATE_WAIT_SECONDS >= self.max_seconds:
+                        break
+                    time.sleep(delivery.RATE_WAIT_SECONDS)
+                    continue
+            elif held == 0:
+                if out_of_time and not self.database_lost:
+                    self.summary.more_due = True  # possibly: the next pass will tell
+                break
+            if not self.database_lost:
+                self.dispatch(pool)
+            self.collect(timeout=self.wait_timeout(may_claim, next_claim))
+        if self.database_lost:
+            self.summary.more_due = False  # beat's sweep rings again; it may answer by then
+            self.summary.unsent += self.waiting_count()
+            self.summary.claimed -= self.waiting_count()
+            self.waiting.clear()
+        return self.summary
+
+    def waiting_count(self) -> int:
+        return sum(len(queue) for queue in self.waiting.values())
+
+    def wait_timeout(self, may_claim: bool, next_claim: float) -> float | None:
+        """How long to wait for a send to finish: until the next claim is due when one
+        may be made, else until a send finishes (None)."""
+        held = len(self.in_flight) + self.waiting_count()
+        if may_claim and held < self.limits.concurrency:
+            return max(0.0, next_claim - time.monotonic())
+        return None
+
+    # --- claim ----------------------------------------------------------------------------
+
+    def claim(self) -> int:
+        """Claim a batch within the endpoints' shares; returns how many were claimed."""
+        held = Counter(self.per_endpoint)
+        for endpoint_id, queue in self.waiting.items():
+            held[endpoint_id] += len(queue)
+        room = {
+            endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - n
+            for endpoint_id, n in held.items()
+            if n
+        }
+        # The database set each lease a moment after this: measuring from here is safe.
+        asked_at = time.monotonic()
+        try:
+            claims = delivery.delivery_claim_due(
+                limit=self.batch_size,
+                lease_seconds=self.lease_seconds,
+                now=timezone.now(),
+                room=room,
+                default_room=HELD_PER_SLOT * self.limits.endpoint_concurrency,
+            )
+        except (OperationalError, InterfaceError):
+            if _database_answers():
+                raise
+            self.lose_database("claiming")
+            return 0
+        if not claims:
+            return 0
+        crashpoint("delivery.after_claim")
+        self.summary.claimed += len(claims)
+        send_by = asked_at + self.lease_seconds - self.send_room
+        for claim in claims:
+            self.waiting.setdefault(claim.endpoint_id, deque()).append(_Held(claim, send_by))
+        return len(claims)
+
+    def held_by_rate(self) -> bool:
+        return delivery.deliveries_held_by_rate(now=timezone.now())
+
+    # --- dispatch -------------------------------------------------------------------------
+
+    def dispatch(self, pool: ThreadPoolExecutor) -> None:
+        """Start as many waiting claims as the limits allow, endpoints taking turns."""
+        room = self.limits.concurrency - len(self.in_flight)
+        ready = [
+            endpoint_id
+            for endpoint_id, queue in self.waiting.items()
+            if queue and self.per_endpoint[endpoint_id] < self.slots(endpoint_id)
+        ]
+        if room <= 0 or not ready:
+            return
+        try:
+            paused = self.paused_endpoints(ready)
+        except _DatabaseLost:
+            return
+        handed_back: list[delivery.Claim] = []
+        for endpoint_id in paused:
+            queue = self.waiting.pop(endpoint_id)
+            handed_back.extend(held.claim for held in queue)
+            self.summary.throttled += len(queue)
+        ready = [endpoint_id for endpoint_id in ready if endpoint_id not in paused]
+        late: list[delivery.Claim] = []
+        while room > 0 and ready:
+            still_ready = []
+            for endpoint_id in ready:
+                if room <= 0:
+                    break
+                queue = self.waiting[endpoint_id]
+                held = queue.popleft()
+                if time.monotonic() > held.send_by:
+                    late.append(held.claim)  # slow sends ate its lease
+                elif held.claim.attempt_in_budget > self.max_attempts:
+                    self.record(held, _Sent(timezone.now(), delivery._exhausted()))
+                else:
+                    self.in_flight[pool.submit(_send, held, self.sender)] = held
+                    self.per_endpoint[endpoint_id] += 1
+                    room -= 1
+                if queue and self.per_endpoint[endpoint_id] < self.slots(endpoint_id):
+                    still_ready.append(endpoint_id)
+            ready = still_ready
+        self.waiting = {k: v for k, v in self.waiting.items() if v}
+        self.summary.claimed -= len(handed_back) + len(late)
+        self.summary.released += self.release(handed_back + late)
+        if late:
+            self.summary.more_due = True
+
+    def slots(self, endpoint_id: int) -> int:
+        """Sends in flight allowed to the endpoint: one until it answered 2xx in this
+        pass, then its share. A throttling (429) or failing endpoint thus gets one
+        request, whose answer is recorded before the next is sent, not a volley."""
+        return self.limits.endpoint_concurrency if endpoint_id in self.proven else 1
+
+    def paused_endpoints(self, endpoint_ids: list[int]) -> set[int]:
+        """Which of ``endpoint_ids`` are throttled or disabled now: one query, which also
+        proves the database answers before anything more is sent."""
+        now = timezone.now()
+        try:
+            rows = list(
+                Endpoint.objects.filter(pk__in=endpoint_ids).values_list(
+                    "pk", "is_active", "throttled_until"
+                )
+            )
+        except DatabaseError:
+            self.lose_database("checking throttles")
+            raise _DatabaseLost from None
+        return {
+            pk for pk, active, until in rows if not active or (until is not None and until > now)
+        }
+
+    def release(self, claims: list[delivery.Claim]) -> int:
+        if not claims:
+            return 0
+        try:
+            return delivery.delivery_release(claims)
+        except DatabaseError:
+            self.lose_database("handing claims back")
+            return 0
+
+    # --- record ---------------------------------------------------------------------------
+
+    def collect(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` seconds (None: until one finishes) for sends, and record
+        every one that finished."""
+        if not self.in_flight:
+            return
+        done, _ = wait(list(self.in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in done:
+            held = self.in_flight.pop(future)
+            self.per_endpoint[held.claim.endpoint_id] -= 1
+            try:
+                sent = future.result()
+            except Exception:  # a bug in a sender: the attempt is not lost, its lease runs out
+                logger.exception("delivery %s: sending failed", held.claim.delivery_id)
+                self.summary.lost += 1
+                continue
+            if sent is None:
+                self.summary.claimed -= 1
+                self.summary.released += self.release([held.claim])
+                continue
+            crashpoint("delivery.after_send")
+            if sent.result.status_code is not None and 200 <= sent.result.status_code < 300:
+                self.proven.add(held.claim.endpoint_id)
+            self.record(held, sent)
+
+    def record(self, held: _Held, sent: _Sent) -> None:
+        claim = held.claim
+        state = None
+        if not self.database_lost:
+            try:
+                state = delivery.delivery_record(
+                    claim=claim, result=sent.result, started_at=sent.started_at, now=timezone.now()
+                )
+            except Exception as exc:  # one bad row must not starve the rest of the pass
+                if isinstance(exc, DatabaseError) and not _database_answers():
+                    self.lose_database("recording an outcome")
+                else:
+                    logger.exception("delivery %s: recording the outcome failed", claim.delivery_id)
+        crashpoint("delivery.after_record")
+        if state is None:
+            self.summary.lost += 1
+        else:
+            self.summary.by_state[state] = self.summary.by_state.get(state, 0) + 1
+
+    def lose_database(self, doing: str) -> None:
+        if not self.database_lost:
+            logger.error(
+                "deliveries: the database stopped answering while %s; nothing more is sent "
+                "this pass (%d in flight finish, %d claims wait for their leases to run out)",
+                doing,
+                len(self.in_flight),
+                self.waiting_count(),
+            )
+        self.database_lost = True
