@@ -53,21 +53,22 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 import outbound
 
-from . import delivery
+from . import delivery, metrics
 from .crashpoints import crashpoint
-from .models import Endpoint
+from .models import Delivery, DeliveryAttempt, Endpoint
 
 logger = logging.getLogger(__name__)
 
-# While sends are in flight and the last claim found less than a batch, the pass claims
-# again after this long: new work (a publish during a hung endpoint's timeout) waits at
-# most this for a claim, and an idle pass costs a few claims a second.
-CLAIM_POLL_SECONDS = 0.1
+# While sends are in flight and the last claim found nothing, the pass claims again after
+# this long (a quarter of it after a claim cut short by the endpoints' shares): new work
+# (a publish during a hung endpoint's timeout) waits at most this for a claim, and an
+# idle pass costs a few claims a second.
+CLAIM_POLL_SECONDS = 0.05
 # A pass holds at most this many claims per send slot of an endpoint (in flight plus
 # waiting for a slot): enough to keep its slots busy between claims, few enough that a
 # hung endpoint's backlog stays unleased in the database.
@@ -178,37 +179,45 @@ class Pass:
         self.per_endpoint: Counter[int] = Counter()  # in flight, by endpoint
         self.proven: set[int] = set()  # endpoints that answered 2xx in this pass
         self.database_lost = False
+        self.claimed_total = 0  # claims made, against the pass's budget
+        self.out_of_lease = False  # a claim waited too long for a slot: claim no more
 
     # --- the loop -----------------------------------------------------------------------
 
     def run(self) -> delivery.PassSummary:
-        """Claim, send and record until nothing is due and nothing is held, the batches
-        or seconds are used up, or the database is lost; waits for every send it started
-        before returning."""
+        """Claim, send and record until nothing is due and nothing is held, the claims
+        (``max_batches`` x ``batch_size`` deliveries) or seconds are used up, or the
+        database is lost; waits for every send it started before returning."""
         pool = _executor(self.limits.concurrency)
         self.sender.client()  # built on this thread: the pool threads share it
         started = time.monotonic()
-        batches, next_claim, first = 0, 0.0, True
+        budget = self.max_batches * self.batch_size
+        next_claim, first = 0.0, True
         while True:
             if self.database_lost and not self.in_flight:
                 break
             held = len(self.in_flight) + self.waiting_count()
-            out_of_time = time.monotonic() - started >= self.max_seconds
-            may_claim = not self.database_lost and (
-                first or (batches < self.max_batches and not out_of_time)
+            out_of_budget = (
+                self.claimed_total >= budget or time.monotonic() - started >= self.max_seconds
             )
+            out_of_budget = out_of_budget or self.out_of_lease
+            may_claim = not self.database_lost and (first or not out_of_budget)
             if (
                 may_claim
                 and held < self.limits.concurrency
                 and (held == 0 or time.monotonic() >= next_claim)
             ):
                 first = False
-                got = self.claim()
-                batches += 1 if got else 0
-                self.summary.more_due = got == self.batch_size
-                next_claim = (
-                    0.0 if got == self.batch_size else time.monotonic() + CLAIM_POLL_SECONDS
-                )
+                limit = max(1, min(self.batch_size, budget - self.claimed_total))
+                got = self.claim(limit)
+                # A full claim may have left more: claim again once there is room. A
+                # partial one was cut by the endpoints' shares or found all there was.
+                self.summary.more_due = got == limit
+                if got == limit:
+                    next_claim = 0.0
+                else:
+                    pause = CLAIM_POLL_SECONDS if not got else CLAIM_POLL_SECONDS / 4
+                    next_claim = time.monotonic() + pause
                 if not self.in_flight and not self.waiting_count():
                     if self.database_lost or not self.held_by_rate():
                         break
@@ -219,7 +228,7 @@ class Pass:
                     time.sleep(delivery.RATE_WAIT_SECONDS)
                     continue
             elif held == 0:
-                if out_of_time and not self.database_lost:
+                if out_of_budget and not self.database_lost:
                     self.summary.more_due = True  # possibly: the next pass will tell
                 break
             if not self.database_lost:
@@ -245,8 +254,8 @@ class Pass:
 
     # --- claim ----------------------------------------------------------------------------
 
-    def claim(self) -> int:
-        """Claim a batch within the endpoints' shares; returns how many were claimed."""
+    def claim(self, limit: int) -> int:
+        """Claim up to ``limit`` within the endpoints' shares; returns how many."""
         held = Counter(self.per_endpoint)
         for endpoint_id, queue in self.waiting.items():
             held[endpoint_id] += len(queue)
@@ -259,7 +268,7 @@ class Pass:
         asked_at = time.monotonic()
         try:
             claims = delivery.delivery_claim_due(
-                limit=self.batch_size,
+                limit=limit,
                 lease_seconds=self.lease_seconds,
                 now=timezone.now(),
                 room=room,
@@ -274,6 +283,7 @@ class Pass:
             return 0
         crashpoint("delivery.after_claim")
         self.summary.claimed += len(claims)
+        self.claimed_total += len(claims)
         send_by = asked_at + self.lease_seconds - self.send_room
         for claim in claims:
             self.waiting.setdefault(claim.endpoint_id, deque()).append(_Held(claim, send_by))
@@ -327,7 +337,8 @@ class Pass:
         self.summary.claimed -= len(handed_back) + len(late)
         self.summary.released += self.release(handed_back + late)
         if late:
-            self.summary.more_due = True
+            # Slow sends ate the lease: claim no more in this pass; the next one will.
+            self.out_of_lease = True
 
     def slots(self, endpoint_id: int) -> int:
         """Sends in flight allowed to the endpoint: one until it answered 2xx in this
@@ -365,10 +376,11 @@ class Pass:
 
     def collect(self, timeout: float | None) -> None:
         """Wait up to ``timeout`` seconds (None: until one finishes) for sends, and record
-        every one that finished."""
+        every one that finished: plain successes together, the rest one by one."""
         if not self.in_flight:
             return
         done, _ = wait(list(self.in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
+        successes: list[tuple[_Held, _Sent]] = []
         for future in done:
             held = self.in_flight.pop(future)
             self.per_endpoint[held.claim.endpoint_id] -= 1
@@ -383,9 +395,13 @@ class Pass:
                 self.summary.released += self.release([held.claim])
                 continue
             crashpoint("delivery.after_send")
-            if sent.result.status_code is not None and 200 <= sent.result.status_code < 300:
+            if _plain_success(held.claim, sent.result):
                 self.proven.add(held.claim.endpoint_id)
-            self.record(held, sent)
+                successes.append((held, sent))
+            else:
+                self.record(held, sent)
+        if successes:
+            self.record_successes(successes)
 
     def record(self, held: _Held, sent: _Sent) -> None:
         claim = held.claim
@@ -401,6 +417,29 @@ class Pass:
                 else:
                     logger.exception("delivery %s: recording the outcome failed", claim.delivery_id)
         crashpoint("delivery.after_record")
+        self.count(state)
+
+    def record_successes(self, sent: list[tuple[_Held, _Sent]]) -> None:
+        recorded: set[int] = set()
+        if not self.database_lost:
+            try:
+                recorded = successes_record(
+                    [(held.claim, done) for held, done in sent], now=timezone.now()
+                )
+            except Exception as exc:  # as in record: fall back to one by one
+                if isinstance(exc, DatabaseError) and not _database_answers():
+                    self.lose_database("recording outcomes")
+                else:
+                    logger.exception("deliveries: recording %d successes failed", len(sent))
+                    for held, done in sent:
+                        self.record(held, done)
+                    return
+        for held, _ in sent:
+            crashpoint("delivery.after_record")
+            ok = held.claim.delivery_id in recorded
+            self.count(Delivery.State.SUCCEEDED if ok else None)
+
+    def count(self, state: str | None) -> None:
         if state is None:
             self.summary.lost += 1
         else:
@@ -416,3 +455,78 @@ class Pass:
                 self.waiting_count(),
             )
         self.database_lost = True
+
+
+# --- plain successes, recorded together ---------------------------------------------------
+
+
+def _plain_success(claim: delivery.Claim, result: outbound.AttemptResult) -> bool:
+    """A 2xx from an endpoint that had no failure streak: what most attempts are, and
+    what ``successes_record`` writes exactly as ``delivery_record`` would."""
+    return (
+        result.status_code is not None
+        and 200 <= result.status_code < 300
+        and not claim.endpoint_failing
+    )
+
+
+def successes_record(sent: list[tuple[delivery.Claim, _Sent]], *, now: datetime) -> set[int]:
+    """Record plain successes (``_plain_success``) in one transaction: what
+    ``delivery_record`` writes for each (state succeeded, claim cleared, the attempt's
+    row), as one UPDATE fenced by every claim token and one INSERT of the attempts.
+
+    Args:
+        sent: (claim, what its send saw), every one a plain success.
+        now: aware UTC instant, the deliveries' ``finished_at``.
+
+    Returns:
+        The ids of the deliveries recorded; a claim lost meanwhile (its lease expired and
+        another worker took over) is left as it is, as ``delivery_record`` does.
+    """
+    rows = {claim.delivery_id: (claim, done) for claim, done in sent}
+    values = ", ".join(["(%s::bigint, %s::uuid, %s::timestamptz, %s::integer, %s)"] * len(rows))
+    params: list = []
+    for claim, done in rows.values():
+        result = done.result
+        params += [claim.delivery_id, claim.token, done.started_at, result.status_code]
+        params.append(result.error)
+    table = Delivery._meta.db_table
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} AS d SET state = %s, claimed_until = NULL, "  # noqa: S608
+                "claim_token = NULL, last_attempt_at = v.started_at, "
+                "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
+                "finished_at = %s "
+                f"FROM (VALUES {values}) AS v (id, token, started_at, status, error) "
+                "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
+                [Delivery.State.SUCCEEDED, now, *params],
+            )
+            recorded = {row[0] for row in cursor.fetchall()}
+        DeliveryAttempt.objects.bulk_create(
+            DeliveryAttempt(
+                delivery_id=delivery_id,
+                endpoint_id=rows[delivery_id][0].endpoint_id,
+                number=rows[delivery_id][0].attempt,
+                started_at=rows[delivery_id][1].started_at,
+                duration_ms=rows[delivery_id][1].result.duration_ms,
+                status_code=rows[delivery_id][1].result.status_code,
+                decision=outbound.Decision.SUCCEEDED.value,
+                error_kind=rows[delivery_id][1].result.error_kind,
+                error=rows[delivery_id][1].result.error[:2000],
+                response_excerpt=rows[delivery_id][1].result.response_excerpt,
+                next_attempt_in_seconds=None,
+            )
+            for delivery_id in sorted(recorded)
+        )
+    for delivery_id, (claim, done) in rows.items():
+        if delivery_id in recorded:
+            metrics.record_delivery(
+                kind=claim.kind,
+                outcome=Delivery.State.SUCCEEDED,
+                duration_ms=done.result.duration_ms,
+            )
+        else:
+            logger.warning("delivery %s: claim lost before write-back", delivery_id)
+            metrics.record_delivery(kind=claim.kind, outcome="claim_lost", duration_ms=None)
+    return recorded
