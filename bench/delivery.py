@@ -1162,13 +1162,13 @@ def app_url(url: str, application_name: str) -> str:
 
 class Instrument:
     """Times ``delivery_claim_due``, ``delivery_send``, ``delivery_record`` and
-    ``sending.successes_record`` (plain successes recorded together) (wall and thread
+    ``success_batches.successes_record`` (plain successes recorded together) (wall and thread
     CPU), counts and times their statements and commits. Patches the modules' functions
     in this process only (the pass looks them up at call time). Sends run on the pass's
     pool threads and run no statement: they are timed, never made the current phase."""
 
     PHASES = ("delivery_claim_due", "delivery_send", "delivery_record", "successes_record")
-    MODULES = {"successes_record": "sending"}
+    MODULES = {"successes_record": "success_batches"}
     NO_STATEMENTS = frozenset({"delivery_send"})
 
     def __init__(self, conn) -> None:
@@ -1482,6 +1482,7 @@ def main(argv: list[str] | None = None) -> int:
 PRODUCT_FILES = (
     "catalog/delivery.py",
     "catalog/sending.py",
+    "catalog/success_batches.py",
     "catalog/tasks.py",
     "catalog/doorbell.py",
     "catalog/services/publishing.py",

@@ -245,6 +245,13 @@ def delivery_claim_due(
                 claimed=per_endpoint[ep.pk],
             )
         Endpoint.objects.bulk_update(spent, ["rate_credit_from"])
+    signing: dict[int, tuple[str, ...]] = {}  # decrypted once per endpoint, not per row
+    for row in rows:
+        if row.endpoint_id not in signing:
+            endpoint = row.endpoint
+            signing[row.endpoint_id] = tuple(
+                endpoint_secrets_in_use(endpoint, now) if endpoint.secret_encrypted else ()
+            )
     return [
         Claim(
             delivery_id=row.pk,
@@ -258,9 +265,7 @@ def delivery_claim_due(
             msg_id=str(row.notification_id),
             # Sorted keys: every attempt sends (and signs) byte-identical bodies.
             body=json.dumps(row.notification.payload, sort_keys=True, separators=(",", ":")),
-            secrets=tuple(
-                endpoint_secrets_in_use(row.endpoint, now) if row.endpoint.secret_encrypted else ()
-            ),
+            secrets=signing[row.endpoint_id],
         )
         for row in rows
     ]

@@ -15,8 +15,8 @@ The model: **one thread owns the database, a bounded pool of threads only sends.
   ``endpoint_concurrency`` per endpoint (``TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY``): an
   endpoint that hangs until the total deadline holds its own slots, never the others'.
   An endpoint gets one send in flight until it answers 2xx in the pass, then its share;
-  a pass holds at most twice an endpoint's slots in claims (in flight or waiting for a
-  slot), so a hung endpoint's backlog stays in the database, unleased.
+  a pass holds at most four times an endpoint's slots in claims (in flight or waiting
+  for a slot), so a hung endpoint's backlog stays in the database, unleased.
 - Why threads and not an asyncio client: the sender's SSRF guard is a synchronous
   httpcore network backend (resolve, vet every address, connect to the vetted one) and
   its total deadline a per-thread clock; a thread pool keeps that one guarded code path
@@ -53,14 +53,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 import outbound
 
-from . import delivery, metrics
+from . import delivery, success_batches
 from .crashpoints import crashpoint
-from .models import Delivery, DeliveryAttempt, Endpoint
+from .models import Delivery, Endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +70,10 @@ logger = logging.getLogger(__name__)
 # idle pass costs a few claims a second.
 CLAIM_POLL_SECONDS = 0.05
 # A pass holds at most this many claims per send slot of an endpoint (in flight plus
-# waiting for a slot): enough to keep its slots busy between claims, few enough that a
-# hung endpoint's backlog stays unleased in the database.
-HELD_PER_SLOT = 2
+# waiting for a slot): enough that a claim brings tens of deliveries and keeps the slots
+# busy between claims, few enough that a hung endpoint's backlog (one slot until it
+# answers) stays unleased in the database.
+HELD_PER_SLOT = 4
 
 
 @dataclass(frozen=True)
@@ -395,7 +396,7 @@ class Pass:
                 self.summary.released += self.release([held.claim])
                 continue
             crashpoint("delivery.after_send")
-            if _plain_success(held.claim, sent.result):
+            if success_batches.plain_success(held.claim, sent.result):
                 self.proven.add(held.claim.endpoint_id)
                 successes.append((held, sent))
             else:
@@ -423,8 +424,9 @@ class Pass:
         recorded: set[int] = set()
         if not self.database_lost:
             try:
-                recorded = successes_record(
-                    [(held.claim, done) for held, done in sent], now=timezone.now()
+                recorded = success_batches.successes_record(
+                    [(held.claim, done.started_at, done.result) for held, done in sent],
+                    now=timezone.now(),
                 )
             except Exception as exc:  # as in record: fall back to one by one
                 if isinstance(exc, DatabaseError) and not _database_answers():
@@ -455,78 +457,3 @@ class Pass:
                 self.waiting_count(),
             )
         self.database_lost = True
-
-
-# --- plain successes, recorded together ---------------------------------------------------
-
-
-def _plain_success(claim: delivery.Claim, result: outbound.AttemptResult) -> bool:
-    """A 2xx from an endpoint that had no failure streak: what most attempts are, and
-    what ``successes_record`` writes exactly as ``delivery_record`` would."""
-    return (
-        result.status_code is not None
-        and 200 <= result.status_code < 300
-        and not claim.endpoint_failing
-    )
-
-
-def successes_record(sent: list[tuple[delivery.Claim, _Sent]], *, now: datetime) -> set[int]:
-    """Record plain successes (``_plain_success``) in one transaction: what
-    ``delivery_record`` writes for each (state succeeded, claim cleared, the attempt's
-    row), as one UPDATE fenced by every claim token and one INSERT of the attempts.
-
-    Args:
-        sent: (claim, what its send saw), every one a plain success.
-        now: aware UTC instant, the deliveries' ``finished_at``.
-
-    Returns:
-        The ids of the deliveries recorded; a claim lost meanwhile (its lease expired and
-        another worker took over) is left as it is, as ``delivery_record`` does.
-    """
-    rows = {claim.delivery_id: (claim, done) for claim, done in sent}
-    values = ", ".join(["(%s::bigint, %s::uuid, %s::timestamptz, %s::integer, %s)"] * len(rows))
-    params: list = []
-    for claim, done in rows.values():
-        result = done.result
-        params += [claim.delivery_id, claim.token, done.started_at, result.status_code]
-        params.append(result.error)
-    table = Delivery._meta.db_table
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} AS d SET state = %s, claimed_until = NULL, "  # noqa: S608
-                "claim_token = NULL, last_attempt_at = v.started_at, "
-                "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
-                "finished_at = %s "
-                f"FROM (VALUES {values}) AS v (id, token, started_at, status, error) "
-                "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
-                [Delivery.State.SUCCEEDED, now, *params],
-            )
-            recorded = {row[0] for row in cursor.fetchall()}
-        DeliveryAttempt.objects.bulk_create(
-            DeliveryAttempt(
-                delivery_id=delivery_id,
-                endpoint_id=rows[delivery_id][0].endpoint_id,
-                number=rows[delivery_id][0].attempt,
-                started_at=rows[delivery_id][1].started_at,
-                duration_ms=rows[delivery_id][1].result.duration_ms,
-                status_code=rows[delivery_id][1].result.status_code,
-                decision=outbound.Decision.SUCCEEDED.value,
-                error_kind=rows[delivery_id][1].result.error_kind,
-                error=rows[delivery_id][1].result.error[:2000],
-                response_excerpt=rows[delivery_id][1].result.response_excerpt,
-                next_attempt_in_seconds=None,
-            )
-            for delivery_id in sorted(recorded)
-        )
-    for delivery_id, (claim, done) in rows.items():
-        if delivery_id in recorded:
-            metrics.record_delivery(
-                kind=claim.kind,
-                outcome=Delivery.State.SUCCEEDED,
-                duration_ms=done.result.duration_ms,
-            )
-        else:
-            logger.warning("delivery %s: claim lost before write-back", delivery_id)
-            metrics.record_delivery(kind=claim.kind, outcome="claim_lost", duration_ms=None)
-    return recorded

@@ -170,9 +170,9 @@ def test_a_worker_that_loses_its_database_mid_batch_sends_nothing_more(start_wor
 
     receiver.respond = respond
     publish, _ = subscribers(receiver, [f"/hook/{i}" for i in range(4)])
-    # One send at a time, and no claim while one is held: the first claim takes two
-    # deliveries per endpoint (twice its one slot), eight, and sends them one by one. A
-    # lease long enough that none is handed back for want of one.
+    # One send at a time, and no claim while one is held: the first claim takes every
+    # delivery (three per endpoint, within four times its one slot) and sends them one by
+    # one. A lease long enough that none is handed back for want of one.
     worker = start_worker(
         "cut-off",
         lease=30,
@@ -192,8 +192,8 @@ def test_a_worker_that_loses_its_database_mid_batch_sends_nothing_more(start_wor
         wait_until(
             lambda: "the database stopped answering" in worker.log(), 15, "the worker to notice"
         )
-        wait_until(lambda: "unsent 5 (database lost)" in worker.log(), 15, "the pass to end")
-        # The send in flight finished; none of the five other claims it held was sent.
+        wait_until(lambda: "unsent 9 (database lost)" in worker.log(), 15, "the pass to end")
+        # The send in flight finished; none of the nine other claims it held was sent.
         assert len(receiver.snapshot()) == 3
     finally:
         _allow_connections(database, True)
