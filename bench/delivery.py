@@ -1347,17 +1347,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.subscribers} subscribers, {args.warmup:g} s warm-up + {args.duration:g} s"
         )
         latency_rounds = [bench.latency(i) for i in range(1, args.latency_rounds + 1)]
-        print(
-            f"throughput: {args.rounds} round(s) of {args.backlog} publishes "
-            f"({args.backlog * args.subscribers} deliveries) queued with no worker, then one "
-            "worker and one doorbell ring"
-        )
         if args.hang_rounds:
             print(
                 f"hang: {args.hang_rounds} round(s) as above, with /hooks/1 never answering "
                 "(its endpoint hangs until the worker's timeout)"
             )
         hang_rounds = [bench.latency(i, hung="/hooks/1") for i in range(1, args.hang_rounds + 1)]
+        print(
+            f"throughput: {args.rounds} round(s) of {args.backlog} publishes "
+            f"({args.backlog * args.subscribers} deliveries) queued with no worker, then one "
+            "worker and one doorbell ring"
+        )
         throughput = [
             bench.throughput(f"#{i}", args.backlog, args.receiver_ms)
             for i in range(1, args.rounds + 1)

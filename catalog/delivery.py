@@ -184,10 +184,12 @@ def delivery_claim_due(
     default_rate = _config()["endpoint_rate_per_second"]
     with transaction.atomic():
         room = room or {}
-        full = [pk for pk, n in room.items() if n <= 0]
-        endpoints = list(
-            _sendable_endpoints(now=now, default_rate=default_rate).exclude(pk__in=full)[:limit]
-        )
+        candidates = _sendable_endpoints(now=now, default_rate=default_rate)
+        if default_room is not None and default_room <= 0:  # only those named with room
+            candidates = candidates.filter(pk__in=[pk for pk, n in room.items() if n > 0])
+        else:
+            candidates = candidates.exclude(pk__in=[pk for pk, n in room.items() if n <= 0])
+        endpoints = list(candidates[:limit])
         if not endpoints:
             return []
         rates = {ep.pk: ep.rate_limit_per_second or default_rate for ep in endpoints}

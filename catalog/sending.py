@@ -69,6 +69,10 @@ logger = logging.getLogger(__name__)
 # (a publish during a hung endpoint's timeout) waits at most this for a claim, and an
 # idle pass costs a few claims a second.
 CLAIM_POLL_SECONDS = 0.05
+# A send in flight this long is slow (its endpoint may hang until the deadline): a
+# draining pass, which must wait for it anyway, keeps claiming for the endpoints that
+# answer meanwhile.
+SLOW_SEND_SECONDS = 1.0
 # A pass holds at most this many claims per send slot of an endpoint (in flight plus
 # waiting for a slot): enough that a claim brings tens of deliveries and keeps the slots
 # busy between claims, few enough that a hung endpoint's backlog (one slot until it
@@ -181,14 +185,27 @@ class Pass:
         self.proven: set[int] = set()  # endpoints that answered 2xx in this pass
         self.database_lost = False
         self.claimed_total = 0  # claims made, against the pass's budget
-        self.out_of_lease = False  # a claim waited too long for a slot: claim no more
+        self.out_of_lease = False  # a claim waited too long for a slot: drain
+        self.draining = False  # see run()
+        self.sent_at: dict[Future, float] = {}  # monotonic seconds, by send in flight
+        # Draining claims nothing more this long after max_seconds: a pass ends within
+        # about max_seconds plus two sends' deadlines.
+        self.hard_stop = max_seconds + self.send_room
 
     # --- the loop -----------------------------------------------------------------------
 
     def run(self) -> delivery.PassSummary:
-        """Claim, send and record until nothing is due and nothing is held, the claims
-        (``max_batches`` x ``batch_size`` deliveries) or seconds are used up, or the
-        database is lost; waits for every send it started before returning."""
+        """Claim, send and record until nothing is due and nothing is held, or the
+        database is lost; waits for every send it started before returning.
+
+        After ``max_batches`` x ``batch_size`` claims or ``max_seconds`` (or once a claim
+        outwaited its lease) the pass *drains*: it claims no more, except while a send it
+        must wait for anyway has been in flight over ``SLOW_SEND_SECONDS`` (an endpoint
+        hanging until its deadline): then it goes on claiming for the endpoints that
+        answered 2xx in the pass, so their webhooks are not held up behind the hung one,
+        and hands back the claims waiting behind a slow send. ``send_room`` after
+        ``max_seconds`` it claims nothing more at all.
+        """
         pool = _executor(self.limits.concurrency)
         self.sender.client()  # built on this thread: the pool threads share it
         started = time.monotonic()
@@ -197,20 +214,26 @@ class Pass:
         while True:
             if self.database_lost and not self.in_flight:
                 break
-            held = len(self.in_flight) + self.waiting_count()
-            out_of_budget = (
-                self.claimed_total >= budget or time.monotonic() - started >= self.max_seconds
+            elapsed = time.monotonic() - started
+            self.draining = (
+                self.claimed_total >= budget or elapsed >= self.max_seconds or self.out_of_lease
             )
-            out_of_budget = out_of_budget or self.out_of_lease
-            may_claim = not self.database_lost and (first or not out_of_budget)
+            if self.draining:
+                self.release_behind_slow_sends(all_of_them=elapsed >= self.hard_stop)
+            held = len(self.in_flight) + self.waiting_count()
+            may_claim = not self.database_lost and (
+                first
+                or not self.draining
+                or (elapsed < self.hard_stop and self.slow_send_in_flight())
+            )
             if (
                 may_claim
                 and held < self.limits.concurrency
                 and (held == 0 or time.monotonic() >= next_claim)
             ):
-                first = False
                 limit = max(1, min(self.batch_size, budget - self.claimed_total))
-                got = self.claim(limit)
+                got = self.claim(limit, only_answering=self.draining and not first)
+                first = False
                 # A full claim may have left more: claim again once there is room. A
                 # partial one was cut by the endpoints' shares or found all there was.
                 self.summary.more_due = got == limit
@@ -220,7 +243,8 @@ class Pass:
                     pause = CLAIM_POLL_SECONDS if not got else CLAIM_POLL_SECONDS / 4
                     next_claim = time.monotonic() + pause
                 if not self.in_flight and not self.waiting_count():
-                    if self.database_lost or not self.held_by_rate():
+                    if self.database_lost or self.draining or not self.held_by_rate():
+                        self.summary.more_due = self.summary.more_due or self.draining
                         break
                     # Due deliveries wait only for their endpoints' rate credit.
                     self.summary.more_due = True
@@ -229,7 +253,7 @@ class Pass:
                     time.sleep(delivery.RATE_WAIT_SECONDS)
                     continue
             elif held == 0:
-                if out_of_budget and not self.database_lost:
+                if self.draining and not self.database_lost:
                     self.summary.more_due = True  # possibly: the next pass will tell
                 break
             if not self.database_lost:
@@ -242,6 +266,28 @@ class Pass:
             self.waiting.clear()
         return self.summary
 
+    def slow_send_in_flight(self) -> bool:
+        """Whether a send has been in flight over ``SLOW_SEND_SECONDS``."""
+        now = time.monotonic()
+        return any(now - at > SLOW_SEND_SECONDS for at in self.sent_at.values())
+
+    def release_behind_slow_sends(self, *, all_of_them: bool) -> None:
+        """Hand back (unsent, uncounted) the waiting claims of endpoints that have not
+        answered 2xx in the pass and have a send in flight, or every waiting claim."""
+        behind = [
+            endpoint_id
+            for endpoint_id, queue in self.waiting.items()
+            if queue
+            and (
+                all_of_them
+                or (endpoint_id not in self.proven and self.per_endpoint[endpoint_id] > 0)
+            )
+        ]
+        claims = [held.claim for endpoint_id in behind for held in self.waiting.pop(endpoint_id)]
+        if claims:
+            self.summary.claimed -= len(claims)
+            self.summary.released += self.release(claims)
+
     def waiting_count(self) -> int:
         return sum(len(queue) for queue in self.waiting.values())
 
@@ -251,12 +297,15 @@ class Pass:
         held = len(self.in_flight) + self.waiting_count()
         if may_claim and held < self.limits.concurrency:
             return max(0.0, next_claim - time.monotonic())
+        if self.draining and self.in_flight:
+            return CLAIM_POLL_SECONDS  # a send may become slow: judge again soon
         return None
 
     # --- claim ----------------------------------------------------------------------------
 
-    def claim(self, limit: int) -> int:
-        """Claim up to ``limit`` within the endpoints' shares; returns how many."""
+    def claim(self, limit: int, *, only_answering: bool = False) -> int:
+        """Claim up to ``limit`` within the endpoints' shares (``only_answering``: for
+        the endpoints that answered 2xx in the pass only); returns how many."""
         held = Counter(self.per_endpoint)
         for endpoint_id, queue in self.waiting.items():
             held[endpoint_id] += len(queue)
@@ -265,6 +314,13 @@ class Pass:
             for endpoint_id, n in held.items()
             if n
         }
+        default_room = HELD_PER_SLOT  # an endpoint not held has not answered: one slot
+        if only_answering:  # a draining pass (see run)
+            room = {
+                endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - held[endpoint_id]
+                for endpoint_id in self.proven
+            }
+            default_room = 0
         # The database set each lease a moment after this: measuring from here is safe.
         asked_at = time.monotonic()
         try:
@@ -273,7 +329,7 @@ class Pass:
                 lease_seconds=self.lease_seconds,
                 now=timezone.now(),
                 room=room,
-                default_room=HELD_PER_SLOT * self.limits.endpoint_concurrency,
+                default_room=default_room,
             )
         except (OperationalError, InterfaceError):
             if _database_answers():
@@ -328,7 +384,9 @@ class Pass:
                 elif held.claim.attempt_in_budget > self.max_attempts:
                     self.record(held, _Sent(timezone.now(), delivery._exhausted()))
                 else:
-                    self.in_flight[pool.submit(_send, held, self.sender)] = held
+                    future = pool.submit(_send, held, self.sender)
+                    self.in_flight[future] = held
+                    self.sent_at[future] = time.monotonic()
                     self.per_endpoint[endpoint_id] += 1
                     room -= 1
                 if queue and self.per_endpoint[endpoint_id] < self.slots(endpoint_id):
@@ -384,6 +442,7 @@ class Pass:
         successes: list[tuple[_Held, _Sent]] = []
         for future in done:
             held = self.in_flight.pop(future)
+            del self.sent_at[future]
             self.per_endpoint[held.claim.endpoint_id] -= 1
             try:
                 sent = future.result()
@@ -391,9 +450,10 @@ class Pass:
                 logger.exception("delivery %s: sending failed", held.claim.delivery_id)
                 self.summary.lost += 1
                 continue
-            if sent is None:
+            if sent is None:  # it waited past its lease's room for a thread: unsent
                 self.summary.claimed -= 1
                 self.summary.released += self.release([held.claim])
+                self.out_of_lease = True
                 continue
             crashpoint("delivery.after_send")
             if success_batches.plain_success(held.claim, sent.result):
