@@ -185,10 +185,11 @@ def delivery_claim_due(
     with transaction.atomic():
         room = room or {}
         candidates = _sendable_endpoints(now=now, default_rate=default_rate)
+        full = [pk for pk, n in room.items() if n <= 0]
         if default_room is not None and default_room <= 0:  # only those named with room
             candidates = candidates.filter(pk__in=[pk for pk, n in room.items() if n > 0])
-        else:
-            candidates = candidates.exclude(pk__in=[pk for pk, n in room.items() if n <= 0])
+        elif full:
+            candidates = candidates.exclude(pk__in=full)
         endpoints = list(candidates[:limit])
         if not endpoints:
             return []

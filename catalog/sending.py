@@ -231,8 +231,12 @@ class Pass:
                 and held < self.limits.concurrency
                 and (held == 0 or time.monotonic() >= next_claim)
             ):
-                limit = max(1, min(self.batch_size, budget - self.claimed_total))
-                got = self.claim(limit, only_answering=self.draining and not first)
+                only_answering = self.draining and not first
+                # The budget bounds a pass's claims, not a drain's (claims it must make
+                # while it waits on a slow send anyway).
+                left = self.batch_size if only_answering else budget - self.claimed_total
+                limit = max(1, min(self.batch_size, left))
+                got = self.claim(limit, only_answering=only_answering)
                 first = False
                 # A full claim may have left more: claim again once there is room. A
                 # partial one was cut by the endpoints' shares or found all there was.

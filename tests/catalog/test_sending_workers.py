@@ -92,7 +92,16 @@ def test_sends_in_flight_stay_within_the_total_and_the_per_endpoint_caps(start_w
     assert set(Delivery.objects.values_list("attempts", flat=True)) == {1}
 
 
-def test_an_endpoint_that_hangs_holds_up_no_other(start_worker, receiver):
+@pytest.mark.parametrize(
+    "pass_seconds",
+    [
+        pytest.param("45", id="within-its-budget"),
+        # Out of time at once: the pass, which must wait for the hung send anyway, goes
+        # on claiming for the endpoints that answer (it drains).
+        pytest.param("0", id="draining"),
+    ],
+)
+def test_an_endpoint_that_hangs_holds_up_no_other(start_worker, receiver, pass_seconds):
     release = threading.Event()
 
     def respond(hit: Hit) -> int:
@@ -103,7 +112,12 @@ def test_an_endpoint_that_hangs_holds_up_no_other(start_worker, receiver):
     receiver.respond = respond
     publish, _ = subscribers(receiver, ["/hang", "/ok/0", "/ok/1", "/ok/2"])
     # A send may take 10 s (the read timeout): the hang outlasts the whole test phase.
-    worker = start_worker("hung", lease=30, TIDEMARK_DELIVERY_DEADLINE="10")
+    worker = start_worker(
+        "hung",
+        lease=30,
+        TIDEMARK_DELIVERY_DEADLINE="10",
+        TIDEMARK_DELIVERY_PASS_SECONDS=pass_seconds,
+    )
     worker.wait_ready()
 
     def arrived(path_prefix: str, partition_count: int):
