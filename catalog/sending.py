@@ -313,18 +313,14 @@ class Pass:
         held = Counter(self.per_endpoint)
         for endpoint_id, queue in self.waiting.items():
             held[endpoint_id] += len(queue)
+        named = self.proven if only_answering else self.proven | {k for k, n in held.items() if n}
         room = {
-            endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - n
-            for endpoint_id, n in held.items()
-            if n
+            endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - held[endpoint_id]
+            for endpoint_id in named
         }
-        default_room = HELD_PER_SLOT  # an endpoint not held has not answered: one slot
-        if only_answering:  # a draining pass (see run)
-            room = {
-                endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - held[endpoint_id]
-                for endpoint_id in self.proven
-            }
-            default_room = 0
+        # Any other endpoint has not answered in this pass: one slot's worth; none at all
+        # for a draining pass (see run).
+        default_room = 0 if only_answering else HELD_PER_SLOT
         # The database set each lease a moment after this: measuring from here is safe.
         asked_at = time.monotonic()
         try:
