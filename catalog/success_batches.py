@@ -2,6 +2,8 @@
 round of concurrent sends brought back (``catalog.sending``), instead of a transaction
 each. Most attempts are plain successes; writing them one by one would make recording,
 on the pass's one database thread, what limits a worker's deliveries per second.
+PostgreSQL only (``UPDATE ... FROM (VALUES ...)`` with casts): on the embedded SQLite a
+pass records every outcome through ``delivery_record``.
 """
 
 from __future__ import annotations
