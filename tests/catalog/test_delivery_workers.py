@@ -108,7 +108,18 @@ def test_two_workers_on_one_backlog_never_deliver_concurrently_and_lose_nothing(
     publish, _ = subscribers(receiver, paths)
     # Long lease: no claim may expire here, so any second send would be a double claim.
     # Small batches, so both workers keep coming back to the same backlog.
-    workers = [start_worker(name, lease=60, TIDEMARK_DELIVERY_BATCH="5") for name in ("a", "b")]
+    # Two sends in flight, one per endpoint: a worker claims again only once it holds
+    # fewer than two, so neither takes the whole backlog while the other waits.
+    workers = [
+        start_worker(
+            name,
+            lease=60,
+            TIDEMARK_DELIVERY_BATCH="5",
+            TIDEMARK_DELIVERY_CONCURRENCY="2",
+            TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY="1",
+        )
+        for name in ("a", "b")
+    ]
     for worker in workers:
         worker.wait_ready()
 
