@@ -35,8 +35,8 @@ backed off in ``delivery_record``, which writes only while the claim token match
 nothing is sent that the pass cannot stand behind:
 
 - before each round of dispatches one query reads the throttles of the endpoints about
-  to be sent to; a throttled (429 / 503 with ``Retry-After``) or disabled endpoint's
-  claims are handed back unsent; the query also proves the database still answers;
+  to be sent to; a throttled endpoint's (429 / 503 with ``Retry-After``) claims are
+  handed back unsent; the query also proves the database still answers;
 - a claim is sent only while its lease (measured from before the claim was made) outlasts
   one send's total deadline plus ``lease_margin_seconds``; later, it is handed back;
 - once the database stops answering (a claim, the throttle query or a record fails with
@@ -322,9 +322,9 @@ class Pass:
             endpoint_id: HELD_PER_SLOT * self.slots(endpoint_id) - held[endpoint_id]
             for endpoint_id in named
         }
-        # Any other endpoint has not answered in this pass: one slot's worth; none at all
-        # for a draining pass (see run).
-        default_room = 0 if only_answering else HELD_PER_SLOT
+        # Any other endpoint: its full share, as a batch would give it (it is sent one at
+        # a time until it answers 2xx); none at all for a draining pass (see run).
+        default_room = 0 if only_answering else HELD_PER_SLOT * self.limits.endpoint_concurrency
         # The database set each lease a moment after this: measuring from here is safe.
         asked_at = time.monotonic()
         try:
@@ -410,21 +410,20 @@ class Pass:
         return self.limits.endpoint_concurrency if endpoint_id in self.proven else 1
 
     def paused_endpoints(self, endpoint_ids: list[int]) -> set[int]:
-        """Which of ``endpoint_ids`` are throttled or disabled now: one query, which also
-        proves the database answers before anything more is sent."""
+        """Which of ``endpoint_ids`` are throttled now (a 429 or 503 with Retry-After, met
+        by this pass or another worker): one query, which also proves the database answers
+        before anything more is sent. (A claim of an endpoint disabled meanwhile is still
+        sent, as a sequential pass did: it was claimed while the endpoint was active.)"""
         now = timezone.now()
         try:
-            rows = list(
-                Endpoint.objects.filter(pk__in=endpoint_ids).values_list(
-                    "pk", "is_active", "throttled_until"
+            return set(
+                Endpoint.objects.filter(pk__in=endpoint_ids, throttled_until__gt=now).values_list(
+                    "pk", flat=True
                 )
             )
         except DatabaseError:
             self.lose_database("checking throttles")
             raise _DatabaseLost from None
-        return {
-            pk for pk, active, until in rows if not active or (until is not None and until > now)
-        }
 
     def release(self, claims: list[delivery.Claim]) -> int:
         if not claims:
