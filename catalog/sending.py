@@ -15,9 +15,11 @@ The model: **one thread owns the database, a bounded pool of threads only sends.
 - At most ``concurrency`` sends are in flight (``TIDEMARK_DELIVERY_CONCURRENCY``), at most
   ``endpoint_concurrency`` per endpoint (``TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY``): an
   endpoint that hangs until the total deadline holds its own slots, never the others'.
-  An endpoint gets one send in flight until it answers 2xx in the pass, then its share;
-  a pass holds at most four times an endpoint's slots in claims (in flight or waiting
-  for a slot), so a hung endpoint's backlog stays in the database, unleased.
+  An endpoint gets one send in flight until it answers 2xx in the pass, then its share.
+  A pass holds at most four times an endpoint's share in claims (in flight or waiting
+  for a slot), and no more than four while it holds any of an endpoint that has not
+  answered; claims waiting behind a slow send go back when the pass drains (``run``) or
+  their lease runs short, so most of a hung endpoint's backlog stays in the database.
 - Why threads and not an asyncio client: the sender's SSRF guard is a synchronous
   httpcore network backend (resolve, vet every address, connect to the vetted one) and
   its total deadline a per-thread clock; a thread pool keeps that one guarded code path
