@@ -125,14 +125,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="publishes per instrumented, what-if and cProfile backlog (100)",
     )
     p.add_argument(
-        "--slow-receiver-ms",
+        "--receiver-ms",
         type=float,
-        default=20.0,
-        help="one more throughput round with the receiver answering after this many ms "
-        "(20; 0 skips it)",
+        default=0.0,
+        help="the receiver answers every webhook this many ms after it arrived, in the "
+        "latency, hang and throughput runs (0)",
     )
     p.add_argument(
-        "--slow-backlog", type=int, default=30, help="publishes in the slow-receiver round (30)"
+        "--slow-receiver-ms",
+        type=float,
+        default=50.0,
+        help="one more throughput round with the receiver answering after this many ms "
+        "(50; 0 skips it)",
+    )
+    p.add_argument(
+        "--slow-backlog", type=int, default=200, help="publishes in the slow-receiver round (200)"
+    )
+    p.add_argument(
+        "--hang-rounds",
+        type=int,
+        default=1,
+        help="latency rounds with one subscriber's endpoint hanging until the worker's "
+        "timeout: latency of the others (1; 0 skips them)",
     )
     p.add_argument("--skip-inprocess", action="store_true", help="skip the in-process passes")
     p.add_argument(
@@ -199,8 +213,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # is recorded as (arrival time.time(), connection number, path, webhook-id,
 # webhook-timestamp, webhook-signature, body) and answered 204; parsing and signature checks
 # happen in the bench afterwards, so the receiver costs as little as a receiver can.
-# Control: GET /_count, GET /_dump (everything since the last reset), POST /_reset, and
-# POST /_delay?ms=N (answer each webhook N ms after it arrived, like a slower receiver).
+# Control: GET /_count, GET /_dump (everything since the last reset), POST /_reset,
+# POST /_delay?ms=N (answer each webhook N ms after it arrived, like a slower receiver) and
+# POST /_hang?path=P (webhooks to path P are recorded but never answered: the sender's
+# timeout ends them; an empty P ends the hang). /_count leaves out the hung path's.
 
 _NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
 
@@ -210,6 +226,8 @@ def receiver_main(port: int) -> None:
 
     records: list[tuple] = []
     delay = [0.0]  # seconds before answering a webhook (POST /_delay?ms=N)
+    hang = [b""]  # the path whose webhooks are never answered (POST /_hang?path=P)
+    hung = [0]  # webhooks to it since the last reset
 
     async def respond(conn, method, target, headers, body, arrived) -> bytes:
         if method == b"POST" and target.startswith(b"/hooks/"):
@@ -224,18 +242,26 @@ def receiver_main(port: int) -> None:
                     body.decode("utf-8", "replace"),
                 )
             )
+            if target == hang[0]:
+                hung[0] += 1
+                await asyncio.sleep(3600)  # the sender gives up first, at its deadline
             if delay[0]:
                 await asyncio.sleep(delay[0])
             return _NO_CONTENT
         if target.startswith(b"/_delay?ms=") and method == b"POST":
             delay[0] = float(target.split(b"=", 1)[1]) / 1000
             return _NO_CONTENT
+        if target.startswith(b"/_hang?path=") and method == b"POST":
+            hang[0] = target.split(b"=", 1)[1]
+            return _NO_CONTENT
         if target == b"/_count":
-            return http_answer("200 OK", json.dumps({"count": len(records)}).encode())
+            count = {"count": len(records) - hung[0], "hung": hung[0]}
+            return http_answer("200 OK", json.dumps(count).encode())
         if target == b"/_dump":
             return http_answer("200 OK", json.dumps(records).encode())
         if target == b"/_reset" and method == b"POST":
             records.clear()
+            hung[0] = 0
             return _NO_CONTENT
         return http_answer("404 Not Found", b"{}")
 
@@ -250,6 +276,14 @@ class Receiver(ReceiverProcess):
 
     def set_delay(self, ms: float) -> None:
         self._call(f"/_delay?ms={ms:g}", "POST")
+
+    def hung(self) -> int:
+        """Webhooks to the hung path since the last reset."""
+        return json.loads(self._call("/_count"))["hung"]
+
+    def set_hang(self, path: str) -> None:
+        """Never answer webhooks to ``path`` ("" ends the hang)."""
+        self._call(f"/_hang?path={path}", "POST")
 
 
 # --- publisher (own process) ------------------------------------------------------------
@@ -462,6 +496,16 @@ def seed(receiver_url: str, subscribers: int) -> dict[str, Any]:
     return {"token": token, "dataset_id": dataset.pk, "secrets": secrets}
 
 
+def cancel_waiting(path: str) -> int:
+    """Cancel the deliveries still waiting for the endpoint at receiver path ``path`` (a
+    hung one), so later runs neither send nor count them; returns how many."""
+    from catalog.models import Delivery
+
+    return Delivery.objects.filter(
+        endpoint__url__endswith=path, state__in=["pending", "retrying"]
+    ).update(state="cancelled", claimed_until=None, claim_token=None)
+
+
 def delivery_states() -> dict[str, Any]:
     """Deliveries by state, and how many took more than one attempt."""
     from django.db.models import Count
@@ -617,9 +661,13 @@ class Bench:
                 "VACUUM ANALYZE catalog_delivery, catalog_deliveryattempt, catalog_notification"
             )
 
-    def latency(self, round_no: int) -> dict[str, Any]:
+    def latency(self, round_no: int, hung: str | None = None) -> dict[str, Any]:
+        """One latency round; ``hung``: a receiver path that never answers (its endpoint
+        hangs until the worker's timeout), left out of the latencies and counted apart."""
         args = self.args
         self.vacuum()
+        self.receiver.set_delay(args.receiver_ms)
+        self.receiver.set_hang(hung or "")
         ready_s = self.worker.start()
         background = wait_quiet(args.quiet_cores, args.quiet_wait)
         self.receiver.reset()
@@ -635,13 +683,19 @@ class Bench:
         cpu_start, wall_start = meter.snapshot(), time.time()
         results = self.publisher.wait(timeout=(n_warm + n_measured) / args.rate + 120)
         publishes_ok = [r for r in results if r[4] == 201]
-        expected = len(publishes_ok) * args.subscribers
+        answered = args.subscribers - (1 if hung else 0)
+        expected = len(publishes_ok) * answered
         received = wait_for_deliveries(self.receiver, expected, args.drain_timeout)
         cpu_end, wall_end = meter.snapshot(), time.time()
         timeline.stop()
         meter.close()
+        hung_requests = self.receiver.hung() if hung else 0
         self.worker.stop()
         self.worker.check_delivered(received, expected, f"latency round {round_no}")
+        cancelled = 0
+        if hung:
+            self.receiver.set_hang("")
+            cancelled = cancel_waiting(hung)
 
         records = self.receiver.dump()
         seen = analyse_records(records, self.seeded["secrets"], args.verify_every)
@@ -650,13 +704,15 @@ class Bench:
         latencies, by_endpoint, by_bucket, arrivals = [], {}, {}, []
         for key, sent in sent_at.items():
             for arrived, path in seen["arrivals"].get(key, []):
+                if path == hung:
+                    continue
                 ms = (arrived - sent) * 1000
                 latencies.append(ms)
                 arrivals.append((arrived, ms))
                 by_endpoint.setdefault(path, []).append(ms)
                 by_bucket.setdefault(int((sent - measure_from) // 5) * 5, []).append(ms)
-        missing = len(sent_at) * args.subscribers - len(latencies)
-        in_window = sum(1 for r in records if wall_start <= r[0] <= wall_end)
+        missing = len(sent_at) * answered - len(latencies)
+        in_window = sum(1 for r in records if wall_start <= r[0] <= wall_end and r[2] != hung)
         sends = sorted(r[2] for r in measured if r[4] == 201)
         publish_ms = sorted((r[3] - r[2]) * 1000 for r in measured if r[4] == 201)
         lag_ms = sorted(max(0.0, r[2] - r[1]) * 1000 for r in measured)
@@ -666,6 +722,16 @@ class Bench:
         stats = latency_stats(latencies)
         result = {
             "round": round_no,
+            "receiver_delay_ms": args.receiver_ms,
+            "hung_endpoint": {
+                "path": hung,
+                "requests": hung_requests,
+                "waiting_deliveries_cancelled_after": cancelled,
+                "note": "its requests are never answered; the worker's read timeout / total "
+                "deadline ends each; the latencies are the other endpoints'",
+            }
+            if hung
+            else None,
             "worker_ready_s": round(ready_s, 2),
             "background_cores_before": round(background, 2),
             "publishes": {
@@ -680,7 +746,7 @@ class Bench:
                 "schedule_lag_p99_ms": round(percentile(lag_ms, 99), 1),
             },
             "deliveries": {
-                "expected_measured": len(sent_at) * args.subscribers,
+                "expected_measured": len(sent_at) * answered,
                 "latencies": len(latencies),
                 "missing": missing,
                 "received_total": received,
@@ -695,6 +761,10 @@ class Bench:
             "latency_breakdown": latency_breakdown(sent_at, records),
             "latency_p50_by_endpoint_ms": {
                 path: round(percentile(sorted(v), 50), 1)
+                for path, v in sorted(by_endpoint.items(), key=lambda kv: int(kv[0].split("/")[-1]))
+            },
+            "latency_p99_by_endpoint_ms": {
+                path: round(percentile(sorted(v), 99), 1)
                 for path, v in sorted(by_endpoint.items(), key=lambda kv: int(kv[0].split("/")[-1]))
             },
             "latency_by_5s_of_publishing": {
@@ -725,8 +795,9 @@ class Bench:
             "foreign_cores_max_3s": worst,
             "clean": cpu["cores_used"]["foreign"] <= args.quiet_cores and worst <= QUIET_MAX_3S,
         }
+        label = f"hang round {round_no} ({hung} hangs)" if hung else f"round {round_no}"
         print(
-            f"  round {round_no}: {len(latencies)} deliveries of {len(sent_at)} publishes "
+            f"  {label}: {len(latencies)} deliveries of {len(sent_at)} publishes "
             f"(achieved {result['publishes']['achieved_rate']}/s): p50 {stats.get('p50_ms')} ms "
             f"p90 {stats.get('p90_ms')} ms p99 {stats.get('p99_ms')} ms max "
             f"{stats.get('max_ms')} ms; missing {missing}; signatures "
@@ -1090,11 +1161,15 @@ def app_url(url: str, application_name: str) -> str:
 
 
 class Instrument:
-    """Times ``delivery_claim_due``, ``delivery_send`` and ``delivery_record`` (wall and
-    thread CPU), counts and times their statements and commits. Patches the module's
-    functions in this process only (``deliver_due`` looks them up at call time)."""
+    """Times ``delivery_claim_due``, ``delivery_send``, ``delivery_record`` and
+    ``success_batches.successes_record`` (plain successes recorded together) (wall and thread
+    CPU), counts and times their statements and commits. Patches the modules' functions
+    in this process only (the pass looks them up at call time). Sends run on the pass's
+    pool threads and run no statement: they are timed, never made the current phase."""
 
-    PHASES = ("delivery_claim_due", "delivery_send", "delivery_record")
+    PHASES = ("delivery_claim_due", "delivery_send", "delivery_record", "successes_record")
+    MODULES = {"successes_record": "success_batches"}
+    NO_STATEMENTS = frozenset({"delivery_send"})
 
     def __init__(self, conn) -> None:
         self.conn = conn
@@ -1119,13 +1194,16 @@ class Instrument:
                 st["sql_wall"] += time.perf_counter() - started
                 self.sql[(self.current, " ".join(sql.split())[:200])] += 1
 
-    def install(self) -> None:
-        from catalog import delivery
+    def _module(self, name: str):
+        import importlib
 
+        return importlib.import_module(f"catalog.{self.MODULES.get(name, 'delivery')}")
+
+    def install(self) -> None:
         for name in self.PHASES:
-            original = getattr(delivery, name)
+            original = getattr(self._module(name), name)
             self._originals[name] = original
-            setattr(delivery, name, self._wrap(name, original))
+            setattr(self._module(name), name, self._wrap(name, original))
         commit = self.conn._commit
 
         def timed_commit():
@@ -1142,18 +1220,19 @@ class Instrument:
         self._wrapper_cm.__enter__()
 
     def uninstall(self) -> None:
-        from catalog import delivery
-
         for name, original in self._originals.items():
-            setattr(delivery, name, original)
+            setattr(self._module(name), name, original)
         with contextlib.suppress(AttributeError):
             del self.conn._commit
         if self._wrapper_cm is not None:
             self._wrapper_cm.__exit__(None, None, None)
 
     def _wrap(self, name: str, fn):
+        current = name not in self.NO_STATEMENTS
+
         def timed(*args, **kwargs):
-            self.current = name
+            if current:
+                self.current = name
             wall, cpu = time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
@@ -1162,7 +1241,8 @@ class Instrument:
                 st["calls"] += 1
                 st["wall"] += time.perf_counter() - wall
                 st["cpu"] += time.thread_time() - cpu
-                self.current = None
+                if current:
+                    self.current = None
 
         return timed
 
@@ -1179,7 +1259,10 @@ class Instrument:
                 "commits_per_delivery": round(st["commits"] / n, 3),
                 "commit_wall_ms_per_delivery": round(st["commit_wall"] * 1000 / n, 3),
             }
-        accounted = sum(st["wall"] for st in self.stats.values())
+        # Sends overlap the pass's own work: only the pass thread's phases add up.
+        accounted = sum(
+            st["wall"] for name, st in self.stats.items() if name not in self.NO_STATEMENTS
+        )
         statements = sum(st["statements"] + st["commits"] for st in self.stats.values())
         return {
             "per_phase": phases,
@@ -1264,12 +1347,21 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.subscribers} subscribers, {args.warmup:g} s warm-up + {args.duration:g} s"
         )
         latency_rounds = [bench.latency(i) for i in range(1, args.latency_rounds + 1)]
+        if args.hang_rounds:
+            print(
+                f"hang: {args.hang_rounds} round(s) as above, with /hooks/1 never answering "
+                "(its endpoint hangs until the worker's timeout)"
+            )
+        hang_rounds = [bench.latency(i, hung="/hooks/1") for i in range(1, args.hang_rounds + 1)]
         print(
             f"throughput: {args.rounds} round(s) of {args.backlog} publishes "
             f"({args.backlog * args.subscribers} deliveries) queued with no worker, then one "
             "worker and one doorbell ring"
         )
-        throughput = [bench.throughput(f"#{i}", args.backlog) for i in range(1, args.rounds + 1)]
+        throughput = [
+            bench.throughput(f"#{i}", args.backlog, args.receiver_ms)
+            for i in range(1, args.rounds + 1)
+        ]
         slow = []
         if args.slow_receiver_ms > 0:
             slow.append(bench.throughput("slow", args.slow_backlog, args.slow_receiver_ms))
@@ -1306,7 +1398,9 @@ def main(argv: list[str] | None = None) -> int:
                 "duration_s": args.duration,
                 "subscribers": args.subscribers,
                 "backlog_publishes": args.backlog,
+                "receiver_ms": args.receiver_ms,
                 "slow_receiver_ms": args.slow_receiver_ms,
+                "hang_rounds": args.hang_rounds,
                 "slow_backlog_publishes": args.slow_backlog,
                 "profile_backlog_publishes": args.profile_backlog,
                 "rounds": args.rounds,
@@ -1332,6 +1426,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gunicorn, worker, receiver, publisher, PostgreSQL and Redis share the same CPUs",
             ),
             "latency_rounds": latency_rounds,
+            "hang_rounds": hang_rounds,
             "throughput": throughput,
             "slow_receiver": slow,
             "inprocess": inprocess,
@@ -1386,6 +1481,8 @@ def main(argv: list[str] | None = None) -> int:
 # from the recorded commit).
 PRODUCT_FILES = (
     "catalog/delivery.py",
+    "catalog/sending.py",
+    "catalog/success_batches.py",
     "catalog/tasks.py",
     "catalog/doorbell.py",
     "catalog/services/publishing.py",

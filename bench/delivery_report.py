@@ -10,7 +10,10 @@ from typing import Any
 TARGET_P50_MS = 300.0
 TARGET_P99_MS = 1000.0
 TARGET_RATE = 20.0  # publishes/s in the latency run (x subscribers deliveries/s)
-TARGET_PER_WORKER = 200.0  # deliveries/s per worker process
+TARGET_PER_WORKER = 200.0  # deliveries/s per worker process, receiver answering at once
+TARGET_SLOW_PER_WORKER = 500.0  # deliveries/s per worker process, receiver answering in 50 ms
+TARGET_SLOW_RECEIVER_MS = 50.0
+TARGET_HANG_P99_MS = 1000.0  # p99 of the other endpoints while one hangs until the timeout
 # A latency round is "clean" when other processes used at most --quiet-cores CPUs on average
 # and at most this many over any 3 s of it (a 2-CPU machine saturates beyond).
 QUIET_MAX_3S = 0.5
@@ -42,6 +45,18 @@ def print_table(report: dict[str, Any]) -> None:
         row(
             f"latency #{lat['round']}: {settings['rate']:g}/s x {settings['subscribers']} "
             "subscribers",
+            lat["deliveries"]["rate_in_window"],
+            lat["cpu"],
+            lat["cpu"]["cpu_ms_per_delivery"]["worker"],
+            st.get("p50_ms", ""),
+            st.get("p90_ms", ""),
+            st.get("p99_ms", ""),
+        )
+    for lat in report.get("hang_rounds", []):
+        st = lat["latency"]
+        row(
+            f"hang #{lat['round']}: {lat['hung_endpoint']['path']} hangs, the other "
+            f"{settings['subscribers'] - 1}",
             lat["deliveries"]["rate_in_window"],
             lat["cpu"],
             lat["cpu"]["cpu_ms_per_delivery"]["worker"],
@@ -114,6 +129,25 @@ def print_table(report: dict[str, Any]) -> None:
         f"{s['deliveries_per_s_per_worker']} (target >= {TARGET_PER_WORKER:g}): "
         f"{'met' if v['per_worker_met'] else 'MISSED'}"
     )
+    for slow in s["slow_receiver"]:
+        print(
+            f"deliveries/s per worker process, receiver +{slow['receiver_ms']:g} ms: "
+            f"{slow['deliveries_per_s']} (limit concurrency / latency: {slow['limit_per_s']}/s"
+            + (
+                f"; target >= {TARGET_SLOW_PER_WORKER:g}: "
+                + ("met" if slow["target_met"] else "MISSED")
+                if slow["target_met"] is not None
+                else ""
+            )
+            + ")"
+        )
+    if s["hang"]["rounds"]:
+        print(
+            f"one endpoint hanging until the timeout: the others' p99 {s['hang']['p99_ms']} ms, "
+            f"p50 {s['hang']['p50_ms']} ms (target p99 <= {TARGET_HANG_P99_MS:g}): "
+            f"{'met' if v['hang_p99_met'] else 'MISSED'}; the hung endpoint got "
+            f"{s['hang']['hung_requests']} requests"
+        )
     bd = s["latency_breakdown_p50_ms"]
     print(
         "latency p50 by segment: publish -> outbox row "
@@ -197,6 +231,25 @@ def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         return round(statistics.median(values), 1) if values else None
 
     p50, p99 = lat_med("p50_ms", basis), lat_med("p99_ms", basis)
+    hangs = report.get("hang_rounds", [])
+    hang_p99 = lat_med("p99_ms", hangs)
+    delivery = report["settings"]["delivery_settings"]
+    in_flight = min(
+        delivery.get("concurrency", 1),
+        report["settings"]["subscribers"] * delivery.get("endpoint_concurrency", 1),
+    )
+    slow_runs = [
+        {
+            "receiver_ms": r["receiver_delay_ms"],
+            "deliveries_per_s": r["deliveries_per_s"],
+            "limit_per_s": round(in_flight / (r["receiver_delay_ms"] / 1000), 1),
+            "target_met": r["deliveries_per_s"] >= TARGET_SLOW_PER_WORKER
+            if r["receiver_delay_ms"] == TARGET_SLOW_RECEIVER_MS
+            else None,
+        }
+        for r in report["slow_receiver"]
+        if r["receiver_delay_ms"]
+    ]
     achieved = med(r["publishes"]["achieved_rate"] or 0.0 for r in lats)
     summary = {
         "basis": (
@@ -243,6 +296,14 @@ def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
             f"+{r['receiver_delay_ms']:g} ms": r["deliveries_per_s"]
             for r in report["slow_receiver"]
         },
+        "slow_receiver": slow_runs,
+        "sends_in_flight_at_most": in_flight,
+        "hang": {
+            "rounds": len(hangs),
+            "p50_ms": lat_med("p50_ms", hangs),
+            "p99_ms": hang_p99,
+            "hung_requests": sum(r["hung_endpoint"]["requests"] for r in hangs),
+        },
         "cpu_ms_per_delivery_latency_median": {
             "worker": med(r["cpu"]["cpu_ms_per_delivery"]["worker"] for r in lats),
             "postgres": med(_pg(r["cpu"]["cpu_ms_per_delivery"]) for r in lats),
@@ -268,6 +329,8 @@ def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
             "p99_met": p99 is not None and p99 <= TARGET_P99_MS and missing == 0,
             "rate_met": achieved >= 0.95 * TARGET_RATE,
             "per_worker_met": per_worker >= TARGET_PER_WORKER,
+            "slow_per_worker_met": all(r["target_met"] is not False for r in slow_runs),
+            "hang_p99_met": not hangs or (hang_p99 is not None and hang_p99 <= TARGET_HANG_P99_MS),
         },
     }
     phases = next((r for r in report["inprocess"] if r["mode"] == "phases"), None)

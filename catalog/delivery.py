@@ -22,6 +22,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,13 +31,11 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Exists, F, FloatField, OuterRef, Q, Value, Window
 from django.db.models.functions import Cast, Coalesce, Now, RowNumber
-from django.utils import timezone
 
 import outbound
 from outbound import mail, slack, targets
 
 from . import doorbell, endpoint_rates, errors, metrics, notices, secrets, watchdog_feed
-from .crashpoints import crashpoint
 from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
 logger = logging.getLogger(__name__)
@@ -147,7 +146,14 @@ class Claim:
     secrets: tuple[str, ...]
 
 
-def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list[Claim]:
+def delivery_claim_due(
+    *,
+    limit: int,
+    lease_seconds: int,
+    now: datetime,
+    room: Mapping[int, int] | None = None,
+    default_room: int | None = None,
+) -> list[Claim]:
     """Claim up to ``limit`` due deliveries for this worker, within endpoints' rate limits.
 
     Due: pending or retrying, ``next_attempt_at`` reached, and not leased (or the lease
@@ -167,6 +173,9 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             (a pass hands back what it could not send before its lease runs short).
         now: aware UTC instant: picks signing secrets, and is the clock of throttles and
             rate credit (leases and ``next_attempt_at`` use the database clock).
+        room: how many more claims the caller can take, by endpoint id (0: none), as
+            ``catalog.sending`` keeps each endpoint's share; ``default_room`` for
+            endpoints not in it (None: no cap beyond rate credit and ``limit``).
 
     Returns:
         The claims, oldest ``next_attempt_at`` first; ``attempt`` is this try's number.
@@ -174,7 +183,14 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
     token = uuid.uuid4()
     default_rate = _config()["endpoint_rate_per_second"]
     with transaction.atomic():
-        endpoints = list(_sendable_endpoints(now=now, default_rate=default_rate)[:limit])
+        room = room or {}
+        candidates = _sendable_endpoints(now=now, default_rate=default_rate)
+        full = [pk for pk, n in room.items() if n <= 0]
+        if default_room is not None and default_room <= 0:  # only those named with room
+            candidates = candidates.filter(pk__in=[pk for pk, n in room.items() if n > 0])
+        elif full:
+            candidates = candidates.exclude(pk__in=full)
+        endpoints = list(candidates[:limit])
         if not endpoints:
             return []
         rates = {ep.pk: ep.rate_limit_per_second or default_rate for ep in endpoints}
@@ -184,6 +200,10 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             )
             for ep in endpoints
         }
+        for pk in allowed:
+            cap = room.get(pk, default_room)
+            if cap is not None:
+                allowed[pk] = min(allowed[pk], cap)
         ranked = (
             Delivery.objects.filter(_due(), endpoint_id__in=list(allowed))
             .annotate(
@@ -228,6 +248,13 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
                 claimed=per_endpoint[ep.pk],
             )
         Endpoint.objects.bulk_update(spent, ["rate_credit_from"])
+    signing: dict[int, tuple[str, ...]] = {}  # decrypted once per endpoint, not per row
+    for row in rows:
+        if row.endpoint_id not in signing:
+            endpoint = row.endpoint
+            signing[row.endpoint_id] = tuple(
+                endpoint_secrets_in_use(endpoint, now) if endpoint.secret_encrypted else ()
+            )
     return [
         Claim(
             delivery_id=row.pk,
@@ -241,9 +268,7 @@ def delivery_claim_due(*, limit: int, lease_seconds: int, now: datetime) -> list
             msg_id=str(row.notification_id),
             # Sorted keys: every attempt sends (and signs) byte-identical bodies.
             body=json.dumps(row.notification.payload, sort_keys=True, separators=(",", ":")),
-            secrets=tuple(
-                endpoint_secrets_in_use(row.endpoint, now) if row.endpoint.secret_encrypted else ()
-            ),
+            secrets=signing[row.endpoint_id],
         )
         for row in rows
     ]
@@ -287,12 +312,6 @@ def deliveries_held_by_rate(*, now: datetime) -> bool:
     return Delivery.objects.filter(
         _due(), _not_throttled(now, "endpoint__"), endpoint__is_active=True
     ).exists()
-
-
-def endpoint_throttled(*, endpoint_id: int, now: datetime) -> bool:
-    """Whether the endpoint asked (429 or 503 with Retry-After) not to be sent to before a
-    time still ahead of ``now``."""
-    return Endpoint.objects.filter(pk=endpoint_id, throttled_until__gt=now).exists()
 
 
 def delivery_send(
@@ -498,13 +517,18 @@ class PassSummary:
     lost: int = 0
     released: int = 0
     throttled: int = 0  # claims handed back unsent because their endpoint was throttled
+    unsent: int = 0  # claims left unsent, to their leases, when the database stopped answering
     more_due: bool = False
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
         released = f"; released {self.released}" if self.released else ""
         throttled = f" ({self.throttled} throttled)" if self.throttled else ""
-        return f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}{throttled}"
+        unsent = f"; unsent {self.unsent} (database lost)" if self.unsent else ""
+        return (
+            f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}{throttled}"
+            f"{unsent}"
+        )
 
 
 # After a claim found nothing while deliveries wait for rate credit, a pass waits this
@@ -531,77 +555,34 @@ def deliver_due(
     max_batches: int = 20,
     max_seconds: float | None = None,
 ) -> PassSummary:
-    """Run claim, send, record until nothing is due, ``max_batches`` batches are done, or
-    ``max_seconds`` (default ``TIDEMARK_DELIVERY["pass_seconds"]``, 45) have passed
-    (checked after each batch, so a pass ends well inside Celery's 90 s soft time limit).
+    """Run claim, send, record until nothing is due, ``max_batches`` batches are claimed,
+    or ``max_seconds`` (default ``TIDEMARK_DELIVERY["pass_seconds"]``, 45) have passed
+    (no claim after that; sends in flight finish within one total deadline, so a pass
+    ends well inside Celery's 90 s soft time limit).
 
-    While deliveries wait only for their endpoints' rate credit, a batch that claims
-    nothing waits ``RATE_WAIT_SECONDS`` and claims again. A claim whose endpoint got
-    throttled after it was claimed (an earlier send of this pass or another worker met a
-    429 or 503 with Retry-After) is handed back unsent, its attempt uncounted.
+    Sends run concurrently, ``TIDEMARK_DELIVERY_CONCURRENCY`` in flight at most and
+    ``TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY`` per endpoint, while this thread claims
+    more and records outcomes (``catalog.sending``, which says how and why). While
+    deliveries wait only for their endpoints' rate credit, a claim that finds nothing
+    waits ``RATE_WAIT_SECONDS`` and claims again. A claim whose endpoint got throttled
+    after it was claimed (a 429 or 503 with Retry-After) is handed back unsent, its
+    attempt uncounted; so is one whose lease could no longer cover a send. Once the
+    database stops answering, nothing more is sent.
 
     Returns:
         A summary; ``more_due`` says the pass stopped with work possibly left.
     """
+    from . import sending  # it builds on this module: imported here, not at the top
+
     config = _config()
-    if max_seconds is None:
-        max_seconds = config["pass_seconds"]
-    margin = config["lease_margin_seconds"]
-    summary = PassSummary()
-    started = time.monotonic()
-    for _ in range(max_batches):
-        claims = delivery_claim_due(
-            limit=batch_size or config["batch_size"],
-            lease_seconds=config["lease_seconds"],
-            now=timezone.now(),
-        )
-        # Conservative: the lease was set by the database a moment before this.
-        lease_ends = time.monotonic() + config["lease_seconds"]
-        summary.more_due = len(claims) == (batch_size or config["batch_size"])
-        if not claims:
-            if deliveries_held_by_rate(now=timezone.now()):
-                summary.more_due = True
-                if time.monotonic() - started + RATE_WAIT_SECONDS < max_seconds:
-                    time.sleep(RATE_WAIT_SECONDS)
-                    continue
-            break
-        crashpoint("delivery.after_claim")
-        summary.claimed += len(claims)
-        for index, claim in enumerate(claims):
-            if time.monotonic() + config["total_deadline"] + margin > lease_ends:
-                # Slow receivers ate the lease: hand the rest back rather than send what
-                # another worker may already have claimed.
-                summary.released += delivery_release(claims[index:])
-                summary.claimed -= len(claims) - index
-                summary.more_due = True
-                break
-            started_at = timezone.now()
-            if endpoint_throttled(endpoint_id=claim.endpoint_id, now=started_at):
-                summary.released += delivery_release([claim])
-                summary.throttled += 1
-                summary.claimed -= 1
-                continue
-            if claim.attempt_in_budget > config["max_attempts"]:
-                result = _exhausted()
-            else:
-                result = delivery_send(claim, sender=sender, now=started_at)
-            crashpoint("delivery.after_send")
-            try:
-                state = delivery_record(
-                    claim=claim, result=result, started_at=started_at, now=timezone.now()
-                )
-            except Exception:  # one bad row must not starve the rest of the batch
-                logger.exception("delivery %s: recording the outcome failed", claim.delivery_id)
-                state = None
-            crashpoint("delivery.after_record")
-            if state is None:
-                summary.lost += 1
-            else:
-                summary.by_state[state] = summary.by_state.get(state, 0) + 1
-        if time.monotonic() - started > max_seconds:
-            summary.more_due = True  # possibly: the next pass will tell
-            break
-    return summary
+    return sending.Pass(
+        sender=sender,
+        summary=PassSummary(),
+        batch_size=batch_size or config["batch_size"],
+        max_batches=max_batches,
+        max_seconds=config["pass_seconds"] if max_seconds is None else max_seconds,
+        limits=sending.Limits.from_settings(),
+    ).run()
 
 
 def sender_from_settings() -> outbound.Sender:
@@ -612,6 +593,7 @@ def sender_from_settings() -> outbound.Sender:
         connect_timeout=config["connect_timeout"],
         read_timeout=config["read_timeout"],
         total_deadline=config["total_deadline"],
+        max_connections=config["concurrency"],
     )
 
 

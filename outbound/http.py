@@ -78,6 +78,7 @@ class AddressPolicy:
 
 
 _request_deadline = threading.local()
+_client_lock = threading.Lock()
 
 
 def _remaining() -> float | None:
@@ -167,6 +168,10 @@ class Sender:
         policy: the address policy.
         connect_timeout, read_timeout: seconds, per connect and per read.
         total_deadline: seconds for the whole attempt, response included.
+        max_connections: connections open at once, all hosts together; as many as the
+            caller sends concurrently (``post`` is safe to call from several threads:
+            the pool is shared, the deadline is per thread), since a request beyond
+            it waits for a connection.
     """
 
     policy: AddressPolicy = field(default_factory=AddressPolicy)
@@ -174,16 +179,24 @@ class Sender:
     read_timeout: float = 10.0
     total_deadline: float = 15.0
     user_agent: str = "Tidemark-Webhooks/1"
+    max_connections: int = 20
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
 
     def client(self) -> httpx.Client:
+        """The shared client, built on first use (under a lock: threads may race)."""
+        if self._client is not None:
+            return self._client
+        with _client_lock:
+            return self._build_client()
+
+    def _build_client(self) -> httpx.Client:
         if self._client is None:
             transport = httpx.HTTPTransport(retries=0)
             # httpx has no public hook for the network backend: rebuild its pool with ours.
             transport._pool = httpcore.ConnectionPool(
                 ssl_context=httpx.create_ssl_context(),
-                max_connections=20,
-                max_keepalive_connections=10,
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
                 keepalive_expiry=30.0,
                 network_backend=_GuardedBackend(self.policy),
             )

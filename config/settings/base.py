@@ -291,6 +291,11 @@ TIDEMARK_DELIVERY = {
     # burst to one consumer (or to the watchdog's feed, which pages) must not queue
     # behind a low default; a receiver that needs less says so (its own limit, or 429).
     "endpoint_rate_per_second": env.int("TIDEMARK_DELIVERY_ENDPOINT_RATE", default=1000),
+    # Sends in flight at once in one worker process, all endpoints together, and to one
+    # endpoint (catalog.sending): an endpoint that hangs until the deadline holds at most
+    # its own share, never the others'.
+    "concurrency": env.int("TIDEMARK_DELIVERY_CONCURRENCY", default=64),
+    "endpoint_concurrency": env.int("TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY", default=4),
 }
 # Non-public networks outbound requests may reach (SSRF guard); empty: public only.
 # The embedded demo notifies its own loopback receiver, so loopback is allowed there.

@@ -1,5 +1,6 @@
 """Fixtures for the catalog tests: moto's S3 server (``tests/conftest.py``) and a
-temp-directory source as the fallback poll's ``lake``, a private Redis broker for worker tests.
+temp-directory source as the fallback poll's ``lake``, a private Redis broker, a loopback
+webhook receiver and Celery worker processes for worker tests.
 """
 
 from __future__ import annotations
@@ -39,6 +40,41 @@ def broker(tmp_path, monkeypatch):
     finally:
         restore()
         server.kill()
+
+
+@pytest.fixture
+def receiver():
+    """A threaded HTTP receiver on loopback recording every request
+    (``worker_helpers.Receiver``); closing it releases any request a test left blocked."""
+    from tests.catalog.worker_helpers import Receiver
+
+    server = Receiver()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def start_worker(transactional_db, broker, receiver, tmp_path):
+    """``start_worker(name, lease=8, **env) -> Worker``: a ``celery worker -P solo`` on the
+    test's databases and private broker; every worker is SIGKILLed (with its process
+    group) at teardown, before the database is flushed and Redis goes away."""
+    from tests.catalog.worker_helpers import Worker, worker_environment
+
+    workers = []
+
+    def start(name: str, *, lease: int = 8, **extra_env: str):
+        env = worker_environment(broker_url=broker.url, lease_seconds=lease, **extra_env)
+        worker = Worker(name=name, log_path=tmp_path / f"{name}.log", env=env)
+        workers.append(worker)
+        return worker.start()
+
+    try:
+        yield start
+    finally:
+        for worker in workers:
+            worker.kill()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ of dead workers run out, and the next delivery pass picks up what is due. Then:
 - the normalised tables equal the golden ones of a crash-free run;
 - every (notification, endpoint) reached the receiver at least once;
 - a repeat carried the same ``webhook-id`` and a byte-identical body, and happens only
-  when the crash fell between the send and its record.
+  when the crash fell between a send and its record (to the sends then in flight).
 """
 
 from __future__ import annotations
@@ -189,6 +189,11 @@ def test_crash_at_point_then_recovery_equals_a_clean_run(world, receiver, point)
     repeats = {key: bodies for key, bodies in by_delivery.items() if len(bodies) > 1}
     assert all(len(set(bodies)) == 1 for bodies in repeats.values())  # same bytes each time
     if point == "delivery.after_send":
-        assert len(repeats) == 1  # the one sent but not recorded is sent again
+        # The one sent but not recorded is sent again, and so is the other send of its
+        # batch when it was in flight beside it (sends run concurrently): never more.
+        assert 1 <= len(repeats) <= 2
+    elif point == "delivery.after_record":
+        # Recorded, but the other send of its batch may have been in flight beside it.
+        assert len(repeats) <= 1
     else:
         assert repeats == {}

@@ -4,7 +4,7 @@ receiver on loopback, on the test's PostgreSQL database.
 The workers are ``celery worker -P solo`` subprocesses sharing pytest-django's test
 database (hence ``transaction=True``: they only see committed rows) and a private
 redis-server that the tests may kill. Celery beat is not running: where a test needs
-beat's 30 s sweep it re-rings the doorbell itself (``_ring``), which is all beat does.
+beat's 30 s sweep it re-rings the doorbell itself (``ring_deliveries``), which is all beat does.
 """
 
 from __future__ import annotations
@@ -15,24 +15,20 @@ import shutil
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 
 import pytest
 from django.db import transaction
-from django.utils import timezone
 from standardwebhooks import Webhook
 
 from catalog import doorbell
-from catalog.actors import Actor
 from catalog.models import Delivery, DeliveryAttempt
-from catalog.services.publishing import readiness_publish
-from catalog.services.subscriptions import subscription_create
-from tests.catalog.factories import DatasetFactory, TeamFactory
 from tests.catalog.worker_helpers import (
-    Receiver,
-    Worker,
+    all_succeeded,
+    delivery_states,
+    expected_deliveries,
+    ring_deliveries,
+    subscribers,
     wait_until,
-    worker_environment,
 )
 
 pytestmark = [
@@ -41,7 +37,6 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 
-LEASE = 8  # seconds; short so a dead worker's claim runs out within the test (> 2 s send + 5)
 PUBLISH_BUDGET = 5.0  # seconds a publish may take while the broker is down
 DELIVERED_WITHIN = 30.0  # seconds the workers get to finish what a test expects
 
@@ -52,86 +47,10 @@ def doorbell_not_quiet(monkeypatch):
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    try:
-        yield server
-    finally:
-        server.close()  # also releases any request a test left blocked
-
-
-@pytest.fixture
-def start_worker(transactional_db, broker, receiver, tmp_path):
-    """``start_worker(name, lease=..., **env) -> Worker``; every worker is SIGKILLed (with its
-    process group) at teardown, before the database is flushed and Redis goes away."""
-    workers: list[Worker] = []
-
-    def start(name: str, *, lease: int = LEASE, **extra_env: str) -> Worker:
-        env = worker_environment(broker_url=broker.url, lease_seconds=lease, **extra_env)
-        worker = Worker(name=name, log_path=tmp_path / f"{name}.log", env=env)
-        workers.append(worker)
-        return worker.start()
-
-    try:
-        yield start
-    finally:
-        for worker in workers:
-            worker.kill()
-
-
-def _ring() -> None:
-    """Stand in for beat's 30 s sweep: ring the delivery doorbell now."""
-    doorbell.ring_now(doorbell.DELIVER_DUE)
-
-
-def _subscribers(receiver: Receiver, paths: list[str]):
-    """The orders team's dataset, one consumer team per receiver path; returns
-    ``(publish(partition), {path: signing secret})``."""
-    owner = TeamFactory(slug="orders")
-    dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
-    secrets = {}
-    for i, path in enumerate(paths):
-        result = subscription_create(
-            actor=Actor(team=TeamFactory(slug=f"consumer-{i}")),
-            dataset=dataset,
-            endpoint_url=receiver.url_for(path),
-        )
-        secrets[path] = result.endpoint_secret
-
-    def publish(partition: str):
-        return readiness_publish(
-            actor=Actor(team=owner),
-            namespace="s3://lake",
-            name="raw/orders",
-            partition=partition,
-            now=timezone.now(),
-        )
-
-    return publish, secrets
-
-
-def _expected(receiver: Receiver) -> set[tuple[str, str]]:
-    """(webhook-id, receiver path) of every delivery in the database."""
-    prefix = receiver.url_for("")
-    return {
-        (str(notification_id), url.removeprefix(prefix))
-        for notification_id, url in Delivery.objects.values_list("notification_id", "endpoint__url")
-    }
-
-
-def _states() -> Counter:
-    return Counter(Delivery.objects.values_list("state", flat=True))
-
-
-def _all_succeeded(count: int):
-    return lambda: _states() == Counter({Delivery.State.SUCCEEDED: count})
-
-
 def test_worker_killed_mid_delivery_completes_after_lease_with_same_webhook_id(
     start_worker, receiver
 ):
-    publish, secrets = _subscribers(receiver, ["/hook"])
+    publish, secrets = subscribers(receiver, ["/hook"])
     first_arrived = threading.Event()
 
     def respond(hit) -> int:
@@ -156,7 +75,7 @@ def test_worker_killed_mid_delivery_completes_after_lease_with_same_webhook_id(
     second.wait_ready()
     # Rung every 0.5 s (standing in for beat): the worker is ready in about a second, so
     # it is rung while the dead worker's lease still holds, and must leave it alone.
-    wait_until(_all_succeeded(1), DELIVERED_WITHIN, "the delivery to succeed", every=_ring)
+    wait_until(all_succeeded(1), DELIVERED_WITHIN, "the delivery to succeed", every=ring_deliveries)
 
     row = Delivery.objects.get()
     assert (row.state, row.attempts, row.claim_token) == (Delivery.State.SUCCEEDED, 2, None)
@@ -186,20 +105,31 @@ def test_two_workers_on_one_backlog_never_deliver_concurrently_and_lose_nothing(
         return 200
 
     receiver.respond = respond
-    publish, _ = _subscribers(receiver, paths)
+    publish, _ = subscribers(receiver, paths)
     # Long lease: no claim may expire here, so any second send would be a double claim.
     # Small batches, so both workers keep coming back to the same backlog.
-    workers = [start_worker(name, lease=60, TIDEMARK_DELIVERY_BATCH="5") for name in ("a", "b")]
+    # Two sends in flight, one per endpoint: a worker claims again only once it holds
+    # fewer than two, so neither takes the whole backlog while the other waits.
+    workers = [
+        start_worker(
+            name,
+            lease=60,
+            TIDEMARK_DELIVERY_BATCH="5",
+            TIDEMARK_DELIVERY_CONCURRENCY="2",
+            TIDEMARK_DELIVERY_ENDPOINT_CONCURRENCY="1",
+        )
+        for name in ("a", "b")
+    ]
     for worker in workers:
         worker.wait_ready()
 
     with transaction.atomic():  # the whole backlog commits at once; then 20 doorbells ring
         for partition in partitions:
             publish(partition)
-    expected = _expected(receiver)
+    expected = expected_deliveries(receiver)
     assert len(expected) == total
 
-    wait_until(_all_succeeded(total), DELIVERED_WITHIN, f"{total} deliveries to succeed")
+    wait_until(all_succeeded(total), DELIVERED_WITHIN, f"{total} deliveries to succeed")
     # A worker records right after the response arrives; let the receiver note its end.
     wait_until(lambda: all(h.finished for h in receiver.snapshot()), 5, "responses to finish")
 
@@ -235,12 +165,12 @@ def test_two_workers_on_one_backlog_never_deliver_concurrently_and_lose_nothing(
 def test_publishes_while_redis_is_down_are_delivered_after_it_returns(
     start_worker, receiver, broker, monkeypatch
 ):
-    publish, _ = _subscribers(receiver, ["/hook/a", "/hook/b"])
+    publish, _ = subscribers(receiver, ["/hook/a", "/hook/b"])
     worker = start_worker("only")
     worker.wait_ready()
     pid = worker.process.pid
     publish("2026-11-27")  # before the outage the doorbell alone gets it delivered
-    wait_until(_all_succeeded(2), DELIVERED_WITHIN, "the pre-outage deliveries")
+    wait_until(all_succeeded(2), DELIVERED_WITHIN, "the pre-outage deliveries")
 
     broker.kill()
     during = [f"2026-11-{day}" for day in (28, 29, 30)]
@@ -250,15 +180,18 @@ def test_publishes_while_redis_is_down_are_delivered_after_it_returns(
         took = time.monotonic() - started
         assert result.status_code == 201
         assert took < PUBLISH_BUDGET, f"publish of {partition} took {took:.1f}s"
-    assert _states() == Counter({Delivery.State.SUCCEEDED: 2, Delivery.State.PENDING: 6})
+    assert delivery_states() == Counter({Delivery.State.SUCCEEDED: 2, Delivery.State.PENDING: 6})
 
     broker.start()  # same port, empty: the doorbells rung during the outage are gone
     # The failed rings made this process's doorbell keep quiet for a few seconds; beat
     # (another process) would not be quiet, so neither is our stand-in for it.
     monkeypatch.setattr(doorbell, "_quiet_until", 0.0)
-    done = _all_succeeded(8)
+    done = all_succeeded(8)
     wait_until(
-        lambda: not worker.alive or done(), DELIVERED_WITHIN, "the outage's deliveries", every=_ring
+        lambda: not worker.alive or done(),
+        DELIVERED_WITHIN,
+        "the outage's deliveries",
+        every=ring_deliveries,
     )
 
     assert worker.alive, f"the worker died:\n{worker.log()[-3000:]}"
@@ -266,7 +199,7 @@ def test_publishes_while_redis_is_down_are_delivered_after_it_returns(
     connected = re.findall(rf"Connected to redis://\S*127\.0\.0\.1:{broker.port}/", worker.log())
     assert len(connected) >= 2, worker.log()[-3000:]  # at start, and again after the outage
     received = Counter(hit.webhook_id for hit in receiver.snapshot())
-    expected = {webhook_id for webhook_id, _ in _expected(receiver)}
+    expected = {webhook_id for webhook_id, _ in expected_deliveries(receiver)}
     assert set(received) == expected and len(expected) == 4
     assert set(received.values()) == {2}  # once per endpoint, no duplicates
     assert set(Delivery.objects.values_list("attempts", flat=True)) == {1}

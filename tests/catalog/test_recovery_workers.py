@@ -1,7 +1,8 @@
 """An endpoint's lifecycle through a real Celery worker process, a real Redis broker and a
 real HTTP receiver on loopback: failing until disabled, enabled again once fixed, and
 "recover since T" delivering every failed delivery since T once, with its original
-webhook-id (``catalog.recovery``). The fixtures are the delivery workers' tests'."""
+webhook-id (``catalog.recovery``). The fixtures are the catalog's
+(``tests/catalog/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,11 @@ from standardwebhooks import Webhook
 
 from catalog import delivery, recovery
 from catalog.models import Delivery, Endpoint
-from tests.catalog.test_delivery_workers import (  # noqa: F401 (fixtures)
+from tests.catalog.test_delivery_workers import (  # noqa: F401 (an autouse fixture)
     DELIVERED_WITHIN,
-    _ring,
-    _subscribers,
     doorbell_not_quiet,
-    receiver,
-    start_worker,
 )
-from tests.catalog.worker_helpers import wait_until
+from tests.catalog.worker_helpers import ring_deliveries, subscribers, wait_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the worker sees committed rows only
@@ -35,11 +32,11 @@ def _partition(hit) -> str:
     return json.loads(hit.body)["data"]["partition"]
 
 
-def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, receiver):  # noqa: F811
+def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, receiver):
     broken = {"now": True}
     # (200, not 204: this receiver always answers a body.)
     receiver.respond = lambda hit: 500 if broken["now"] else 200
-    publish, secrets = _subscribers(receiver, ["/hook"])
+    publish, secrets = subscribers(receiver, ["/hook"])
     # One attempt a delivery; disabled at the second failure in a row, at once.
     worker = start_worker(
         "lifecycle",
@@ -59,7 +56,7 @@ def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, r
         lambda: not Endpoint.objects.get(pk=endpoint.pk).is_active,
         DELIVERED_WITHIN,
         "the endpoint to be disabled",
-        every=_ring,
+        every=ring_deliveries,
     )
     # Nothing in flight: the batch that held the disabling failure is recorded; what was
     # not claimed by then waits for the endpoint, pending.
@@ -85,7 +82,7 @@ def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, r
             endpoint=endpoint, state__in=["pending", "retrying"]
         ).exists()
 
-    wait_until(done, DELIVERED_WITHIN, "the recovered deliveries", every=_ring)
+    wait_until(done, DELIVERED_WITHIN, "the recovered deliveries", every=ring_deliveries)
     succeeded = [h for h in receiver.snapshot() if h.status == 200]
     assert sorted(_partition(h) for h in succeeded) == ["2026-11-21", "2026-11-22"]
     ids = dict(

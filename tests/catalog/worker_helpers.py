@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -349,3 +350,69 @@ class Worker(LoggedProcess):
         """(deliveries claimed, claims lost) summed over the passes this worker logged."""
         passes = [tuple(map(int, m)) for m in _SUMMARY.findall(self.log())]
         return sum(p[0] for p in passes), sum(p[1] for p in passes)
+
+
+# --- a dataset with webhook subscribers, and what became of its deliveries ------------
+
+
+def ring_deliveries() -> None:
+    """Stand in for beat's 30 s sweep: ring the delivery doorbell now."""
+    from catalog import doorbell
+
+    doorbell.ring_now(doorbell.DELIVER_DUE)
+
+
+def subscribers(receiver: Receiver, paths: list[str]):
+    """The orders team's dataset, one consumer team per receiver path; returns
+    ``(publish(partition), {path: signing secret})``."""
+    from django.utils import timezone
+
+    from catalog.actors import Actor
+    from catalog.services.publishing import readiness_publish
+    from catalog.services.subscriptions import subscription_create
+    from tests.catalog.factories import DatasetFactory, TeamFactory
+
+    owner = TeamFactory(slug="orders")
+    dataset = DatasetFactory(owner=owner, namespace="s3://lake", name="raw/orders")
+    secrets = {}
+    for i, path in enumerate(paths):
+        result = subscription_create(
+            actor=Actor(team=TeamFactory(slug=f"consumer-{i}")),
+            dataset=dataset,
+            endpoint_url=receiver.url_for(path),
+        )
+        secrets[path] = result.endpoint_secret
+
+    def publish(partition: str):
+        return readiness_publish(
+            actor=Actor(team=owner),
+            namespace="s3://lake",
+            name="raw/orders",
+            partition=partition,
+            now=timezone.now(),
+        )
+
+    return publish, secrets
+
+
+def expected_deliveries(receiver: Receiver) -> set[tuple[str, str]]:
+    """(webhook-id, receiver path) of every delivery in the database."""
+    from catalog.models import Delivery
+
+    prefix = receiver.url_for("")
+    return {
+        (str(notification_id), url.removeprefix(prefix))
+        for notification_id, url in Delivery.objects.values_list("notification_id", "endpoint__url")
+    }
+
+
+def delivery_states() -> Counter:
+    from catalog.models import Delivery
+
+    return Counter(Delivery.objects.values_list("state", flat=True))
+
+
+def all_succeeded(count: int) -> Callable[[], bool]:
+    from catalog.models import Delivery
+
+    return lambda: delivery_states() == Counter({Delivery.State.SUCCEEDED: count})

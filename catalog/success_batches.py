@@ -1,0 +1,98 @@
+"""Recording plain successes together: one UPDATE and one INSERT for every 2xx that a
+round of concurrent sends brought back (``catalog.sending``), instead of a transaction
+each. Most attempts are plain successes; writing them one by one would make recording,
+on the pass's one database thread, what limits a worker's deliveries per second.
+PostgreSQL only (``UPDATE ... FROM (VALUES ...)`` with casts): on the embedded SQLite a
+pass records every outcome through ``delivery_record``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import connection, transaction
+
+import outbound
+
+from . import delivery, metrics
+from .models import Delivery, DeliveryAttempt
+
+logger = logging.getLogger(__name__)
+
+
+def plain_success(claim: delivery.Claim, result: outbound.AttemptResult) -> bool:
+    """A 2xx from an endpoint that had no failure streak when claimed: what
+    ``successes_record`` writes exactly as ``delivery.delivery_record`` would (no streak
+    to clear, no throttle, no backoff). Anything else is recorded one by one."""
+    return (
+        result.status_code is not None
+        and 200 <= result.status_code < 300
+        and not claim.endpoint_failing
+    )
+
+
+def successes_record(
+    sent: list[tuple[delivery.Claim, datetime, outbound.AttemptResult]], *, now: datetime
+) -> set[int]:
+    """Record plain successes (``plain_success``) in one transaction: what
+    ``delivery_record`` writes for each (state succeeded, claim cleared, last attempt,
+    the attempt's row), as one UPDATE fenced by every claim token and one INSERT.
+
+    Args:
+        sent: (claim, when its send started (aware UTC), what it saw), each a plain
+            success.
+        now: aware UTC instant, the deliveries' ``finished_at``.
+
+    Returns:
+        The ids of the deliveries recorded. A claim lost meanwhile (its lease ran out and
+        another worker took over) is left as it is and counted ``claim_lost``, as
+        ``delivery_record`` does.
+    """
+    rows = {claim.delivery_id: (claim, started_at, result) for claim, started_at, result in sent}
+    values = ", ".join(["(%s::bigint, %s::uuid, %s::timestamptz, %s::integer, %s)"] * len(rows))
+    params: list = []
+    for claim, started_at, result in rows.values():
+        params += [claim.delivery_id, claim.token, started_at, result.status_code, result.error]
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
+                "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
+                "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
+                f"finished_at = %s FROM (VALUES {values}) "
+                "AS v (id, token, started_at, status, error) "
+                "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
+                [Delivery.State.SUCCEEDED, now, *params],
+            )
+            recorded = {row[0] for row in cursor.fetchall()}
+        DeliveryAttempt.objects.bulk_create(
+            _attempt(*rows[delivery_id]) for delivery_id in sorted(recorded)
+        )
+    for delivery_id, (claim, _, result) in rows.items():
+        if delivery_id in recorded:
+            metrics.record_delivery(
+                kind=claim.kind, outcome=Delivery.State.SUCCEEDED, duration_ms=result.duration_ms
+            )
+        else:
+            logger.warning("delivery %s: claim lost before write-back", delivery_id)
+            metrics.record_delivery(kind=claim.kind, outcome="claim_lost", duration_ms=None)
+    return recorded
+
+
+def _attempt(
+    claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult
+) -> DeliveryAttempt:
+    return DeliveryAttempt(
+        delivery_id=claim.delivery_id,
+        endpoint_id=claim.endpoint_id,
+        number=claim.attempt,
+        started_at=started_at,
+        duration_ms=result.duration_ms,
+        status_code=result.status_code,
+        decision=outbound.Decision.SUCCEEDED.value,
+        error_kind=result.error_kind,
+        error=result.error[:2000],
+        response_excerpt=result.response_excerpt,
+        next_attempt_in_seconds=None,
+    )
