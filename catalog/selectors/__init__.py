@@ -3,6 +3,7 @@
 One module per area; everything public is importable from ``catalog.selectors``."""
 
 from .datasets import (
+    HEALTH_WINDOW,
     api_key_get,
     api_key_list,
     dataset_arrival_profile,
@@ -64,6 +65,7 @@ from .schemas import (
 
 __all__ = [
     "ATTEMPT_OUTCOMES",
+    "HEALTH_WINDOW",
     "NeededBy",
     "api_key_get",
     "api_key_list",
