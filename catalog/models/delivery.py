@@ -182,6 +182,18 @@ class Notification(models.Model):
     payload = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        indexes = [
+            # The late notices of a few datasets (catalog.need_by_judging.told_endpoints,
+            # once per batch of the freshness pass): without it, every notification the
+            # datasets had in the retention window (90 days of partition.ready) is read.
+            models.Index(
+                fields=["dataset"],
+                name="notification_late_by_dataset",
+                condition=Q(type="dataset.late"),
+            ),
+        ]
+
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
 
