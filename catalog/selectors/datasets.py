@@ -419,6 +419,32 @@ def delivery_list(
     return queryset.order_by("-id")
 
 
+def dead_letter_newest(*, team: Team, limit: int) -> list[Delivery]:
+    """The team's ``limit`` newest dead letters (rejected or dead), newest first, with
+    notification and endpoint.
+
+    Cost: one query for the team's endpoints, one per endpoint for its newest ``limit``
+    dead letter ids (a backward range of ``delivery_dead_letter_by_id``, however many the
+    retention window keeps), and one for the ``limit`` rows picked with their joins.
+    """
+    dead = [Delivery.State.REJECTED, Delivery.State.DEAD]
+    ids: list[int] = []
+    for endpoint_id in Endpoint.objects.filter(team=team).values_list("pk", flat=True):
+        ids.extend(
+            Delivery.objects.filter(endpoint_id=endpoint_id, state__in=dead)
+            .order_by("-id")
+            .values_list("pk", flat=True)[:limit]
+        )
+    newest = sorted(ids, reverse=True)[:limit]
+    if not newest:
+        return []
+    return list(
+        Delivery.objects.filter(pk__in=newest)
+        .select_related("notification", "endpoint")
+        .order_by("-id")
+    )
+
+
 def delivery_get(*, team: Team, delivery_id: int) -> Delivery:
     """One delivery to the team's endpoints, with its attempt log; raises DeliveryNotFound."""
     if not 0 < delivery_id <= MAX_ID:

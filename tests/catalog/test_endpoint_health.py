@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog import selectors
-from catalog.models import Delivery
+from catalog.models import Delivery, Notification
 from tests.catalog.factories import EndpointFactory, TeamFactory
 from tests.web.helpers import dead_letter
 
@@ -75,3 +76,48 @@ def test_counts_read_partial_index_ranges_never_every_delivery(hook):
     for index in ("delivery_succeeded_by_endpoint", "delivery_due", "delivery_dead_letter"):
         assert f"using {index}" in plan, plan
     assert "Join" not in plan, plan  # no join of the endpoints to their deliveries
+
+
+def test_newest_dead_letters_of_the_team(hook, django_assert_num_queries):
+    other = EndpointFactory(team=hook.team, url="https://hooks.example.com/b")
+    elsewhere = EndpointFactory(team=TeamFactory(slug="orders"), url="https://h.example.com/o")
+    made = [dead_letter(hook if n % 2 else other, n=n) for n in range(12)]
+    dead_letter(elsewhere, n=99)
+    dead_letter(hook, state="succeeded", n=99)
+    with django_assert_num_queries(4):  # endpoints, one range each, the rows picked
+        newest = selectors.dead_letter_newest(team=hook.team, limit=5)
+        assert [d.notification.type for d in newest] == ["partition.ready"] * 5
+    assert [d.pk for d in newest] == [d.pk for d in reversed(made)][:5]
+
+
+def test_newest_dead_letters_read_a_range_of_the_index_per_endpoint(hook):
+    """Each endpoint's newest ids come from a backward range of
+    ``delivery_dead_letter_by_id`` under a LIMIT: never every dead letter the retention
+    window keeps joined to its notification, nor a walk back through every delivery."""
+    for n in range(30):
+        dead_letter(hook, n=n)
+    # A month of successes after them, as the retention window keeps (1 in 100 dead).
+    notifications = Notification.objects.bulk_create(
+        Notification(type="partition.ready", dedup_key=f"ok-{n}", payload={}) for n in range(3000)
+    )
+    Delivery.objects.bulk_create(
+        Delivery(
+            notification=notification,
+            endpoint=hook,
+            state="succeeded",
+            attempts=1,
+            next_attempt_at=timezone.now(),
+            finished_at=timezone.now(),
+        )
+        for notification in notifications
+    )
+    with CaptureQueriesContext(connection) as queries:
+        selectors.dead_letter_newest(team=hook.team, limit=5)
+    ranges = [q["sql"] for q in queries if "ORDER BY" in q["sql"] and "LIMIT 5" in q["sql"]]
+    assert len(ranges) == 1, [q["sql"] for q in queries]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE catalog_delivery")
+        cursor.execute("EXPLAIN " + ranges[0])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Backward using delivery_dead_letter_by_id" in plan, plan
+    assert "Sort" not in plan, plan
