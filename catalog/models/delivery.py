@@ -184,6 +184,8 @@ class Notification(models.Model):
 
     class Meta:
         indexes = [
+            # Pruning takes the oldest first (catalog.retention): the ids are random.
+            models.Index(fields=["created_at", "id"], name="notification_created"),
             # The late notices of a few datasets (catalog.need_by_judging.told_endpoints,
             # once per batch of the freshness pass): without it, every notification the
             # datasets had in the retention window (90 days of partition.ready) is read.
