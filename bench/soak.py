@@ -74,6 +74,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=10.0, help="publishes per second")
     parser.add_argument("--prune-baseline", type=float, default=20.0, help="seconds")
     parser.add_argument("--sweep-publishes", type=int, default=100)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="only the live workload, on the year and empty pairs a --keep run left",
+    )
     add_service_args(
         parser, db_prefix="tmbench_soak", broker_url="redis://127.0.0.1:6379/8", output="soak.json"
     )
@@ -152,6 +157,35 @@ def child_base(cfg: dict[str, Any]) -> dict[str, Any]:
     Membership.objects.create(team=consumers[0], user=user)
     Membership.objects.create(team=producers[0], user=user)
     hourly = next(d for n, d in enumerate(datasets) if is_hourly(n, cfg["hourly_every"]))
+    return {
+        "tokens": tokens,
+        "read_token": read_token,
+        "dataset_page": f"/datasets/{hourly.pk}/",
+        "team_page": "/teams/consumer-0/",
+    }
+
+
+def child_rekey(cfg: dict[str, Any]) -> dict[str, Any]:
+    """For ``--reuse``: new keys for the producers and the reader of a kept pair (a run's
+    tokens are not stored), endpoints pointed at this run's receiver, and the pages."""
+    from catalog.models import ApiKey, Dataset, Endpoint, Team
+    from catalog.services import teams
+
+    tokens = [
+        teams.api_key_create(
+            team=Team.objects.get(slug=f"producer-{i}"),
+            name="soak",
+            scopes=[ApiKey.Scope.PUBLISH, ApiKey.Scope.LINEAGE],
+        )[1]
+        for i in range(PRODUCERS)
+    ]
+    consumer = Team.objects.get(slug="consumer-0")
+    read_token = teams.api_key_create(team=consumer, name="read", scopes=[ApiKey.Scope.READ])[1]
+    for i in range(CONSUMERS):
+        Endpoint.objects.filter(team__slug=f"consumer-{i}").update(
+            url=f"{cfg['receiver']}/hooks/consumer-{i}"
+        )
+    hourly = Dataset.objects.filter(name=dataset_name(0)).get()
     return {
         "tokens": tokens,
         "read_token": read_token,
@@ -299,6 +333,16 @@ def child_prune(cfg: dict[str, Any]) -> dict[str, Any]:
         load.finish()
     finally:
         server.stop()
+    # No worker ran: the publishes made deliveries nobody sent. Marked sent, so that the
+    # year pair's live step does not start with this backlog (the empty pair has none).
+    from django.utils import timezone
+
+    from catalog.models import Delivery
+
+    now = timezone.now()
+    backlog = Delivery.objects.filter(state__in=["pending", "retrying"]).update(
+        state="succeeded", attempts=1, last_attempt_at=now, finished_at=now
+    )
     wd_seconds, wd_out = manage(env, "prune", watchdog=True)
     without, during = load.summary(t0 + 2, t1), load.summary(t1, t2)
     return {
@@ -309,6 +353,7 @@ def child_prune(cfg: dict[str, Any]) -> dict[str, Any]:
         "publish_without_prune": without,
         "publish_during_prune": during,
         "p99_ratio_during_over_without": ratio(during.get("p99_ms"), without.get("p99_ms")),
+        "deliveries_marked_sent": backlog,
     }
 
 
@@ -372,7 +417,7 @@ def child_live(cfg: dict[str, Any]) -> dict[str, Any]:
     page_ms: dict[str, list[float]] = {name: [] for name in pages}
     page_status: dict[str, dict[str, int]] = {name: {} for name in pages}
     loads = [
-        publisher(cfg, server.base_url, offset=0),
+        publisher(cfg, server.base_url, offset=cfg.get("publish_offset", 0)),
         Load("lineage", cfg["lineage_rate"], lineage, threads=1),
         Load("ping", cfg["ping_rate"], ping, threads=1),
     ]
@@ -408,7 +453,7 @@ def child_live(cfg: dict[str, Any]) -> dict[str, Any]:
             }
         stop_process(worker)
         # The delivery sweep: a backlog written with no worker, sent in this process.
-        backlog = publisher(cfg, server.base_url, offset=500)
+        backlog = publisher(cfg, server.base_url, offset=cfg.get("publish_offset", 0) + 500)
         backlog.rate = 50
         backlog.start()
         while len(backlog.samples) < cfg["sweep_publishes"]:
@@ -438,20 +483,22 @@ def child_live(cfg: dict[str, Any]) -> dict[str, Any]:
         daily -= timedelta(days=1) if daily > now else timedelta(0)
         hourly = now.replace(minute=30, second=0, microsecond=0)
         hourly -= timedelta(hours=1) if hourly > now else timedelta(0)
+        judged = 0
         for partitioning, deadline in (("daily", daily), ("hourly", hourly)):
-            Dataset.objects.filter(partitioning=partitioning).update(
+            judged += Dataset.objects.filter(partitioning=partitioning).update(
                 next_deadline_at=deadline, next_check_at=now
             )
         s = time.perf_counter()
-        judged = 0
+        late = 0
         while True:
             summary = freshness.evaluate_pass(clock=timezone.now)
-            judged += summary.handled
+            late += summary.handled  # partitions newly found late
             if not summary.more_due:
                 break
         seconds = time.perf_counter() - s
         result["freshness_evaluation"] = {
             "datasets": judged,
+            "newly_late": late,
             "seconds": round(seconds, 3),
             "ms_per_dataset": round(1000 * seconds / max(judged, 1), 3),
         }
@@ -580,6 +627,60 @@ RATIOS = [
 ]
 
 
+def run_live(args, envs: dict, cfgs: dict[str, dict]) -> dict[str, Any]:
+    """The live workload on the empty pair, then on the year pair."""
+    live = {}
+    for label in ("empty", "year"):
+        print(f"live workload on {label} for {args.duration:.0f} s", flush=True)
+        clear_doorbells(args.broker_url, ("lineage",))
+        live[label] = run_child("live", envs[label], {**cfgs[label], "label": label})
+    return live
+
+
+def finish_report(args, report: dict, live: dict) -> dict[str, float | None]:
+    """Ratios year/empty and machine info into ``report``, written to ``args.output``."""
+    report["live"] = live
+    ratios = {}
+    for title, (group, field) in RATIOS:
+        ratios[title] = ratio(live["year"][group].get(field), live["empty"][group].get(field))
+    report["ratios_year_over_empty"] = ratios
+    report["machine"] = machine_info(args.pg, {}, "soak")
+    args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return ratios
+
+
+def print_ratios(live: dict, ratios: dict) -> None:
+    print(f"\n{'figure':36} {'empty':>10} {'year':>10} {'ratio':>7}  target <= {TARGET_RATIO}")
+    for title, (group, field) in RATIOS:
+        e, y = live["empty"][group].get(field), live["year"][group].get(field)
+        r = ratios[title]
+        verdict = "" if r is None else ("pass" if r <= TARGET_RATIO else "FAIL")
+        print(f"{title:36} {e!s:>10} {y!s:>10} {r!s:>7}  {verdict}")
+
+
+def reuse(args, pairs: dict, envs: dict, cfg: dict, report: dict, receiver) -> int:
+    """``--reuse``: migrate the kept year and empty pairs (this checkout's migrations), give
+    them new keys and this run's receiver, and run the live workload alone. Publishes go
+    to periods no earlier run used (``publish_offset``, from the clock)."""
+    import psycopg
+
+    cfg["publish_offset"] = 2000 + int(time.time()) // 600 % 1000
+    cfgs = {}
+    for label in ("empty", "year"):
+        migrate(envs[label])
+        cfgs[label] = {**cfg, **run_child("rekey", envs[label], cfg)}
+    with psycopg.connect(f"{args.pg}/{pairs['year'][0]}") as conn:
+        report["rows"] = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
+            for table in ("catalog_partition", "catalog_delivery", "catalog_notification")
+        }
+    live = run_live(args, envs, cfgs)
+    ratios = finish_report(args, report, live)
+    print_ratios(live, ratios)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import psycopg
@@ -623,6 +724,8 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {**cfg, "days": args.days, "lineage_per_hour": args.lineage_per_hour},
     }
     try:
+        if args.reuse:
+            return reuse(args, pairs, envs, cfg, report, receiver)
         t = time.perf_counter()
         print(f"migrating {', '.join(pairs['template'])}", flush=True)
         recreate_databases(args.pg, pairs["template"])
@@ -679,18 +782,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["retained_bytes_estimate"] = retained
 
-        live = {}
-        for label in ("empty", "year"):
-            print(f"live workload on {label} for {args.duration:.0f} s", flush=True)
-            clear_doorbells(args.broker_url, ("lineage",))
-            live[label] = run_child("live", envs[label], {**cfg, "label": label})
-        report["live"] = live
-        ratios = {}
-        for title, (group, field) in RATIOS:
-            ratios[title] = ratio(live["year"][group].get(field), live["empty"][group].get(field))
-        report["ratios_year_over_empty"] = ratios
-        report["machine"] = machine_info(args.pg, {}, "soak")
-        args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        live = run_live(args, envs, {label: cfg for label in ("empty", "year")})
+        ratios = finish_report(args, report, live)
 
         print_sizes(before["year"], after["year"])
         print_sizes(before["year_wd"], after["year_wd"])
@@ -702,12 +795,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{pr['publish_during_prune'].get('p99_ms')} ms during: "
             f"{pr['p99_ratio_during_over_without']}x (target <= {TARGET_PRUNE_RATIO})"
         )
-        print(f"\n{'figure':36} {'empty':>10} {'year':>10} {'ratio':>7}  target <= {TARGET_RATIO}")
-        for title, (group, field) in RATIOS:
-            e, y = live["empty"][group].get(field), live["year"][group].get(field)
-            r = ratios[title]
-            verdict = "" if r is None else ("pass" if r <= TARGET_RATIO else "FAIL")
-            print(f"{title:36} {e!s:>10} {y!s:>10} {r!s:>7}  {verdict}")
+        print_ratios(live, ratios)
         print(f"wrote {args.output}")
     finally:
         receiver.stop()
@@ -726,7 +814,12 @@ def child_main(kind: str) -> int:
 
     django.setup()
     cfg = json.loads(os.environ.get("SOAK_CHILD", "{}"))
-    handlers = {"_base": child_base, "_prune": child_prune, "_live": child_live}
+    handlers = {
+        "_base": child_base,
+        "_prune": child_prune,
+        "_live": child_live,
+        "_rekey": child_rekey,
+    }
     result = child_wdcycle() if kind == "_wdcycle" else handlers[kind](cfg)
     with contextlib.suppress(Exception):
         from django.db import connections

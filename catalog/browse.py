@@ -251,16 +251,16 @@ ATTEMPTS_SHOWN = 5
 def endpoint_health(*, team: Team, now: datetime) -> list[Endpoint]:
     """The team's endpoints with their delivery counts (``selectors.endpoint_list``),
     ``success_rate`` (succeeded over finished deliveries, succeeded and dead letters, in
-    percent; None when none finished), ``recent_attempts`` (the last ``ATTEMPTS_SHOWN``
-    of its delivery log, newest first) and ``recover_since`` (the recovery form's default,
-    ``recovery.recover_default_since``).
+    the last ``selectors.HEALTH_WINDOW``, in percent; None when none finished),
+    ``recent_attempts`` (the last ``ATTEMPTS_SHOWN`` of its delivery log, newest first)
+    and ``recover_since`` (the recovery form's default, ``recovery.recover_default_since``).
 
     Cost: one query for the endpoints, then one per endpoint (a range of the attempt
     log's index) and one more per endpoint with an outage on record.
     """
-    endpoints = list(selectors.endpoint_list(team=team))
+    endpoints = list(selectors.endpoint_list(team=team, now=now))
     for endpoint in endpoints:
-        finished = endpoint.n_succeeded + endpoint.n_dead_letters
+        finished = endpoint.n_succeeded + endpoint.n_dead_recent
         endpoint.success_rate = (
             round(100 * endpoint.n_succeeded / finished, 1) if finished else None
         )

@@ -92,6 +92,9 @@ RULES = [
         Notification,
         prunable_notifications,
         keeps="notifications a delivery names; watchdog.monitor notifications",
+        # Their ids are random (uuid4): oldest first along notification_created.
+        order=("created_at", "pk"),
+        after="deliveries",
     ),
     Rule(
         "idempotency_records",

@@ -43,6 +43,15 @@ class Rule:
     model: type[models.Model]
     prunable: Callable[[datetime], models.QuerySet]
     keeps: str  # what the rule never deletes, in words (``manage.py prune --help``)
+    # The order batches take rows in: oldest first along an index, so that each batch
+    # reads the front of one range (a random key such as a uuid would make every batch
+    # step over the rows still kept, and the run quadratic in the table's size).
+    order: tuple[str, ...] = ("pk",)
+    # The table of a rule whose rows keep this one's (a notification stays while a
+    # delivery names it): in a run, this rule starts once that one has nothing left, so
+    # that its batches find what that rule freed instead of ending the run early on a
+    # short batch.
+    after: str = ""
 
     def alias(self) -> str:
         return router.db_for_write(self.model) or "default"
@@ -90,7 +99,7 @@ def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
             ids = list(
                 rule.prunable(now)
                 .using(alias)
-                .order_by("pk")
+                .order_by(*rule.order)
                 .select_for_update(skip_locked=True, of=("self",))
                 .values_list("pk", flat=True)[:size]
             )
@@ -122,8 +131,9 @@ def prune(
 ) -> list[Outcome]:
     """Run ``selected`` rules at ``now`` (aware UTC) in batches of ``batch_size`` rows,
     one batch per rule in turn so each rule progresses, until none has rows left or
-    ``budget_seconds`` (wall clock; None: no limit) are spent. A run cut short by its
-    budget leaves the rest to the next one.
+    ``budget_seconds`` (wall clock; None: no limit) are spent. A rule with ``after``
+    waits until that rule (when selected) has none left. A run cut short by its budget
+    leaves the rest to the next one.
 
     Returns:
         One ``Outcome`` per rule, in ``selected``'s order.
@@ -132,7 +142,8 @@ def prune(
     outcomes = [Outcome(rule=rule, cascaded=Counter()) for rule in selected]
     active = list(outcomes)
     while active:
-        for outcome in list(active):
+        running = {outcome.rule.table for outcome in active}
+        for outcome in [o for o in active if o.rule.after not in running]:
             if ends is not None and time.monotonic() >= ends:
                 return outcomes
             counts = prune_batch(outcome.rule, now=now, size=batch_size)

@@ -26,8 +26,11 @@ class EndpointListApi(APIView):
         """List your team's webhook endpoints and their health.
 
         Needs the `read` scope. Each endpoint with its state (active, or disabled and
-        why), its failing streak and how many of its deliveries succeeded or are dead
-        letters, newest first, one cursor page at a time.
+        why), its failing streak and its deliveries: `succeeded` in the last 24 hours,
+        `waiting` (pending or retrying), `dead_letters` (all kept, replayable) and
+        `success_rate` over the last 24 hours (succeeded over succeeded plus dead
+        letters that finished then; null when none did), newest first, one cursor page at
+        a time.
         """
         queryset = selectors.endpoint_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))

@@ -207,6 +207,20 @@ class Notification(models.Model):
     payload = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        indexes = [
+            # Pruning takes the oldest first (catalog.retention): the ids are random.
+            models.Index(fields=["created_at", "id"], name="notification_created"),
+            # The late notices of a few datasets (catalog.need_by_judging.told_endpoints,
+            # once per batch of the freshness pass): without it, every notification the
+            # datasets had in the retention window (90 days of partition.ready) is read.
+            models.Index(
+                fields=["dataset"],
+                name="notification_late_by_dataset",
+                condition=Q(type="dataset.late"),
+            ),
+        ]
+
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
 
@@ -260,11 +274,19 @@ class Delivery(models.Model):
                 condition=Q(state__in=["pending", "retrying"]),
             ),
             # Dead letters by endpoint: /metrics counts them by team at every scrape, which
-            # would otherwise read every delivery kept (30 days of them).
+            # would otherwise read every delivery kept (30 days of them); with the id, the
+            # team page picks its newest from the index alone.
             models.Index(
-                fields=["endpoint"],
-                name="delivery_dead_letter",
+                fields=["endpoint", "id"],
+                name="delivery_dead_letter_by_id",
                 condition=Q(state__in=["rejected", "dead"]),
+            ),
+            # An endpoint's successes by when they finished: its health (team page, GET
+            # /endpoints) counts the last day's, one range whatever the history kept.
+            models.Index(
+                fields=["endpoint", "finished_at"],
+                name="delivery_succeeded_by_endpoint",
+                condition=Q(state="succeeded"),
             ),
         ]
 

@@ -3,6 +3,7 @@
 One module per area; everything public is importable from ``catalog.selectors``."""
 
 from .datasets import (
+    HEALTH_WINDOW,
     api_key_get,
     api_key_list,
     dataset_arrival_profile,
@@ -10,6 +11,7 @@ from .datasets import (
     dataset_get_by_id,
     dataset_list,
     dataset_poll,
+    dead_letter_newest,
     delivery_get,
     delivery_list,
     endpoint_get,
@@ -64,6 +66,7 @@ from .schemas import (
 
 __all__ = [
     "ATTEMPT_OUTCOMES",
+    "HEALTH_WINDOW",
     "NeededBy",
     "api_key_get",
     "api_key_list",
@@ -84,6 +87,7 @@ __all__ = [
     "dataset_poll",
     "dataset_transfer_get",
     "dataset_transfer_list",
+    "dead_letter_newest",
     "declarations_plan",
     "delivery_attempt_list",
     "delivery_get",

@@ -4,20 +4,23 @@ deliveries."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import (
     BooleanField,
     Count,
     ExpressionWrapper,
     Min,
+    OuterRef,
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
 )
-from django.db.models.functions import Now
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from schedules import period_containing
@@ -351,21 +354,51 @@ def api_key_get(*, team: Team, public_id: str) -> ApiKey:
     return key
 
 
-def endpoint_list(*, team: Team) -> QuerySet[Endpoint]:
-    """The team's endpoints with delivery counts by outcome (``n_succeeded``,
-    ``n_waiting`` for pending or retrying, ``n_dead_letters`` for rejected or dead) and
-    ``is_throttled`` (its Retry-After pause, ``throttled_until``, still runs)."""
+# The window of an endpoint's health: its successes and its success rate are counted over
+# the last day, so reading it costs a day of deliveries however much history is kept.
+HEALTH_WINDOW = timedelta(hours=24)
+
+
+def _delivery_count(condition: Q) -> Coalesce:
+    """The number of the outer endpoint's deliveries matching ``condition``, as one
+    correlated subquery (each count reads its own index range, not every delivery)."""
+    return Coalesce(
+        Subquery(
+            Delivery.objects.filter(condition, endpoint_id=OuterRef("pk"))
+            .order_by()
+            .values("endpoint_id")
+            .annotate(n=Count("pk"))
+            .values("n")[:1]
+        ),
+        0,
+    )
+
+
+def endpoint_list(*, team: Team, now: datetime | None = None) -> QuerySet[Endpoint]:
+    """The team's endpoints with delivery counts (``n_succeeded``: succeeded in the
+    ``HEALTH_WINDOW`` before ``now``, aware UTC, default the current time; ``n_waiting``:
+    pending or retrying; ``n_dead_letters``: rejected or dead, all kept;
+    ``n_dead_recent``: those of them that finished in the window, for the success rate)
+    and ``is_throttled`` (its Retry-After pause, ``throttled_until``, still runs).
+
+    Cost: per endpoint, one range of ``delivery_succeeded_by_endpoint`` (a day of its
+    successes) and of the partial indexes of waiting deliveries and dead letters; never
+    its whole delivery history.
+    """
+    since = (now or timezone.now()) - HEALTH_WINDOW
+    dead = Q(state__in=[Delivery.State.REJECTED, Delivery.State.DEAD])
     return (
         Endpoint.objects.filter(team=team)
         .annotate(
             is_throttled=ExpressionWrapper(
                 Q(throttled_until__gt=Now()), output_field=BooleanField()
             ),
-            n_succeeded=Count("deliveries", filter=Q(deliveries__state="succeeded")),
-            n_waiting=Count("deliveries", filter=Q(deliveries__state__in=["pending", "retrying"])),
-            n_dead_letters=Count(
-                "deliveries", filter=Q(deliveries__state__in=["rejected", "dead"])
+            n_succeeded=_delivery_count(Q(state=Delivery.State.SUCCEEDED, finished_at__gte=since)),
+            n_waiting=_delivery_count(
+                Q(state__in=[Delivery.State.PENDING, Delivery.State.RETRYING])
             ),
+            n_dead_letters=_delivery_count(dead),
+            n_dead_recent=_delivery_count(dead & Q(finished_at__gte=since)),
         )
         .order_by("-id")
     )
@@ -393,6 +426,51 @@ def delivery_list(
     if endpoint_id is not None:
         queryset = queryset.filter(endpoint_id=endpoint_id)
     return queryset.order_by("-id")
+
+
+def dead_letter_newest(*, team: Team, limit: int) -> list[Delivery]:
+    """The team's ``limit`` newest dead letters (rejected or dead), newest first, with
+    notification and endpoint.
+
+    Cost: two queries however many endpoints the team has and however many dead letters
+    the retention window keeps. On PostgreSQL the ids come from one statement that takes,
+    for each of the team's endpoints, a backward range of at most ``limit`` entries of
+    ``delivery_dead_letter_by_id`` (a LATERAL subquery); the embedded SQLite mode, which
+    has no LATERAL, asks per endpoint. Then the ``limit`` rows picked, with their joins.
+    """
+    newest = _dead_letter_ids(team.pk, limit)
+    if not newest:
+        return []
+    return list(
+        Delivery.objects.filter(pk__in=newest)
+        .select_related("notification", "endpoint")
+        .order_by("-id")
+    )
+
+
+_DEAD_STATES = (Delivery.State.REJECTED, Delivery.State.DEAD)
+
+
+def _dead_letter_ids(team_id: int, limit: int) -> list[int]:
+    if connection.vendor == "postgresql":
+        deliveries, endpoints = Delivery._meta.db_table, Endpoint._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT d.id FROM {endpoints} e CROSS JOIN LATERAL ("  # noqa: S608 - table names
+                f" SELECT id FROM {deliveries} WHERE endpoint_id = e.id"
+                "  AND state IN (%s, %s) ORDER BY id DESC LIMIT %s"
+                ") d WHERE e.team_id = %s ORDER BY d.id DESC LIMIT %s",
+                [*_DEAD_STATES, limit, team_id, limit],
+            )
+            return [row[0] for row in cursor.fetchall()]
+    ids: list[int] = []
+    for endpoint_id in Endpoint.objects.filter(team_id=team_id).values_list("pk", flat=True):
+        ids.extend(
+            Delivery.objects.filter(endpoint_id=endpoint_id, state__in=_DEAD_STATES)
+            .order_by("-id")
+            .values_list("pk", flat=True)[:limit]
+        )
+    return sorted(ids, reverse=True)[:limit]
 
 
 def delivery_get(*, team: Team, delivery_id: int) -> Delivery:

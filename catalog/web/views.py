@@ -378,9 +378,7 @@ def _team_response(
         "owned_count": owned.count(),
         "subscriptions": list(selectors.subscription_list(team=team)),
         "endpoints": browse.endpoint_health(team=team, now=now),
-        "dead_letters": list(
-            selectors.delivery_list(team=team, state="dead_letter")[:DEAD_LETTERS_SHOWN]
-        ),
+        "dead_letters": selectors.dead_letter_newest(team=team, limit=DEAD_LETTERS_SHOWN),
         "keys": list(selectors.api_key_list(team=team)),
         "now": now,
         "key_form": key_form

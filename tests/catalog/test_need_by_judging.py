@@ -220,3 +220,31 @@ def test_the_sla_asks_who_was_told_at_a_need_by_once_per_batch(owner, count):
     asked = [q["sql"] for q in queries if q["sql"].startswith("SELECT") and "judged_at" in q["sql"]]
     assert len(asked) == 1, asked
     assert len(reports) == count
+
+
+def test_who_was_told_reads_late_notices_alone(owner, dataset):
+    """The batch's question reads the datasets' late notices through their partial index,
+    not every notification they had (90 days of partition.ready are kept). Sequential
+    scans are off so that the plan shows what the query can use at any table size."""
+    subscribe(dataset, "early", "0 6 * * *")
+    run_pass(utc(2026, 11, 29, 6, 1))
+    Notification.objects.bulk_create(
+        Notification(
+            type=Notification.Type.PARTITION_READY,
+            dataset=dataset,
+            dedup_key=f"history-{n}",
+            payload={"type": "partition.ready", "data": {"partition": f"h{n}"}},
+        )
+        for n in range(2000)
+    )
+    asked = {(dataset.pk, "2026-11-28")}
+    with CaptureQueriesContext(connection) as queries:
+        need_by_judging.told_endpoints(asked)
+    (sql,) = [q["sql"] for q in queries]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE catalog_notification")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan")
+    assert "notification_late_by_dataset" in plan, plan

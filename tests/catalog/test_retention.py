@@ -100,6 +100,41 @@ def test_notifications_go_once_no_delivery_names_them():
     assert {orphan_in.pk, named.pk, monitor.pk} <= left
 
 
+def test_one_run_deletes_the_notifications_its_deliveries_freed():
+    """The notifications rule waits for the deliveries rule: its first batch would
+    otherwise find only what one batch of deliveries freed, come back short and end the
+    run, leaving the quarter's notifications to later runs."""
+    old = NOW - timedelta(days=120)
+    for _ in range(5):
+        _delivery("succeeded", old + timedelta(hours=1), created_at=old)
+    deliveries, notifications = engine.prune(
+        engine.rules(["deliveries", "notifications"]), now=NOW, batch_size=2
+    )
+    assert (deliveries.deleted, notifications.deleted) == (5, 5)
+    assert not Notification.objects.exists()
+
+
+def test_notifications_are_pruned_oldest_first_along_their_index():
+    """Notification ids are random: batches walk notification_created from the oldest,
+    not the primary key (which would step over every notification kept, each batch)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for days in range(91, 95):
+        _notification(NOW - timedelta(days=days))
+    with CaptureQueriesContext(connection) as queries:
+        _prune("notifications", batch_size=2)
+    pick = next(q["sql"] for q in queries if "FOR UPDATE" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE catalog_notification")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + pick)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan")
+    assert "notification_created" in plan, plan
+    assert "Sort" not in plan, plan
+
+
 def test_idempotency_records_go_when_their_window_ends():
     team = TeamFactory()
     ended = IdempotencyRecord.objects.create(

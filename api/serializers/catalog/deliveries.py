@@ -45,12 +45,12 @@ class EndpointOutputSerializer(serializers.Serializer):
     deliveries = serializers.SerializerMethodField()
 
     def get_deliveries(self, obj) -> dict:
-        succeeded, dead = obj.n_succeeded, obj.n_dead_letters
-        finished = succeeded + dead
+        succeeded = obj.n_succeeded
+        finished = succeeded + obj.n_dead_recent
         return {
             "succeeded": succeeded,
             "waiting": obj.n_waiting,
-            "dead_letters": dead,
+            "dead_letters": obj.n_dead_letters,
             "success_rate": round(succeeded / finished, 4) if finished else None,
         }
 
