@@ -81,6 +81,7 @@ CHOICES = [
         "event_types.0",
         '"partition.exploded" is not a valid choice for event_types; choose one of: '
         "partition.ready, partition.restated, partition.failed, endpoint.disabled, "
+        "endpoint.enabled, endpoint.recovered, "
         "dataset.late, dataset.recovered, dataset.unusually_late, dataset.at_risk, "
         "watchdog.monitor, watchdog.ping, change_notice.announced, change_notice.reminder, "
         "change_notice.effective, dataset.version_promoted, schema.unannounced_change",
