@@ -81,6 +81,7 @@ from bench.common import (
     serve_http,
     spawn_logged,
     stop_process,
+    wait_consuming,
     wait_quiet,
 )
 from bench.delivery_report import (
@@ -412,23 +413,8 @@ class Worker:
 
     def start(self) -> float:
         """Start the worker and wait until it blocks on the queue; returns seconds taken."""
-        import redis
-
-        started = time.monotonic()
         self.proc = spawn_logged(self.argv, self.env, self.log)
-        client = redis.Redis.from_url(self.broker_url, socket_connect_timeout=1)
-        db = client.connection_pool.connection_kwargs.get("db", 0)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"celery exited with {self.proc.returncode}; see {self.log}")
-            # kombu's Redis transport waits for messages in BRPOP: the worker is consuming.
-            if any(
-                c.get("db") == str(db) and c.get("cmd") == "brpop" for c in client.client_list()
-            ):
-                return time.monotonic() - started
-            time.sleep(0.1)
-        raise RuntimeError(f"celery did not start consuming within 60 s; see {self.log}")
+        return wait_consuming([self.proc], self.broker_url, self.log, timeout=60)
 
     def stop(self) -> None:
         stop_process(self.proc, timeout=30)

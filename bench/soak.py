@@ -52,6 +52,7 @@ from bench.common import (
     recreate_databases,
     spawn_logged,
     stop_process,
+    wait_consuming,
 )
 
 PRODUCERS = 20  # producer teams (datasets owned round robin)
@@ -289,17 +290,7 @@ def start_worker(env: dict[str, str], label: str) -> subprocess.Popen:
         env,
         log,
     )
-    import redis
-
-    # kombu's Redis transport waits for messages in BRPOP: then the worker is consuming.
-    client = redis.Redis.from_url(env["CELERY_BROKER_URL"], socket_connect_timeout=1)
-    db = str(client.connection_pool.connection_kwargs.get("db", 0))
-    deadline = time.monotonic() + 120
-    while not any(c.get("db") == db and c.get("cmd") == "brpop" for c in client.client_list()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_process(proc)
-            raise RuntimeError(f"worker did not start; see {log}")
-        time.sleep(0.2)
+    wait_consuming([proc], env["CELERY_BROKER_URL"], log)
     return proc
 
 
