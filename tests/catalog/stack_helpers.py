@@ -13,9 +13,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from django.conf import settings
 from django.utils import timezone
 
+from catalog import watchdog_feed
+from catalog.actors import Actor
+from catalog.models import Dataset
+from catalog.services import datasets as dataset_services
+from catalog.services import publishing
 from tests.catalog.worker_helpers import CELERY, LoggedProcess, wait_until
 from tests.watchdog.processes import watchdog_database_url
 from watchdog.models import LoopState
@@ -157,3 +163,33 @@ def stop(process: LoggedProcess) -> None:
         os.killpg(process.process.pid, signal.SIGTERM)
         process.process.wait(20)
     process.kill()
+
+
+def register_critical(team, name: str, *, deadline, grace_seconds: int) -> Dataset:
+    """A critical dataset of ``team`` in ``s3://lake`` with daily partitions (UTC) and a
+    daily SLA at ``deadline``'s hour and minute (UTC), registered through the service."""
+    return dataset_services.dataset_register(
+        actor=Actor(team=team),
+        namespace="s3://lake",
+        name=name,
+        criticality=Dataset.Criticality.CRITICAL,
+        partitioning=Dataset.Partitioning.DAILY,
+        partition_timezone="UTC",
+        sla_cron=f"{deadline.minute} {deadline.hour} * * *",
+        sla_timezone="UTC",
+        sla_grace_seconds=grace_seconds,
+    )
+
+
+def publish_and_ping(dataset: Dataset, partition: str) -> None:
+    """The producer's publish of ``partition`` through the catalog, then its pipeline's
+    last task's ping to the watchdog (which must answer 200)."""
+    publishing.readiness_publish(
+        actor=Actor(team=dataset.owner),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition=partition,
+        now=timezone.now(),
+    )
+    response = httpx.post(watchdog_feed.pipeline_ping_url(dataset), timeout=5)
+    assert response.status_code == 200, response.text

@@ -33,18 +33,14 @@ import math
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 from django.utils import timezone
 
 from catalog import self_monitoring, watchdog_feed
-from catalog.actors import Actor
 from catalog.models import Dataset, Delivery, Notification
-from catalog.services import datasets as dataset_services
-from catalog.services import publishing
 from schedules import FreshnessSla
 from tests.catalog.factories import TeamFactory
 from tests.catalog.stack_helpers import (
@@ -52,6 +48,8 @@ from tests.catalog.stack_helpers import (
     ProcfileWorker,
     WatchdogLoop,
     procfile_workers,
+    publish_and_ping,
+    register_critical,
     stop,
     watchdog_environment,
 )
@@ -242,34 +240,6 @@ def pipeline_monitor(dataset: Dataset) -> Monitor:
     return Monitor.objects.get(external_id=watchdog_feed.pipeline_external_id(dataset))
 
 
-def register(team, name: str, *, deadline: datetime, grace_seconds: int) -> Dataset:
-    """A critical dataset with daily partitions and a daily SLA at ``deadline`` (UTC)."""
-    return dataset_services.dataset_register(
-        actor=Actor(team=team),
-        namespace="s3://lake",
-        name=name,
-        criticality=Dataset.Criticality.CRITICAL,
-        partitioning=Dataset.Partitioning.DAILY,
-        partition_timezone="UTC",
-        sla_cron=f"{deadline.minute} {deadline.hour} * * *",
-        sla_timezone="UTC",
-        sla_grace_seconds=grace_seconds,
-    )
-
-
-def publish(dataset: Dataset, partition: str) -> None:
-    """The producer's publish through the catalog, then its last task's pipeline ping."""
-    publishing.readiness_publish(
-        actor=Actor(team=dataset.owner),
-        namespace=dataset.namespace,
-        name=dataset.name,
-        partition=partition,
-        now=timezone.now(),
-    )
-    response = httpx.post(watchdog_feed.pipeline_ping_url(dataset), timeout=5)
-    assert response.status_code == 200, response.text
-
-
 def open_incident(monitor: Monitor) -> Incident:
     return Incident.objects.get(monitor=monitor, resolved_at__isnull=True)
 
@@ -315,14 +285,20 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     late_grace = held_grace + int(RECOVERED_WITHIN.total_seconds())
     orders = TeamFactory(slug="orders", paging_routing_key=ORDERS)
     shipping = TeamFactory(slug="shipping", paging_routing_key=SHIPPING)
-    on_time = register(orders, "orders", deadline=deadline, grace_seconds=held_grace)
-    lands_meanwhile = register(orders, "parcels", deadline=deadline, grace_seconds=held_grace)
+    on_time = register_critical(orders, "orders", deadline=deadline, grace_seconds=held_grace)
+    lands_meanwhile = register_critical(
+        orders, "parcels", deadline=deadline, grace_seconds=held_grace
+    )
     late = [
-        register(orders, name, deadline=deadline, grace_seconds=held_grace)
+        register_critical(orders, name, deadline=deadline, grace_seconds=held_grace)
         for name in ("invoices", "refunds")
     ]
-    late_elsewhere = register(shipping, "manifests", deadline=deadline, grace_seconds=held_grace)
-    late_while_running = register(orders, "payouts", deadline=deadline, grace_seconds=late_grace)
+    late_elsewhere = register_critical(
+        shipping, "manifests", deadline=deadline, grace_seconds=held_grace
+    )
+    late_while_running = register_critical(
+        orders, "payouts", deadline=deadline, grace_seconds=late_grace
+    )
     datasets = [on_time, lands_meanwhile, *late, late_elsewhere, late_while_running]
     [due] = [
         period.key
@@ -347,7 +323,7 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     assert [c.target for c in data_monitor(late_elsewhere).channels.all()] == [SHIPPING]
 
     # Publishing a critical dataset's partition pings its data monitor.
-    publish(on_time, due)
+    publish_and_ping(on_time, due)
     wait_until(
         lambda: Ping.objects.filter(monitor=data_monitor(on_time), partition=due).exists(),
         15,
@@ -361,7 +337,7 @@ def test_while_the_worker_is_stopped_operators_are_paged_once_and_dataset_pages_
     for worker in workers:
         stop(worker)
     stopped_at = timezone.now()
-    publish(lands_meanwhile, due)
+    publish_and_ping(lands_meanwhile, due)
     wait_until(
         lambda: events(receiver, OPERATORS, "trigger"),
         2 * (HEARTBEAT_PERIOD + HEARTBEAT_GRACE) + 5,

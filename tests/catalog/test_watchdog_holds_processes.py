@@ -29,15 +29,11 @@ import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 
-import httpx
 import pytest
 from django.utils import timezone
 
 from catalog import watchdog_feed
-from catalog.actors import Actor
 from catalog.models import Dataset, LatePartition
-from catalog.services import datasets as dataset_services
-from catalog.services import publishing
 from tests.catalog.factories import TeamFactory
 from tests.catalog.lineage_helpers import job_between
 from tests.catalog.stack_helpers import (
@@ -45,6 +41,8 @@ from tests.catalog.stack_helpers import (
     ProcfileWorker,
     WatchdogLoop,
     procfile_workers,
+    publish_and_ping,
+    register_critical,
     watchdog_environment,
 )
 from tests.catalog.worker_helpers import Receiver, free_port, worker_environment
@@ -160,33 +158,6 @@ def slack_texts(receiver: Receiver) -> list[str]:
     return [json.loads(hit.body)["text"] for hit in receiver.snapshot() if hit.path == SLACK_PATH]
 
 
-def register(team, name: str, *, deadline, grace_seconds: int) -> Dataset:
-    return dataset_services.dataset_register(
-        actor=Actor(team=team),
-        namespace="s3://lake",
-        name=name,
-        criticality=Dataset.Criticality.CRITICAL,
-        partitioning=Dataset.Partitioning.DAILY,
-        partition_timezone="UTC",
-        sla_cron=f"{deadline.minute} {deadline.hour} * * *",
-        sla_timezone="UTC",
-        sla_grace_seconds=grace_seconds,
-    )
-
-
-def publish(dataset: Dataset, partition: str) -> None:
-    """The producer's publish through the catalog, then its pipeline's ping."""
-    publishing.readiness_publish(
-        actor=Actor(team=dataset.owner),
-        namespace=dataset.namespace,
-        name=dataset.name,
-        partition=partition,
-        now=timezone.now(),
-    )
-    response = httpx.post(watchdog_feed.pipeline_ping_url(dataset), timeout=5)
-    assert response.status_code == 200, response.text
-
-
 def data_monitor(dataset: Dataset) -> Monitor:
     return Monitor.objects.get(external_id=watchdog_feed.external_id(dataset))
 
@@ -210,10 +181,10 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
         contact_email="",
         contact_slack_webhook=receiver.url_for(SLACK_PATH),
     )
-    orders = register(orders_team, "orders", deadline=deadline, grace_seconds=1)
-    customers = register(orders_team, "customers", deadline=deadline, grace_seconds=1)
+    orders = register_critical(orders_team, "orders", deadline=deadline, grace_seconds=1)
+    customers = register_critical(orders_team, "customers", deadline=deadline, grace_seconds=1)
     revenue, refunds, margins = (
-        register(finance, name, deadline=deadline, grace_seconds=DOWNSTREAM_GRACE)
+        register_critical(finance, name, deadline=deadline, grace_seconds=DOWNSTREAM_GRACE)
         for name in ("revenue", "refunds", "margins")
     )
     now = timezone.now()
@@ -236,7 +207,7 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
     assert data_monitor(orders).depends_on == []
 
     # Customers is on time; orders, and everything downstream, is late.
-    publish(customers, due)
+    publish_and_ping(customers, due)
     judged = deadline + timedelta(seconds=DOWNSTREAM_GRACE)
     wait_until(
         lambda: (
@@ -276,7 +247,7 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
 
     # Refunds lands while held: its incident resolves and its page never goes out.
     held_refunds = paging_incident(refunds)
-    publish(refunds, due)
+    publish_and_ping(refunds, due)
     wait_until(
         lambda: Incident.objects.get(pk=held_refunds.pk).resolved_at is not None,
         20,
@@ -288,7 +259,7 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
 
     # Orders lands while revenue is still missing: orders' page resolves, revenue's goes out.
     held_revenue = paging_incident(revenue)
-    publish(orders, due)
+    publish_and_ping(orders, due)
     wait_until(
         lambda: (
             pages(receiver, ORDERS, "resolve") and len(pages(receiver, FINANCE, "trigger")) == 2
