@@ -21,7 +21,7 @@ from problems import FieldError, ValidationProblem
 from .. import delivery, errors, notices
 from ..actors import Actor
 from ..models import Dataset, Endpoint, Subscription, SubscriptionEndpoint
-from .subscriptions import catch_up, webhook_endpoint_for
+from .subscriptions import catch_up, subscription_locked, webhook_endpoint_for
 
 # Webhook endpoints one subscription may deliver to (Svix's default is no limit; a bound
 # keeps one publish's fan-out, written in its transaction, predictable).
@@ -40,20 +40,6 @@ class EndpointAdded:
     added: bool
     endpoint_secret: str | None = None
     caught_up: int = 0
-
-
-def _locked_subscription(actor: Actor, subscription_id: int) -> Subscription:
-    subscription = None
-    if 0 < subscription_id <= 2**63 - 1:
-        subscription = (
-            Subscription.objects.select_for_update(of=("self",))
-            .select_related("team", "dataset", "endpoint")
-            .filter(pk=subscription_id, team=actor.team)
-            .first()
-        )
-    if subscription is None:
-        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
-    return subscription
 
 
 @transaction.atomic
@@ -96,7 +82,7 @@ def subscription_endpoint_add(
     refusal = delivery.webhook_address_refusal(url)
     if refusal:
         raise ValidationProblem(refusal, errors=[FieldError("url", refusal, "public_address")])
-    subscription = _locked_subscription(actor, subscription_id)
+    subscription = subscription_locked(actor, subscription_id)
     if subscription.dataset.lifecycle == Dataset.Lifecycle.RETIRED:
         raise errors.DatasetRetired(
             f"{subscription.dataset} is retired; its subscriptions take no new endpoints",
@@ -143,7 +129,7 @@ def subscription_endpoint_remove(
         SubscriptionNotFound: no such subscription of this team (404).
         EndpointNotFound: the subscription does not deliver to ``endpoint_id`` (404).
     """
-    subscription = _locked_subscription(actor, subscription_id)
+    subscription = subscription_locked(actor, subscription_id)
     if subscription.endpoint_id is not None and subscription.endpoint_id == endpoint_id:
         successor = (
             SubscriptionEndpoint.objects.filter(subscription=subscription)

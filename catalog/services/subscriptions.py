@@ -301,6 +301,27 @@ def _endpoint_urls(subscription: Subscription) -> list[str]:
     return urls + list(others.values_list("endpoint__url", flat=True))
 
 
+def subscription_locked(actor: Actor, subscription_id: int) -> Subscription:
+    """The actor's team's subscription ``subscription_id`` (any integer, as a URL gives it),
+    locked (``SELECT ... FOR UPDATE`` of its row alone) with its team, dataset and first
+    endpoint; call inside a transaction.
+
+    Raises:
+        SubscriptionNotFound: no such subscription of the team, or an id out of range (404).
+    """
+    subscription = None
+    if 0 < subscription_id <= 2**63 - 1:
+        subscription = (
+            Subscription.objects.select_for_update(of=("self",))
+            .select_related("team", "dataset", "endpoint")
+            .filter(pk=subscription_id, team=actor.team)
+            .first()
+        )
+    if subscription is None:
+        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
+    return subscription
+
+
 def _refuse_a_move(existing: Subscription | None, endpoint_url: str) -> None:
     """Raise ``SubscriptionExists`` when ``existing`` (the declaration being made again,
     locked) delivers to endpoints none of which is at ``endpoint_url``: a declaration
@@ -433,16 +454,7 @@ def subscription_update(
         ValidationProblem: as ``subscription_create``'s need-by rules (400).
     """
     now = now or timezone.now()
-    subscription = None
-    if 0 < subscription_id <= 2**63 - 1:
-        subscription = (
-            Subscription.objects.select_for_update(of=("self",))
-            .select_related("team", "dataset", "endpoint")
-            .filter(pk=subscription_id, team=actor.team)
-            .first()
-        )
-    if subscription is None:
-        raise errors.SubscriptionNotFound(f"your team has no subscription {subscription_id}")
+    subscription = subscription_locked(actor, subscription_id)
     changes = {
         "event_types": sorted(set(event_types)) if event_types is not None else None,
         "partition_pattern": partition_pattern,
