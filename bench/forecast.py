@@ -300,7 +300,14 @@ class SimWorld:
             yield forecasts.Upstream(u, tuple(node.covering(up, key)), node.lags[u])
 
 
-def replay(nodes: list[Node], *, cadence: int, use_lineage: bool, max_depth: int) -> dict:
+def replay(
+    nodes: list[Node],
+    *,
+    cadence: int,
+    use_lineage: bool,
+    max_depth: int,
+    overdue_percent: int = forecasts.DEFAULT_OVERDUE_PERCENT,
+) -> dict:
     """Every ``cadence`` seconds of the replay days, forecast each awaited partition
     before its deadline; returns the first warning per partition."""
     world = SimWorld(nodes)
@@ -324,7 +331,13 @@ def replay(nodes: list[Node], *, cadence: int, use_lineage: bool, max_depth: int
             active.append(windows[cursor])
             cursor += 1
         active = [w for w in active if w[1] > now and (w[2], w[3]) not in warnings]
-        forecaster = forecasts.Forecaster(world, now, max_depth=max_depth, use_lineage=use_lineage)
+        forecaster = forecasts.Forecaster(
+            world,
+            now,
+            max_depth=max_depth,
+            use_lineage=use_lineage,
+            overdue_percent=overdue_percent,
+        )
         for _, _, dataset, p in active:
             node = nodes[dataset]
             found = forecaster.estimate(dataset, p)
@@ -464,6 +477,7 @@ def main() -> None:
     parser.add_argument("--cadence-minutes", type=int, default=5)
     parser.add_argument("--lag-percent", type=int, default=forecasts.DEFAULT_LAG_PERCENT)
     parser.add_argument("--max-depth", type=int, default=forecasts.DEFAULT_MAX_DEPTH)
+    parser.add_argument("--overdue-percent", type=int, default=forecasts.DEFAULT_OVERDUE_PERCENT)
     # The watchdog's WATCHDOG_HOLD_AFTER_UPSTREAM default (1800 s).
     parser.add_argument("--hold-after-upstream-minutes", type=int, default=30)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "forecast.json"))
@@ -484,6 +498,7 @@ def main() -> None:
             cadence=args.cadence_minutes * MIN,
             use_lineage=use_lineage,
             max_depth=args.max_depth,
+            overdue_percent=args.overdue_percent,
         )
         runs[name] = score(nodes, warnings) | {"seconds": round(time.perf_counter() - began, 1)}
     model, base = runs["forecast"], runs["baseline_own_profile_only"]
@@ -509,6 +524,7 @@ def main() -> None:
         "model": {
             "lag_percent": args.lag_percent,
             "max_depth": args.max_depth,
+            "overdue_percent": args.overdue_percent,
             "min_periods": MIN_PERIODS,
         },
         "runs": runs,

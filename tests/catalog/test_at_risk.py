@@ -89,12 +89,13 @@ def test_late_upstream_is_told_once_before_the_deadline_naming_it(world, owner):
     _up, down = world
     consumer = SubscriptionFactory(dataset=down, event_types=[])
     ready_only = SubscriptionFactory(dataset=down, event_types=["partition.ready"])
-    # Upstream past its usual time at 06:30: expected no sooner than then, plus the
-    # hour the job takes: 07:30, before the deadline.
-    assert at_risk.check_pass(now=at(6, 30)) == []
-    reports = at_risk.check_pass(now=at(7, 5))  # 08:05 now: past the deadline
+    # Upstream usually by 02:30 (p90): at 06:00, 3 h 30 min past it, expected a quarter
+    # of that later (52 min 30 s), plus the hour the job takes: 07:52:30, in time.
+    assert at_risk.check_pass(now=at(6)) == []
+    # At 06:10, 3 h 40 min past it: 06:10 + 55 min + 1 h = 08:05, past the deadline.
+    reports = at_risk.check_pass(now=at(6, 10))
     assert [(r.partition, r.estimate_at) for r in reports] == [(KEY, at(8, 5))]
-    assert at_risk.check_pass(now=at(7, 10)) == []  # once per partition
+    assert at_risk.check_pass(now=at(6, 15)) == []  # once per partition
     (notification,) = told()
     data = notification.payload["data"]
     assert data["partition"] == KEY
@@ -131,7 +132,7 @@ def test_freshness_api_shows_the_forecast(world, owner, client_for):
     _up, down = world
     client = client_for(owner, scopes=["read"])
     url = f"/api/v1/datasets/{down.pk}/freshness"
-    with time_machine.travel(at(7, 5), tick=False):
+    with time_machine.travel(at(6, 10), tick=False):
         body = client.get(url).json()
     forecast = body["forecast"]
     assert forecast["partition"] == KEY
@@ -144,7 +145,7 @@ def test_freshness_api_shows_the_forecast(world, owner, client_for):
 
 
 def test_owner_notice_says_when_and_which_upstream(world, owner):
-    at_risk.check_pass(now=at(7, 5))
+    at_risk.check_pass(now=at(6, 10))
     subject, text = notices.render_text(told()[0].payload)
     assert subject == f"Tidemark: s3://lake/mart/orders partition {KEY} is at risk"
     assert "is expected at 2026-11-29T08:05:00Z, after its deadline 2026-11-29T08:00:00Z" in text

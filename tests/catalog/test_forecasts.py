@@ -43,8 +43,8 @@ def chain(*, up_state: PartitionState, lag: int = H) -> World:
     [
         (END, END + 3 * H, "p90"),  # before p90: period end + p90
         (END + 3 * H - 1, END + 3 * H, "p90"),
-        (END + 3 * H, END + 3 * H, "overdue"),  # past p90: nothing beyond now
-        (END + 5 * H, END + 5 * H, "overdue"),
+        (END + 3 * H, END + 3 * H, "overdue"),  # at p90: now
+        (END + 5 * H, END + 5 * H + H // 2, "overdue"),  # 2 h past p90: now + 30 min
     ],
 )
 def test_own_term_by_elapsed_time(now, at, quantile):
@@ -65,11 +65,12 @@ def test_estimate_upstream_on_its_usual_time_is_left_out():
 
 def test_estimate_upstream_later_than_usual_pushes_it_by_the_lag():
     world = chain(up_state=PartitionState(END, own=OWN), lag=2 * H)
-    now = END + 4 * H  # the upstream is past its p90: expected no sooner than now
+    now = END + 4 * H  # the upstream is 1 h past its p90: expected 15 min from now
     found = forecasts.estimate(world, "down", "k", now=now)
-    assert (found.at, found.quantile) == (now + 2 * H, "upstream_lag")
+    assert (found.at, found.quantile) == (now + H // 4 + 2 * H, "upstream_lag")
     assert found.via == found.cause == ("up", "k")
-    assert found.at_risk(now + 2 * H - 1) and not found.at_risk(now + 2 * H)
+    deadline = now + 2 * H + H // 4
+    assert found.at_risk(deadline - 1) and not found.at_risk(deadline)
 
 
 def test_estimate_late_ready_upstream_counts_with_its_ready_time():
@@ -95,12 +96,12 @@ def test_estimate_cause_is_the_root_of_a_chain():
         },
         edges={"a": [("b", ("k",), H)], "b": [("c", ("k",), H)]},
     )
-    now = END + 5 * H  # everyone past p90; c is the root
+    now = END + 5 * H  # everyone 2 h past p90 (expected 30 min from now); c is the root
     found = forecasts.estimate(world, "a", "k", now=now)
-    assert found.at == now + 2 * H
+    assert found.at == now + H // 2 + 2 * H
     assert found.via == ("b", "k") and found.cause == ("c", "k")
-    assert forecasts.estimate(world, "a", "k", now=now, use_lineage=False).at == now
-    assert forecasts.estimate(world, "a", "k", now=now, max_depth=1).at == now + H
+    assert forecasts.estimate(world, "a", "k", now=now, use_lineage=False).at == now + H // 2
+    assert forecasts.estimate(world, "a", "k", now=now, max_depth=1).at == now + H // 2 + H
 
 
 def test_estimate_survives_a_cycle():
@@ -120,8 +121,8 @@ def test_estimate_daily_reading_hourly_takes_the_latest_hour():
         partitions={("d", "k"): PartitionState(END, own=OWN), **hours},
         edges={"d": [("h", tuple(str(i) for i in range(24)), H)]},
     )
-    found = forecasts.estimate(world, "d", "k", now=END + 4 * H)
-    assert (found.at, found.via) == (END + 5 * H, ("h", "23"))
+    found = forecasts.estimate(world, "d", "k", now=END + 4 * H)  # h/23: 1 h past p90
+    assert (found.at, found.via) == (END + 4 * H + H // 4 + H, ("h", "23"))
 
 
 def test_own_profile_from_an_arrival_profile():
@@ -201,3 +202,31 @@ def test_estimate_is_monotone_in_upstream_delay_and_never_before_now(delays, ela
     assert sooner.at is not None and later.at is not None
     assert later.at >= sooner.at
     assert sooner.at >= now
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    own=owns,
+    elapsed=st.integers(0, 30 * H),
+    percent=st.integers(0, 100),
+    lag=st.integers(0, 5 * H),
+)
+def test_overdue_partition_is_expected_a_share_of_its_lateness_later(own, elapsed, percent, lag):
+    """Past p90, an awaited partition is expected ``percent`` of its time past p90 after
+    now, and a downstream reading it that much plus the lag: the arithmetic of the rule,
+    so a deadline closer than that is at risk at once."""
+    now = END + elapsed
+    state = PartitionState(END, own=own)
+    found = forecasts.own_term(state, now=now, overdue_percent=percent)
+    if elapsed < own.p90_seconds:
+        assert (found.at, found.quantile) == (END + own.p90_seconds, "p90")
+        return
+    behind = elapsed - own.p90_seconds
+    assert (found.at, found.quantile) == (now + behind * percent // 100, "overdue")
+    world = World(
+        partitions={("down", "k"): PartitionState(END), ("up", "k"): state},
+        edges={"down": [("up", ("k",), lag)]},
+    )
+    down = forecasts.Forecaster(world, now, overdue_percent=percent).estimate("down", "k")
+    assert down.at == now + behind * percent // 100 + lag
+    assert down.at_risk(down.at - 1) and not down.at_risk(down.at)
