@@ -222,7 +222,8 @@ def heartbeat() -> dict:
 def prune_history() -> str:
     """Delete what the catalog's and lineage's retention rules allow (beat, every
     ``TIDEMARK_PRUNE["interval_seconds"]``, on the default queue), in batches, for
-    at most ``budget_seconds``; what is left waits for the next run. Safe twice at once."""
+    at most ``budget_seconds``, working at most ``duty_cycle`` of it (it rests between
+    batches); what is left waits for the next run. Safe twice at once."""
     from pruning import engine
 
     config = settings.TIDEMARK_PRUNE
@@ -231,6 +232,7 @@ def prune_history() -> str:
         now=timezone.now(),
         batch_size=config["batch_size"],
         budget_seconds=config["budget_seconds"],
+        duty_cycle=config["duty_cycle"],
     )
     summary = ", ".join(f"{o.rule.table} {o.deleted}" + ("+" if o.more else "") for o in outcomes)
     logger.info("pruned: %s", summary)

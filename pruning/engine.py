@@ -126,27 +126,61 @@ class Outcome:
     more: bool = True
 
 
+def pause_after(batch_seconds: float, duty_cycle: float) -> float:
+    """Seconds to rest after a batch that took ``batch_seconds``, so that pruning works at
+    most ``duty_cycle`` (0 < d <= 1) of the wall clock: ``batch_seconds * (1 - d) / d``
+    (0.5: as long as the batch took; 1: no rest).
+
+    Raises:
+        ValueError: ``duty_cycle`` is not in (0, 1].
+    """
+    if not 0 < duty_cycle <= 1:
+        raise ValueError(f"duty cycle must be in (0, 1], not {duty_cycle}")
+    return max(0.0, batch_seconds) * (1 - duty_cycle) / duty_cycle
+
+
 def prune(
-    selected: list[Rule], *, now: datetime, batch_size: int, budget_seconds: float | None = None
+    selected: list[Rule],
+    *,
+    now: datetime,
+    batch_size: int,
+    budget_seconds: float | None = None,
+    duty_cycle: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> list[Outcome]:
     """Run ``selected`` rules at ``now`` (aware UTC) in batches of ``batch_size`` rows,
     one batch per rule in turn so each rule progresses, until none has rows left or
-    ``budget_seconds`` (wall clock; None: no limit) are spent. A rule with ``after``
-    waits until that rule (when selected) has none left. A run cut short by its budget
-    leaves the rest to the next one.
+    ``budget_seconds`` (wall clock, rests included; None: no limit) are spent. A rule with
+    ``after`` waits until that rule (when selected) has none left. A run cut short by its
+    budget leaves the rest to the next one.
+
+    After each batch the run rests ``pause_after(batch's seconds, duty_cycle)`` (never
+    past the budget, never after the last batch), so that a backlog is worked off beside
+    the live workload instead of taking a core from it for the whole run. ``clock``
+    (seconds, monotonic) and ``sleep`` (seconds) are the time the run measures and waits.
 
     Returns:
         One ``Outcome`` per rule, in ``selected``'s order.
+
+    Raises:
+        ValueError: ``duty_cycle`` is not in (0, 1].
     """
-    ends = None if budget_seconds is None else time.monotonic() + budget_seconds
+    pause_after(0.0, duty_cycle)  # checks it before anything is deleted
+    ends = None if budget_seconds is None else clock() + budget_seconds
     outcomes = [Outcome(rule=rule, cascaded=Counter()) for rule in selected]
     active = list(outcomes)
+    rest = 0.0
     while active:
         running = {outcome.rule.table for outcome in active}
         for outcome in [o for o in active if o.rule.after not in running]:
-            if ends is not None and time.monotonic() >= ends:
+            if rest:
+                sleep(rest if ends is None else max(0.0, min(rest, ends - clock())))
+            if ends is not None and clock() >= ends:
                 return outcomes
+            began = clock()
             counts = prune_batch(outcome.rule, now=now, size=batch_size)
+            rest = pause_after(clock() - began, duty_cycle)
             own = counts.pop(outcome.rule.model._meta.label, 0)
             outcome.deleted += own
             outcome.cascaded.update(counts)

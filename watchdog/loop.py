@@ -72,8 +72,9 @@ def run_cycle(
 
 def prune_history(*, now: datetime) -> dict[str, int]:
     """Delete what ``watchdog.retention`` allows at ``now`` (aware UTC), in batches of
-    ``WATCHDOG_PRUNE["batch_size"]`` rows for at most its ``budget_seconds``, so a cycle
-    stays short; the rest waits for the next pruning cycle.
+    ``WATCHDOG_PRUNE["batch_size"]`` rows for at most its ``budget_seconds`` (resting
+    between batches per its ``duty_cycle``), so a cycle stays short; the rest waits for
+    the next pruning cycle.
 
     Returns:
         Rows deleted per table (``retention.RULES``' names).
@@ -84,6 +85,7 @@ def prune_history(*, now: datetime) -> dict[str, int]:
         now=now,
         batch_size=config["batch_size"],
         budget_seconds=config["budget_seconds"],
+        duty_cycle=config["duty_cycle"],
     )
     return {outcome.rule.table: outcome.deleted for outcome in outcomes}
 

@@ -456,7 +456,9 @@ IDEMPOTENCY_KEY_TTL_SECONDS = env.int("TIDEMARK_IDEMPOTENCY_TTL_SECONDS", defaul
 
 # Retention (docs/operations.md, Retention): how long history is kept, in days. Pruning
 # deletes in batches of TIDEMARK_PRUNE["batch_size"] rows, each its own transaction, every
-# interval_seconds (beat, on the maintenance queue) for at most budget_seconds a run.
+# interval_seconds (beat, on the maintenance queue) for at most budget_seconds a run, and
+# works at most duty_cycle of that time: after a batch it rests (1 - d) / d times as long as
+# the batch took, so a first prune of a long backlog leaves the live workload its core.
 TIDEMARK_RETENTION = {
     "succeeded_deliveries_days": env.int("TIDEMARK_RETAIN_SUCCEEDED_DELIVERIES_DAYS", default=30),
     "dead_letters_days": env.int("TIDEMARK_RETAIN_DEAD_LETTERS_DAYS", default=90),
@@ -470,6 +472,7 @@ TIDEMARK_PRUNE = {
     "batch_size": env.int("TIDEMARK_PRUNE_BATCH", default=5000),
     "budget_seconds": env.float("TIDEMARK_PRUNE_SECONDS", default=20.0),
     "interval_seconds": env.int("TIDEMARK_PRUNE_INTERVAL", default=300),
+    "duty_cycle": env.float("TIDEMARK_PRUNE_DUTY_CYCLE", default=0.5),
 }
 # The watchdog's: pings per monitor and days; resolved incidents and sent pages, days.
 WATCHDOG_RETENTION = {
@@ -477,11 +480,13 @@ WATCHDOG_RETENTION = {
     "pings_days": env.int("WATCHDOG_RETAIN_PINGS_DAYS", default=35),
     "incidents_days": env.int("WATCHDOG_RETAIN_INCIDENTS_DAYS", default=180),
 }
-# Its loop prunes at most every interval_seconds, for at most budget_seconds a cycle.
+# Its loop prunes at most every interval_seconds, for at most budget_seconds a cycle
+# (working at most duty_cycle of it, as the catalog's).
 WATCHDOG_PRUNE = {
     "batch_size": env.int("WATCHDOG_PRUNE_BATCH", default=1000),
     "budget_seconds": env.float("WATCHDOG_PRUNE_SECONDS", default=2.0),
     "interval_seconds": env.int("WATCHDOG_PRUNE_INTERVAL", default=300),
+    "duty_cycle": env.float("WATCHDOG_PRUNE_DUTY_CYCLE", default=0.5),
 }
 
 # Change notices (catalog.change_notices): consumer teams that have not acknowledged a

@@ -26,8 +26,33 @@ class Command(BaseCommand):
             default=None,
             help="Rows per batch (default TIDEMARK_PRUNE_BATCH / WATCHDOG_PRUNE_BATCH).",
         )
+        pace = parser.add_mutually_exclusive_group()
+        pace.add_argument(
+            "--duty-cycle",
+            type=float,
+            default=None,
+            metavar="FRACTION",
+            help=(
+                "Work at most this fraction of the time, resting between batches "
+                "(default TIDEMARK_PRUNE_DUTY_CYCLE / WATCHDOG_PRUNE_DUTY_CYCLE)."
+            ),
+        )
+        pace.add_argument(
+            "--no-pause",
+            action="store_true",
+            help="Run the batches back to back (a maintenance window: nothing else to yield to).",
+        )
 
-    def handle(self, *args, dry_run=False, only=(), batch_size=None, **options):
+    def handle(
+        self,
+        *args,
+        dry_run=False,
+        only=(),
+        batch_size=None,
+        duty_cycle=None,
+        no_pause=False,
+        **options,
+    ):
         try:
             selected = engine.rules(only)
         except LookupError as exc:
@@ -41,7 +66,15 @@ class Command(BaseCommand):
         size = batch_size or settings.TIDEMARK_PRUNE["batch_size"]
         if size < 1:
             raise CommandError("--batch-size must be at least 1")
-        for outcome in engine.prune(selected, now=now, batch_size=size):
+        if no_pause:
+            duty_cycle = 1.0
+        elif duty_cycle is None:
+            duty_cycle = settings.TIDEMARK_PRUNE["duty_cycle"]
+        try:
+            engine.pause_after(0.0, duty_cycle)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        for outcome in engine.prune(selected, now=now, batch_size=size, duty_cycle=duty_cycle):
             extra = ", ".join(f"{n} {label}" for label, n in sorted(outcome.cascaded.items()))
             self.stdout.write(
                 f"{outcome.rule.table}: deleted {outcome.deleted}"
