@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import time_machine
 
+from catalog import delivery
 from tests.catalog.polling_helpers import NOW
 from tests.storage_helpers import S3Store
 
@@ -98,3 +99,12 @@ def consumer_endpoint(db, producer):
     from tests.catalog.factories import EndpointFactory, TeamFactory
 
     return EndpointFactory(team=TeamFactory(slug="finance"))
+
+
+@pytest.fixture
+def sender():
+    """The webhook sender a worker builds from the settings (``TIDEMARK_DELIVERY``), closed
+    after the test."""
+    s = delivery.sender_from_settings()
+    yield s
+    s.close()

@@ -35,13 +35,6 @@ def fast_delivery(settings):
 
 
 @pytest.fixture
-def sender():
-    s = delivery.sender_from_settings()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def setup(httpserver):
     """A dataset with one subscriber whose webhook is the test receiver."""
     owner = TeamFactory(slug="orders")

@@ -36,13 +36,6 @@ def fast_delivery(settings):
 
 
 @pytest.fixture
-def sender():
-    s = delivery.sender_from_settings()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def world(httpserver):
     owner = TeamFactory(slug="orders")
     consumer = TeamFactory(slug="analytics", contact_email="analytics-oncall@example.com")

@@ -33,13 +33,6 @@ def slow_retries(settings):
 
 
 @pytest.fixture
-def sender():
-    s = delivery.sender_from_settings()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def world(httpserver):
     """Two consumer teams subscribed to one dataset, with webhooks /a and /b on the test
     receiver; ``publish(n)`` makes n partitions ready (one delivery each per endpoint)."""

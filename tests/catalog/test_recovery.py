@@ -35,13 +35,6 @@ def fast_delivery(settings):
     }
 
 
-@pytest.fixture
-def sender():
-    s = delivery.sender_from_settings()
-    yield s
-    s.close()
-
-
 class Receiver:
     """A consumer's webhook receiver: 500 (or 422 for chosen partitions) while broken,
     204 once fixed; keeps what it was sent, in order."""
