@@ -140,10 +140,11 @@ def hold(*, now: datetime) -> tuple[int, int]:
     if not candidates:
         return 0, 0
     upstreams = _upstream_monitors(candidates)
+    open_upstream = _open_upstream_incidents({m.pk for ms in upstreams.values() for m in ms})
     held = deferred = 0
     for incident in candidates:
         mine = upstreams.get(incident.monitor_id, [])
-        cause = cause_of(incident, mine)
+        cause = cause_of(incident, mine, open_upstream=open_upstream)
         if cause is not None:
             held += Incident.objects.filter(pk=incident.pk, resolved_at__isnull=True).update(
                 held_under=cause, held_at=now, released_at=None
@@ -167,10 +168,11 @@ def _being_judged(monitor: Monitor, now: datetime) -> bool:
 def _upstream_monitors(candidates: list[Incident]) -> dict[int, list[Monitor]]:
     """Per candidate monitor id, the monitors it depends on and those sharing their
     subjects (one dataset's data and pipeline monitors); two queries."""
-    named = Monitor.objects.filter(
-        external_id__in={e for i in candidates for e in i.monitor.depends_on}
+    named = list(
+        Monitor.objects.filter(
+            external_id__in={e for i in candidates for e in i.monitor.depends_on}
+        )
     )
-    named = list(named)
     if not named:
         return {}
     everyone = list(Monitor.objects.filter(_of_monitors(named)))
@@ -203,20 +205,14 @@ def _period(monitor: Monitor, key: str):
         return None
 
 
-def cause_of(incident: Incident, upstreams: list[Monitor]) -> Incident | None:
-    """The open upstream incident that ``incident``'s missing partition waits for, or None.
-
-    The rule: among the open ``missed`` or ``failed`` incidents of ``upstreams`` naming a
-    partition whose period lies inside the period of ``incident``'s partition (the same
-    period, or a finer one inside it), oldest first, the first whose page is sent or on
-    its way (``pager``, never through ``incident`` itself)."""
-    needed = _period(incident.monitor, incident.partition)
-    if needed is None or not upstreams:
-        return None
-    by_id = {m.pk: m for m in upstreams}
-    open_upstream = (
+def _open_upstream_incidents(monitor_ids: set[int]) -> list[Incident]:
+    """The open ``missed`` or ``failed`` incidents of ``monitor_ids`` naming a partition,
+    oldest first (one query)."""
+    if not monitor_ids:
+        return []
+    return list(
         Incident.objects.filter(
-            monitor_id__in=list(by_id),
+            monitor_id__in=monitor_ids,
             resolved_at__isnull=True,
             reason__in=(Incident.Reason.MISSED, Incident.Reason.FAILED),
         )
@@ -224,7 +220,27 @@ def cause_of(incident: Incident, upstreams: list[Monitor]) -> Incident | None:
         .select_related("part_of")
         .order_by("opened_at", "pk")
     )
+
+
+def cause_of(
+    incident: Incident, upstreams: list[Monitor], *, open_upstream: list[Incident]
+) -> Incident | None:
+    """The open upstream incident that ``incident``'s missing partition waits for, or None.
+
+    The rule: among the open ``missed`` or ``failed`` incidents of ``upstreams`` naming a
+    partition whose period lies inside the period of ``incident``'s partition (the same
+    period, or a finer one inside it), oldest first, the first whose page is sent or on
+    its way (``pager``, never through ``incident`` itself).
+
+    ``open_upstream``: those incidents, read once for a whole pass
+    (``_open_upstream_incidents``; a superset is fine)."""
+    needed = _period(incident.monitor, incident.partition)
+    if needed is None or not upstreams:
+        return None
+    by_id = {m.pk: m for m in upstreams}
     for candidate in open_upstream:
+        if candidate.monitor_id not in by_id:
+            continue
         period = _period(by_id[candidate.monitor_id], candidate.partition)
         if period is None or period.start < needed.start or period.end > needed.end:
             continue
