@@ -14,7 +14,6 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Min
 
 from schedules.periods import period_containing
 
@@ -89,22 +88,9 @@ def _arrivals(ids: list[int], *, since: datetime) -> dict[int, list[Arrival]]:
     readiness outside a restatement, published or found by the poll."""
     out: dict[int, list[Arrival]] = defaultdict(list)
     for start in range(0, len(ids), CHUNK):
-        rows = (
-            PartitionRevision.objects.filter(
-                partition__dataset_id__in=ids[start : start + CHUNK],
-                partition__end_at__gte=since,
-                state=PartitionRevision.State.READY,
-                restatement__isnull=True,
-                detected_by__in=[
-                    PartitionRevision.DetectedBy.EVENT,
-                    PartitionRevision.DetectedBy.POLL,
-                ],
-            )
-            .values("partition_id", "partition__dataset_id", "partition__end_at")
-            .annotate(first_ready_at=Min("ready_at"))
-            .values_list("partition__dataset_id", "partition__end_at", "first_ready_at")
-            .order_by()
-        )
+        rows = PartitionRevision.objects.filter(
+            partition__dataset_id__in=ids[start : start + CHUNK], partition__end_at__gte=since
+        ).first_arrivals("partition__dataset_id", "partition__end_at")
         for dataset_id, end, ready_at in rows:
             out[dataset_id].append(Arrival(period_end=end, ready_at=ready_at))
     return out

@@ -84,6 +84,29 @@ class Restatement(models.Model):
         return key in self.partition_keys
 
 
+class PartitionRevisionQuerySet(models.QuerySet):
+    def first_arrivals(self, *fields: str) -> models.QuerySet:
+        """Per partition among these revisions, ``(*fields, first_ready_at)`` rows: when a
+        revision of it was first ready, counting what arrival profiles count (published
+        or found by the poll, outside restatements). ``fields`` are revision lookups such
+        as ``"partition__end_at"``; filter the partitions before calling. One query,
+        grouped by partition, unordered."""
+        return (
+            self.filter(
+                state=PartitionRevision.State.READY,
+                restatement__isnull=True,
+                detected_by__in=[
+                    PartitionRevision.DetectedBy.EVENT,
+                    PartitionRevision.DetectedBy.POLL,
+                ],
+            )
+            .values("partition_id", *fields)
+            .annotate(first_ready_at=models.Min("ready_at"))
+            .values_list(*fields, "first_ready_at")
+            .order_by()
+        )
+
+
 class PartitionRevision(models.Model):
     """One version of a partition's content. ``version`` is the producer's label;
     ``""`` is the revision published without one. A revision staged in a restatement
@@ -127,6 +150,8 @@ class PartitionRevision(models.Model):
         help_text="Modification time of the marker or manifest the poll saw for this revision.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PartitionRevisionQuerySet.as_manager()
 
     class Meta:
         constraints = [

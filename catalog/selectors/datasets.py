@@ -13,7 +13,6 @@ from django.db.models import (
     BooleanField,
     Count,
     ExpressionWrapper,
-    Min,
     OuterRef,
     Prefetch,
     Q,
@@ -226,23 +225,11 @@ def dataset_arrival_profile(
     until = period_containing(now, dataset.partitioning, dataset.partition_timezone).start
     # From the revisions' side: an inner join the planner runs as a nested loop over the
     # window's partitions (a LEFT JOIN from partitions made it scan every revision).
-    rows = (
-        PartitionRevision.objects.filter(
-            partition__dataset=dataset,
-            partition__start_at__gte=since,
-            partition__end_at__isnull=False,
-            state=PartitionRevision.State.READY,
-            restatement__isnull=True,
-            detected_by__in=[
-                PartitionRevision.DetectedBy.EVENT,
-                PartitionRevision.DetectedBy.POLL,
-            ],
-        )
-        .values("partition_id", "partition__end_at")
-        .annotate(first_ready_at=Min("ready_at"))
-        .values_list("partition__end_at", "first_ready_at")
-        .order_by()
-    )
+    rows = PartitionRevision.objects.filter(
+        partition__dataset=dataset,
+        partition__start_at__gte=since,
+        partition__end_at__isnull=False,
+    ).first_arrivals("partition__end_at")
     arrivals = [arrival_profiles.Arrival(period_end=end, ready_at=ready) for end, ready in rows]
     profile = arrival_profiles.profile(
         arrivals,
