@@ -248,8 +248,12 @@ def test_one_late_root_pages_once_and_the_pages_it_causes_wait_under_it(stack):
     # Refunds lands while held: its incident resolves and its page never goes out.
     held_refunds = paging_incident(refunds)
     publish_and_ping(refunds, due)
+    # The incident's resolution and its trigger's cancellation are two statements.
     wait_until(
-        lambda: Incident.objects.get(pk=held_refunds.pk).resolved_at is not None,
+        lambda: (
+            Incident.objects.get(pk=held_refunds.pk).resolved_at is not None
+            and not Page.objects.filter(incident=held_refunds, state=Page.State.PENDING).exists()
+        ),
         20,
         "refunds' incident to resolve",
     )
