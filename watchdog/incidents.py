@@ -90,9 +90,15 @@ def resolve(incidents: list[Incident], *, now: datetime) -> int:
     woken for what already recovered. A page standing for several incidents (``part_of``)
     resolves with the last of them.
 
+    Call in a transaction: the subjects of the incidents' monitors are locked until it
+    ends (``lock_subjects``). Two pings resolving a dataset's data and pipeline incidents
+    at once would otherwise each see the other's still open, and neither would queue the
+    resolve.
+
     Returns:
         How many incidents this call resolved (compare-and-set on ``resolved_at``).
     """
+    lock_subjects([incident.monitor for incident in incidents])
     resolved = 0
     paging: list[int] = []
     for incident in incidents:
@@ -239,7 +245,13 @@ def _resolve_groups(incident_id: int, *, now: datetime) -> None:
     group_ids = Page.objects.filter(incident_id=incident_id, state=Page.State.GROUPED).values_list(
         "group_id", flat=True
     )
-    for group in PageGroup.objects.filter(pk__in=list(group_ids), resolved_at__isnull=True):
+    # Locked so that of two incidents of a group resolving at once, the later sees the
+    # earlier resolved: without it, each could find the other still open.
+    for group in (
+        PageGroup.objects.select_for_update()
+        .filter(pk__in=list(group_ids), resolved_at__isnull=True)
+        .order_by("pk")
+    ):
         still_open = (
             Page.objects.filter(group=group, state=Page.State.GROUPED)
             .filter(
