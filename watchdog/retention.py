@@ -69,10 +69,20 @@ def _quiet_since(now: datetime) -> datetime:
 
 def prunable_incidents(now: datetime) -> QuerySet[Incident]:
     """Incidents resolved more than ``incidents_days`` before ``now`` with no open part
-    (an incident that pages for another) and no page still to send; their pages go with
-    them."""
+    (an incident that pages for another), no open incident still held under them and no
+    page still to send; their pages go with them."""
     return Incident.objects.filter(resolved_at__lt=_quiet_since(now)).exclude(
         Q(Exists(Incident.objects.filter(part_of_id=OuterRef("pk"), resolved_at__isnull=True)))
+        # Deleting the upstream would null the hold, and the page would go out unreleased.
+        | Q(
+            Exists(
+                Incident.objects.filter(
+                    held_under_id=OuterRef("pk"),
+                    released_at__isnull=True,
+                    resolved_at__isnull=True,
+                )
+            )
+        )
         | Q(Exists(Page.objects.filter(incident_id=OuterRef("pk"), state=Page.State.PENDING)))
     )
 
@@ -106,7 +116,7 @@ RULES = [
         "incidents",
         Incident,
         prunable_incidents,
-        keeps="open incidents, those an open incident is part of, unsent pages",
+        keeps="open incidents, those an open incident is part of or held under, unsent pages",
     ),
     Rule("group_pages", Page, prunable_group_pages, keeps="pending pages; open groups' pages"),
     Rule("page_groups", PageGroup, prunable_page_groups, keeps="groups with pages"),

@@ -94,6 +94,42 @@ def test_resolved_incidents_go_with_their_pages_open_ones_stay():
     assert out.pk not in left
 
 
+def test_an_upstream_incident_stays_while_an_open_incident_is_held_under_it():
+    upstream_monitor, downstream_monitor = (Monitor.objects.create(name=n) for n in "ud")
+    long_ago = NOW - timedelta(days=400)
+
+    def incident(monitor, *, resolved_at, held_under=None, released_at=None):
+        return Incident.objects.create(
+            monitor=monitor,
+            deadline_at=long_ago,
+            summary="x",
+            opened_at=long_ago,
+            resolved_at=resolved_at,
+            held_under=held_under,
+            held_at=long_ago if held_under else None,
+            released_at=released_at,
+        )
+
+    holding = incident(upstream_monitor, resolved_at=long_ago)
+    held = incident(downstream_monitor, resolved_at=None, held_under=holding)
+    other_monitor = Monitor.objects.create(name="o")
+    released_under = incident(other_monitor, resolved_at=long_ago)
+    incident(
+        Monitor.objects.create(name="r"),
+        resolved_at=None,
+        held_under=released_under,
+        released_at=long_ago,
+    )
+
+    outcome = _prune("incidents")
+
+    # Only the upstream whose held incident was already released goes.
+    assert outcome.deleted == 1
+    assert not Incident.objects.filter(pk=released_under.pk).exists()
+    held.refresh_from_db()
+    assert (held.held_under_id, held.released_at) == (holding.pk, None)
+
+
 def test_the_loop_prunes_when_asked_and_stays_short(settings):
     settings.WATCHDOG_RETENTION = {**settings.WATCHDOG_RETENTION, "pings_per_monitor": 1}
     monitor = Monitor.objects.create(name="m")
