@@ -3,9 +3,13 @@ stay encrypted and are excluded."""
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
 from django.utils import timezone
 
+from problems import Problem
+
 from . import delivery, errors
+from .actors import Actor
 from .models import (
     ApiKey,
     AuditEntry,
@@ -33,6 +37,7 @@ from .models import (
     Team,
     UnclaimedUsage,
 )
+from .services import datasets as dataset_services
 
 
 class MembershipInline(admin.TabularInline):
@@ -82,21 +87,63 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
-    """``lifecycle`` and ``sunset_at`` are read-only: deprecation and retirement follow the
+    """Datasets are added and changed through the same services as the API, so a dataset
+    made or edited here is judged, forecast, polled and watched like any other: its next
+    deadline, forecast and poll group are recomputed, the watchdog's monitor follows and
+    the change is audited (as ``user:<username>``, acting for the owner team). What the
+    services refuse is shown as an error and nothing is saved.
+
+    ``lifecycle`` and ``sunset_at`` are read-only: deprecation and retirement follow the
     lifecycle rules (a change notice, its notice period, consumers told) in the services
-    the API calls. An existing dataset's ``owner`` too: it changes through a two-sided,
-    audited ownership transfer that respects prefix claims."""
+    the API calls. An existing dataset's identity and ``owner`` too: the owner changes
+    through a two-sided, audited ownership transfer that respects prefix claims. The
+    schedule fields are Tidemark's own bookkeeping, shown but never edited."""
 
     list_display = ("namespace", "name", "owner", "criticality", "partitioning", "lifecycle")
     list_filter = ("criticality", "partitioning", "lifecycle", "owner")
     search_fields = ("namespace", "name", "description")
 
     LIFECYCLE_FIELDS = ("lifecycle", "sunset_at")
+    SCHEDULE_FIELDS = (
+        "poll_group",
+        "next_deadline_at",
+        "next_check_at",
+        "unusual_check_key",
+        "next_unusual_check_at",
+        "next_forecast_at",
+    )
+    IDENTITY_FIELDS = ("namespace", "name", "owner")
 
     def get_readonly_fields(self, request, obj=None):
+        fixed = (*self.LIFECYCLE_FIELDS, *self.SCHEDULE_FIELDS)
         if obj is None:
-            return self.LIFECYCLE_FIELDS
-        return (*self.LIFECYCLE_FIELDS, "owner")
+            return fixed
+        return (*fixed, *self.IDENTITY_FIELDS)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except Problem as exc:
+            # The admin's transaction has rolled back: nothing of the change was written.
+            fields = "; ".join(f"{e.field}: {e.detail}" for e in exc.errors)
+            told = f"Not saved: {exc.detail}" + (f" ({fields})" if fields else "")
+            self.message_user(request, told, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def save_model(self, request, obj, form, change):
+        actor = Actor(team=obj.owner, username=request.user.get_username())
+        if change:
+            changes = {f: form.cleaned_data[f] for f in form.changed_data}
+            saved = dataset_services.dataset_update(actor=actor, dataset=obj, **changes)
+        else:
+            fields = {f: v for f, v in form.cleaned_data.items() if f not in self.IDENTITY_FIELDS}
+            saved = dataset_services.dataset_register(
+                actor=actor, namespace=obj.namespace, name=obj.name, **fields
+            )
+        # The admin logs and links to the row the services wrote (the identity normalised).
+        obj.__dict__.update(
+            {f.attname: getattr(saved, f.attname) for f in Dataset._meta.concrete_fields}
+        )
 
 
 class RevisionInline(admin.TabularInline):

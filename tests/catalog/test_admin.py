@@ -156,3 +156,81 @@ def test_subscription_admin_shows_its_other_endpoints(client):
     )
     assert response.status_code == 200
     assert b"standby.example.com" in response.content
+
+
+def _admin_form_data(dataset, **changes):
+    from django.contrib import admin
+    from django.forms.models import model_to_dict
+    from django.test import RequestFactory
+
+    from catalog.models import Dataset
+
+    request = RequestFactory().get("/")
+    request.user = User(is_superuser=True, is_staff=True)
+    # The add form (no row yet) has the identity fields; the change form has not.
+    form = admin.site._registry[Dataset].get_form(request, dataset if dataset.pk else None)
+    data = {k: v for k, v in model_to_dict(dataset).items() if k in form.base_fields}
+    return {k: v for k, v in data.items() if v is not None} | changes
+
+
+def test_an_sla_changed_in_the_admin_is_judged_on_the_new_deadline_and_audited(client):
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    from catalog.models import AuditEntry
+
+    with time_machine.travel(datetime(2026, 12, 1, 12, 0, tzinfo=UTC), tick=False):
+        dataset = DatasetFactory(sla_cron="0 6 * * *", sla_timezone="UTC")
+        client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+        url = f"/admin/catalog/dataset/{dataset.pk}/change/"
+        page = client.get(url, SERVER_NAME="localhost")
+        for field in ("next_check_at", "next_deadline_at", "next_forecast_at", "poll_group"):
+            assert f'name="{field}"'.encode() not in page.content
+
+        data = _admin_form_data(dataset, sla_cron="30 18 * * *", sla_grace_seconds=600)
+        response = client.post(url, data, SERVER_NAME="localhost")
+
+    assert response.status_code == 302, response.content[:2000]
+    dataset.refresh_from_db()
+    assert dataset.next_deadline_at == datetime(2026, 12, 1, 18, 30, tzinfo=UTC)
+    assert dataset.next_check_at == datetime(2026, 12, 1, 18, 40, tzinfo=UTC)
+    entry = AuditEntry.objects.get(dataset=dataset, action="dataset.updated")
+    assert entry.actor == "user:op"
+    assert entry.changes["sla_cron"] == ["0 6 * * *", "30 18 * * *"]
+
+
+def test_a_dataset_added_in_the_admin_is_registered_as_through_the_api(client):
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    from catalog.models import AuditEntry, Dataset
+    from tests.catalog.factories import TeamFactory
+
+    owner = TeamFactory(slug="orders")
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    blank = Dataset(namespace="S3://Lake/", name="raw/orders", owner=owner, sla_cron="0 6 * * *")
+    data = _admin_form_data(blank, owner=owner.pk)
+    with time_machine.travel(datetime(2026, 12, 1, 12, 0, tzinfo=UTC), tick=False):
+        response = client.post("/admin/catalog/dataset/add/", data, SERVER_NAME="localhost")
+
+    assert response.status_code == 302, response.content[:2000]
+    dataset = Dataset.objects.get(name="raw/orders")
+    assert dataset.namespace == "s3://lake"  # normalised as the API does
+    assert dataset.next_check_at == datetime(2026, 12, 2, 6, 0, tzinfo=UTC)
+    assert AuditEntry.objects.filter(dataset=dataset, action="dataset.registered").exists()
+
+
+def test_what_the_services_refuse_in_the_admin_is_an_error_and_nothing_is_saved(client):
+    dataset = DatasetFactory(sla_cron="0 6 * * *", description="before")
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    url = f"/admin/catalog/dataset/{dataset.pk}/change/"
+    # February 30th never comes: the services refuse a cron that never fires.
+    data = _admin_form_data(dataset, sla_cron="0 6 30 2 *", description="after")
+    response = client.post(url, data, SERVER_NAME="localhost", follow=True)
+
+    assert response.status_code == 200
+    assert b"Not saved" in response.content and b"sla_cron" in response.content
+    dataset.refresh_from_db()
+    assert (dataset.sla_cron, dataset.description) == ("0 6 * * *", "before")
