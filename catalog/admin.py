@@ -85,6 +85,26 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ("public_id", "last_used_at")
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never added, edited or deleted here: the rules (notice periods, overrides,
+    who may acknowledge, URL and secret rules for endpoints, a partition's revisions and
+    the notices they send, the outbox's claims) live in the services the API and the web
+    pages call, and a row written past them would be a notice never sent or sent wrong."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        hidden = set(self.exclude or ())  # secrets stay out of sight
+        return [f.name for f in self.model._meta.fields if f.name not in hidden]
+
+
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     """Datasets are added and changed through the same services as the API, so a dataset
@@ -154,7 +174,7 @@ class RevisionInline(admin.TabularInline):
 
 
 @admin.register(Partition)
-class PartitionAdmin(admin.ModelAdmin):
+class PartitionAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "key", "start_at", "current_revision")
     search_fields = ("dataset__name", "key")
     inlines = [RevisionInline]
@@ -162,7 +182,7 @@ class PartitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReadinessEvent)
-class ReadinessEventAdmin(admin.ModelAdmin):
+class ReadinessEventAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "partition", "state", "source", "published_by", "received_at")
     list_filter = ("state", "source")
     raw_id_fields = ("dataset", "partition", "revision", "api_key")
@@ -177,7 +197,7 @@ class SubscriptionEndpointInline(admin.TabularInline):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(ReadOnlyAdmin):
     list_display = ("team", "dataset", "job_namespace", "job_name", "endpoint", "created_at")
     list_filter = ("team",)
     raw_id_fields = ("dataset", "endpoint")
@@ -185,7 +205,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(ReadOnlyAdmin):
     list_display = ("team", "kind", "url", "is_active", "disabled_reason", "failing_since")
     list_filter = ("kind", "is_active", "team")
     exclude = ("secret_encrypted", "previous_secrets")
@@ -219,7 +239,7 @@ def replay(modeladmin, request, queryset):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "notification",
@@ -236,24 +256,10 @@ class DeliveryAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "action", "actor", "created_at")
     list_filter = ("action",)
     readonly_fields = ("dataset", "team", "actor", "action", "changes", "created_at")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Shown, never edited here: the rules (notice periods, overrides, who may
-    acknowledge) live in the services the API calls."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in self.model._meta.fields]
 
 
 class AcknowledgementInline(admin.TabularInline):
@@ -292,21 +298,21 @@ class ChangeNoticeAcknowledgementAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Claim)
-class ClaimAdmin(admin.ModelAdmin):
+class ClaimAdmin(ReadOnlyAdmin):
     list_display = ("kind", "pattern", "team", "created_at")
     list_filter = ("kind", "team")
     search_fields = ("pattern",)
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(ReadOnlyAdmin):
     list_display = ("namespace", "name", "team", "first_seen_at", "last_seen_at")
     list_filter = ("team",)
     search_fields = ("namespace", "name")
 
 
 @admin.register(DatasetUsage)
-class DatasetUsageAdmin(admin.ModelAdmin):
+class DatasetUsageAdmin(ReadOnlyAdmin):
     list_display = (
         "job",
         "direction",

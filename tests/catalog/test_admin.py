@@ -234,3 +234,81 @@ def test_what_the_services_refuse_in_the_admin_is_an_error_and_nothing_is_saved(
     assert b"Not saved" in response.content and b"sla_cron" in response.content
     dataset.refresh_from_db()
     assert (dataset.sla_cron, dataset.description) == ("0 6 * * *", "before")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["partition", "readinessevent", "subscription", "endpoint", "delivery", "auditentry", "claim"],
+)
+def test_rows_the_services_keep_are_shown_but_never_added_changed_or_deleted(client, path):
+    from django.utils import timezone
+
+    from catalog.actors import Actor
+    from catalog.models import AuditEntry, Claim, Delivery, Partition, ReadinessEvent
+    from catalog.services import publishing
+    from tests.catalog.factories import TeamFactory
+
+    subscription = SubscriptionFactory()
+    dataset = subscription.dataset
+    publishing.readiness_publish(
+        actor=Actor(team=dataset.owner),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition="2026-12-01",
+        now=timezone.now(),
+    )
+    rows = {
+        "partition": Partition.objects.get(dataset=dataset),
+        "readinessevent": ReadinessEvent.objects.get(dataset=dataset),
+        "subscription": subscription,
+        "endpoint": subscription.endpoint,
+        "delivery": Delivery.objects.get(endpoint=subscription.endpoint),
+        "auditentry": AuditEntry.objects.create(
+            dataset=dataset, team=dataset.owner, actor="user:x", action="dataset.updated"
+        ),
+        "claim": Claim.objects.create(kind="dataset_prefix", pattern="s3://x/", team=TeamFactory()),
+    }
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    assert client.get(f"/admin/catalog/{path}/add/", SERVER_NAME="localhost").status_code == 403
+    row = rows[path]
+    page = client.get(f"/admin/catalog/{path}/{row.pk}/change/", SERVER_NAME="localhost")
+    assert page.status_code == 200  # shown
+    assert b'type="submit"' not in page.content.split(b'id="content-main"')[1]
+    assert b"secret_encrypted" not in page.content and b"previous_secrets" not in page.content
+    deleted = client.post(
+        f"/admin/catalog/{path}/{row.pk}/delete/", {"post": "yes"}, SERVER_NAME="localhost"
+    )
+    assert deleted.status_code == 403
+    assert type(row).objects.filter(pk=row.pk).exists()
+
+
+def test_dead_letters_are_replayed_from_the_read_only_delivery_list(client):
+    from django.utils import timezone
+
+    from catalog.actors import Actor
+    from catalog.models import Delivery
+    from catalog.services import publishing
+
+    subscription = SubscriptionFactory()
+    dataset = subscription.dataset
+    publishing.readiness_publish(
+        actor=Actor(team=dataset.owner),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition="2026-12-01",
+        now=timezone.now(),
+    )
+    dead = Delivery.objects.get(endpoint=subscription.endpoint)
+    Delivery.objects.filter(pk=dead.pk).update(state=Delivery.State.DEAD, attempts=8)
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+
+    response = client.post(
+        "/admin/catalog/delivery/",
+        {"action": "replay", "_selected_action": [dead.pk]},
+        SERVER_NAME="localhost",
+        follow=True,
+    )
+
+    assert b"1 delivery(ies) replayed" in response.content
+    dead.refresh_from_db()
+    assert dead.state == Delivery.State.PENDING
