@@ -2,7 +2,8 @@
 
 A monitor edited here goes through the same rules as the REST API: its fields are checked
 by ``monitors.validate`` (errors shown on the form) and a changed schedule re-plans its next
-deadline and start from now. A channel's target is checked as the API checks it.
+deadline and start from now. A channel's target is checked as the API checks it. Incidents
+and pages are shown, never changed.
 
 Operators of the on-call pages are made with ``manage.py create_operator`` (which sets the
 password); here their labels can be changed and an account deactivated (its sessions end
@@ -74,8 +75,24 @@ class ChannelAdmin(admin.ModelAdmin):
     exclude = ("secret_encrypted",)
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never added, edited or deleted here: an incident resolved or a page changed
+    past ``incidents`` and ``paging`` would leave on-call paged with no resolve sent (an
+    incident resolves when its data lands, or by pausing its monitor on the on-call pages,
+    which pages the resolve)."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Incident)
-class IncidentAdmin(admin.ModelAdmin):
+class IncidentAdmin(ReadOnlyAdmin):
     list_display = (
         "summary",
         "reason",
@@ -91,7 +108,7 @@ class IncidentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Page)
-class PageAdmin(admin.ModelAdmin):
+class PageAdmin(ReadOnlyAdmin):
     list_display = ("incident", "channel", "action", "state", "attempts", "last_status")
     list_filter = ("state", "action")
 

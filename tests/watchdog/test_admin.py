@@ -76,3 +76,30 @@ def test_operators_are_listed_relabelled_and_deactivated_in_the_admin(admin_clie
     olga = Operator.objects.get(pk=olga.pk)
     assert olga.labels == ["orders", "billing"] and not olga.is_active
     assert operators.session_for(key, now=T0) is None
+
+
+def test_incidents_and_pages_are_shown_but_never_changed_in_the_admin(admin_client):
+    from watchdog.models import Channel, Incident, Page
+
+    monitor = Monitor.objects.create(name="orders nightly")
+    incident = Incident.objects.create(
+        monitor=monitor, deadline_at=T0, summary="missed", opened_at=T0
+    )
+    channel = Channel.objects.create(name="orders on-call", kind="pagerduty", target="R" * 32)
+    page = Page.objects.create(
+        incident=incident, channel=channel, action="trigger", state="sent", next_attempt_at=T0
+    )
+    for path, row in (("incident", incident), ("page", page)):
+        url = f"/admin/watchdog/{path}/{row.pk}/change/"
+        assert admin_client.get(url).status_code == 200
+        # A resolve written here would never reach PagerDuty.
+        admin_client.post(url, {"resolved_at_0": "2026-11-29", "resolved_at_1": "06:00:00"})
+        assert admin_client.get(f"/admin/watchdog/{path}/add/").status_code == 403
+        assert (
+            admin_client.post(
+                f"/admin/watchdog/{path}/{row.pk}/delete/", {"post": "yes"}
+            ).status_code
+            == 403
+        )
+    incident.refresh_from_db()
+    assert incident.resolved_at is None and Page.objects.filter(pk=page.pk).exists()
