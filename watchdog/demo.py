@@ -25,7 +25,7 @@ from django.db.models import F, Min, Q
 from schedules import next_deadline
 
 from . import db, evaluation, monitors, operators, pings
-from .api import external_monitor_apply
+from .api.external import external_monitor_apply
 from .models import Monitor, Operator, Page
 
 OPERATOR = "oncall"

@@ -4,7 +4,10 @@ from django.urls import include, path, register_converter
 
 from httpkit.routes import routes_under
 
-from . import api, api_ping_keys, metrics, views
+from . import metrics, views
+from .api import external as api_external
+from .api import ping_keys as api_ping_keys
+from .api import views as api
 
 
 class ExitStatus:
@@ -43,10 +46,14 @@ urlpatterns = [
         ("monitors/<int:monitor_id>", api.MonitorDetailApi, "monitor-detail"),
         ("monitors/<int:monitor_id>/pause", api.MonitorPauseApi, "monitor-pause"),
         ("monitors/<int:monitor_id>/resume", api.MonitorResumeApi, "monitor-resume"),
-        ("monitors/external/<str:external_id>", api.ExternalMonitorApi, "monitor-external"),
+        (
+            "monitors/external/<str:external_id>",
+            api_external.ExternalMonitorApi,
+            "monitor-external",
+        ),
         (
             "monitors/external/<str:external_id>/ping",
-            api.ExternalPingApi,
+            api_external.ExternalPingApi,
             "monitor-external-ping",
         ),
         ("channels", api.ChannelListCreateApi, "channel-list"),

@@ -11,8 +11,8 @@ import pytest
 import time_machine
 from rest_framework.test import APIClient
 
-from watchdog import api as watchdog_api
 from watchdog import tokens
+from watchdog.api import serializers as watchdog_api
 from watchdog.models import Incident, Monitor, Ping
 
 from .test_datacheck import FileLake

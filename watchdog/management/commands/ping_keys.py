@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from problems import Problem
 from watchdog import ping_keys
-from watchdog.api_ping_keys import slug_url_template
+from watchdog.api.ping_keys import slug_url_template
 
 
 class Command(BaseCommand):

@@ -12,9 +12,10 @@ from rest_framework.response import Response
 
 from httpkit.fields import TypedStrings
 
-from . import api_examples, ping_keys
-from .api import WatchdogApiView
-from .models import PingKey
+from .. import ping_keys
+from ..models import PingKey
+from . import examples as api_examples
+from .base import WatchdogApiView
 
 
 @extend_schema_serializer(examples=api_examples.PING_KEY_INPUT)
