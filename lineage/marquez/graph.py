@@ -287,7 +287,7 @@ def _walk_downstream(fields: dict, start: list[tuple[str, str]], depth: int) -> 
             return
         seen.update(frontier)
         readers = DatasetUsage.objects.filter(
-            reads._identities(frontier, prefix="dataset_"), direction=DatasetUsage.Direction.READ
+            reads.identities_q(frontier, prefix="dataset_"), direction=DatasetUsage.Direction.READ
         ).values("job_id")
         written = sorted(
             set(
