@@ -88,6 +88,10 @@ SWEEP_HISTORY = timedelta(days=7)
 LEARN_SWEEPS = 10
 # Sweep a poll-only group this long before one of its datasets' SLA check.
 CHECK_MARGIN = timedelta(seconds=30)
+# The beat runs the poll every 60 s, and a sweep's ``now`` is when its task ran, a little
+# after the beat: a group falling due within half a beat of a pass is swept by that pass,
+# not by the next one (a whole beat late, for a sweep due seconds after the pass).
+DUE_SLACK = timedelta(seconds=30)
 
 
 def _config(name: str) -> int:
@@ -131,8 +135,9 @@ class SweepReport:
 def sweep_due(
     *, now: datetime, boot_at: datetime | None = None, limit: int | None = None
 ) -> list[SweepReport]:
-    """Sweep every group that is due at ``now``, and, when ``boot_at`` is given, every group
-    whose last completed sweep started before it (a full sweep: recovery after downtime).
+    """Sweep every group that is due at ``now`` (or within ``DUE_SLACK`` after it: half the
+    beat's period), and, when ``boot_at`` is given, every group whose last completed sweep
+    started before it (a full sweep: recovery after downtime).
 
     Groups are leased under SKIP LOCKED, so concurrent callers share the work.
 
@@ -149,7 +154,7 @@ def sweep_due(
 
 
 def _claim(*, now: datetime, boot_at: datetime | None, limit: int):
-    due = Q(next_sweep_at__lte=now)
+    due = Q(next_sweep_at__lte=now + DUE_SLACK)
     if boot_at is not None:
         due |= Q(last_swept_at__isnull=True) | Q(last_swept_at__lt=boot_at)
     with transaction.atomic():
