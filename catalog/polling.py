@@ -36,14 +36,17 @@ would be refused.
 Cadence: a group with a poll-only dataset is swept from ``min_interval``, doubling while
 nothing new appears up to ``max_interval``, dense again when something does and while one
 of its pending poll-only datasets is expected by its learned arrivals (``poll_schedule``,
-read by ``poll_cadence``), waking when the first expected window opens; never sooner than
-``page_interval_seconds`` per page of its listing beyond the first nor, once it has found
-a few partitions in the last hour, than it takes to find about one per page of its
-listing (``poll_schedule.paced``), and never later than just before one of its
-datasets' SLA check (so a poll-only dataset is not called late for want of a sweep).
-Datasets that publish events count for none of this: a group whose
-datasets all do gets an hourly safety-net sweep. Groups are claimed with a lease under
-SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case.
+read by ``poll_cadence``) and, after an empty sweep, while it has found a few partitions
+in the last hour (one empty sweep at that rate is chance), waking when the first expected
+window opens; never sooner than ``page_interval_seconds`` per page of its listing beyond
+the first nor, once it has found a few partitions in the last hour, than it takes to find
+about one per page of its listing (``poll_schedule.paced``), and never later than just
+before one of its datasets' SLA check (so a poll-only dataset is not called late for want
+of a sweep). Datasets that publish events count for none of this: a group whose datasets
+all do gets an hourly safety-net sweep. Groups are claimed with a lease under
+SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case. A
+beat's pass sweeps the groups falling due within half a beat after it (``DUE_SLACK``), so
+a sweep due seconds after a pass is not a whole beat late.
 """
 
 from __future__ import annotations
