@@ -26,8 +26,11 @@ requests, events, their sum against the reference (1,859) and the naive per-pref
 (2,000 x 1,440), arrivals missed at the end of the day, outage arrivals caught by the
 restart sweep (reference: 266), detection latency, and the sweeps by kind (group, flat or
 delimiter, full, with the recent-marker pass: sweeps and pages). An arrival missed at the
-end of the day that landed after its group's last sweep, the next one due after the day,
-is counted as not yet due (it still fails the last-minute check, and the summary says so).
+end of the day that landed after its group's last sweep, the next one due after the last
+tick's pass could sweep it (``polling.DUE_SLACK`` after minute 1439), is counted as not
+yet due (it still fails the last-minute check, and the summary says so). Each miss is
+printed with its group's last sweep, next due sweep and interval, and a miss after which
+a sweep of its group ran (that sweep failed to see it) is counted apart, never excused.
 
 Part 2, one group of 100,000 partition prefixes (100 daily datasets x 1,000 days, 99,990
 known ready, 10 with a marker but not recorded): a full sweep (pages, listings inside,
@@ -620,14 +623,36 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
         n: group_name.get(g)
         for n, g in Dataset.objects.filter(name__in=names).values_list("name", "poll_group_id")
     }
+    last_tick_reach = MINUTES - 1 + polling.DUE_SLACK.total_seconds() / 60
     not_yet_due = [
         (m, n)
         for m, n in missed
         if (g := groups.get(group_of[n]))
         and (g["last_sweep_minute"] is None or m >= g["last_sweep_minute"])
-        # Due at no tick left: after the last one (a sweep may be due between ticks).
-        and (g["next_sweep_minute"] is None or g["next_sweep_minute"] > MINUTES - 1)
+        # Due at no tick left: after the last one and its slack (a sweep may be due
+        # between ticks; a pass sweeps what falls due within DUE_SLACK of it).
+        and (g["next_sweep_minute"] is None or g["next_sweep_minute"] > last_tick_reach)
     ]
+    # Each miss, with whether a sweep of its group ran after it landed (then that sweep
+    # failed to see it: a real miss, never excused) and when its group was due next (after
+    # the last tick and within the group's interval: the cadence had not come round).
+    sweep_minutes: dict[str, list[int]] = defaultdict(list)
+    for s in sweeps:
+        sweep_minutes[s["group"]].append(s["minute"])
+    miss_detail = []
+    for m, n in missed:
+        g = groups.get(group_of[n]) or {}
+        miss_detail.append(
+            {
+                "minute": m,
+                "dataset": n,
+                "group": group_of[n],
+                "sweeps_after": sum(1 for x in sweep_minutes.get(group_of[n], ()) if x > m),
+                "last_sweep_minute": g.get("last_sweep_minute"),
+                "next_sweep_minute": g.get("next_sweep_minute"),
+                "interval_min": round(g.get("interval_at_end_s", 0) / 60, 2),
+            }
+        )
     breakdown: dict[str, dict[str, int]] = {}
     for s in sweeps:
         kind = f"{s['group']}: {'full ' if s['full'] else ''}{s['listing']}"
@@ -676,6 +701,8 @@ def run_day(args: argparse.Namespace, layout: str, sc: dict[str, Any]) -> dict[s
         "missed_not_yet_due": len(not_yet_due),
         "missed_not_yet_due_minutes": Counter(m for m, _ in not_yet_due),
         "missed_only_not_yet_due": len(not_yet_due) == len(missed),
+        "missed_after_a_sweep": sum(1 for d in miss_detail if d["sweeps_after"]),
+        "missed_detail": miss_detail,
         "sweep_breakdown": breakdown,
         "outage_window_arrivals": len(window),
         # What only the restart sweep can catch: the outage's arrivals, but those whose
@@ -880,6 +907,7 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
             lambda r: ",".join(str(m) for m in sorted(r["missed_arrival_minutes"])) or "-",
         ),
         ("  landed after their group's last sweep", lambda r: r["missed_not_yet_due"]),
+        ("  missed though a sweep came after", lambda r: r["missed_after_a_sweep"]),
         ("outage-window arrivals", lambda r: r["outage_window_arrivals"]),
         (
             f"  caught by restart sweep (ref {REFERENCE['restart_caught']})",
@@ -960,6 +988,15 @@ def print_day(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 f"{g['pages']} pages, {g['found']} found, mode at end {g['mode_at_end']} "
                 f"({g['interval_at_end_s']} s), last sweep at minute {g['last_sweep_minute']}, "
                 f"next at {g['next_sweep_minute']}"
+            )
+    print("Missed at the end of the day: arrival minute, its group's last sweep, next due:")
+    for r in results:
+        for d in r["missed_detail"]:
+            print(
+                f"  [{r['layout']}] {d['dataset']} landed in minute {d['minute']}: "
+                f"{d['sweeps_after']} sweeps of {d['group']} after it; last sweep at minute "
+                f"{d['last_sweep_minute']}, next due at {d['next_sweep_minute']} "
+                f"(interval {d['interval_min']} min)"
             )
     print("Sweeps by kind (group: listing, +pass: with the recent-marker pass):")
     for r in results:

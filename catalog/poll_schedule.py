@@ -17,9 +17,12 @@ nothing:
   earliest window opening ahead: of a pending dataset, or of a ready dataset's next
   period (its end, plus the 10th percentile when it has a profile).
 
-A sweep that found something keeps the group dense (more often lands together). A
-dataset that publishes readiness events is not pending here: the hourly safety net finds
-its missed events.
+A sweep that found something keeps the group dense (more often lands together), and so
+does an empty sweep of a group that found ``RATE_FINDS`` partitions or more in the last
+``RATE_WINDOW``: at the rate it finds them, one sweep that finds nothing is chance, not a
+lull, so its next sweep stays within its paced interval (a quiet hour ends this, the
+group backs off then). A dataset that publishes readiness events is not pending here: the
+hourly safety net finds its missed events.
 
 Dense is never denser than the listing pays for: at least ``per_page`` seconds per page
 of the group's listing beyond the first, and, once the group has found ``RATE_FINDS``
@@ -116,13 +119,16 @@ def next_sweep(
         found_over: the time those were found in: since that first sweep (clamped to
             ``RATE_MIN_SPAN`` .. ``RATE_WINDOW``).
 
-    The interval is within ``[minimum, maximum]`` and never below the page pacing; the
+    The interval is within ``[minimum, maximum]`` and never below the page pacing; dense
+    (the pacing) after a find, while the group finds at a measured rate (``found_recently``
+    at least ``RATE_FINDS``) and while a pending dataset's window is open; otherwise the
     next sweep is ``now + interval``, brought forward to the earliest window opening
     after ``now`` when backing off, but never sooner than the dense interval.
     """
     floor = max(cadence.minimum, paced(pages, found_recently, cadence, over=found_over))
     dense = min(floor, cadence.maximum)
-    if found or any(w is not None and w.opens <= now <= w.closes for w in pending):
+    busy = found_recently >= RATE_FINDS  # finding at a measured rate: not a lull
+    if found or busy or any(w is not None and w.opens <= now <= w.closes for w in pending):
         return dense, now + timedelta(seconds=dense)
     interval = min(max(previous_interval * 2, floor), cadence.maximum)
     next_at = now + timedelta(seconds=interval)

@@ -36,14 +36,17 @@ would be refused.
 Cadence: a group with a poll-only dataset is swept from ``min_interval``, doubling while
 nothing new appears up to ``max_interval``, dense again when something does and while one
 of its pending poll-only datasets is expected by its learned arrivals (``poll_schedule``,
-read by ``poll_cadence``), waking when the first expected window opens; never sooner than
-``page_interval_seconds`` per page of its listing beyond the first nor, once it has found
-a few partitions in the last hour, than it takes to find about one per page of its
-listing (``poll_schedule.paced``), and never later than just before one of its
-datasets' SLA check (so a poll-only dataset is not called late for want of a sweep).
-Datasets that publish events count for none of this: a group whose
-datasets all do gets an hourly safety-net sweep. Groups are claimed with a lease under
-SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case.
+read by ``poll_cadence``) and, after an empty sweep, while it has found a few partitions
+in the last hour (one empty sweep at that rate is chance), waking when the first expected
+window opens; never sooner than ``page_interval_seconds`` per page of its listing beyond
+the first nor, once it has found a few partitions in the last hour, than it takes to find
+about one per page of its listing (``poll_schedule.paced``), and never later than just
+before one of its datasets' SLA check (so a poll-only dataset is not called late for want
+of a sweep). Datasets that publish events count for none of this: a group whose datasets
+all do gets an hourly safety-net sweep. Groups are claimed with a lease under
+SKIP LOCKED, so two beats sweep a group once; recording is idempotent in any case. A
+beat's pass sweeps the groups falling due within half a beat after it (``DUE_SLACK``), so
+a sweep due seconds after a pass is not a whole beat late.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ SWEEP_HISTORY = timedelta(days=7)
 LEARN_SWEEPS = 10
 # Sweep a poll-only group this long before one of its datasets' SLA check.
 CHECK_MARGIN = timedelta(seconds=30)
+# The beat runs the poll every 60 s, and a sweep's ``now`` is when its task ran, a little
+# after the beat: a group falling due within half a beat of a pass is swept by that pass,
+# not by the next one (a whole beat late, for a sweep due seconds after the pass).
+DUE_SLACK = timedelta(seconds=30)
 
 
 def _config(name: str) -> int:
@@ -131,8 +138,9 @@ class SweepReport:
 def sweep_due(
     *, now: datetime, boot_at: datetime | None = None, limit: int | None = None
 ) -> list[SweepReport]:
-    """Sweep every group that is due at ``now``, and, when ``boot_at`` is given, every group
-    whose last completed sweep started before it (a full sweep: recovery after downtime).
+    """Sweep every group that is due at ``now`` (or within ``DUE_SLACK`` after it: half the
+    beat's period), and, when ``boot_at`` is given, every group whose last completed sweep
+    started before it (a full sweep: recovery after downtime).
 
     Groups are leased under SKIP LOCKED, so concurrent callers share the work.
 
@@ -149,7 +157,7 @@ def sweep_due(
 
 
 def _claim(*, now: datetime, boot_at: datetime | None, limit: int):
-    due = Q(next_sweep_at__lte=now)
+    due = Q(next_sweep_at__lte=now + DUE_SLACK)
     if boot_at is not None:
         due |= Q(last_swept_at__isnull=True) | Q(last_swept_at__lt=boot_at)
     with transaction.atomic():

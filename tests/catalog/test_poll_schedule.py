@@ -97,6 +97,14 @@ def test_a_busy_group_is_listed_about_once_per_page_per_partition_found():
     assert plan(found=True, pages=1, recently=RATE_FINDS - 1) == (60, NOW + minutes(1))
 
 
+def test_an_empty_sweep_of_a_group_finding_at_a_measured_rate_keeps_its_pace():
+    # 3 pages, 10 found in the last hour (one every 6 minutes): an empty sweep is chance,
+    # the next one comes at the pace of the finds, not after a doubled interval.
+    assert plan(previous=1080, pages=3, recently=10) == (1080, NOW + minutes(18))
+    # Finds too few to measure a rate: the plain back-off.
+    assert plan(previous=1080, pages=3, recently=RATE_FINDS - 1) == (2160, NOW + minutes(36))
+
+
 def test_offsets_are_the_10th_and_99th_percentiles_of_the_same_weekday_when_enough():
     # 10 Sundays-ending periods (Saturday's partitions) at 1..10 hours; 5 other days at 0.
     saturday_ends = [datetime(2026, 11, 1, tzinfo=UTC) + timedelta(weeks=w) for w in range(-9, 1)]
@@ -175,7 +183,7 @@ def test_the_cadence_stays_within_its_bounds(
     # The next sweep is never sooner than the dense interval nor later than the interval.
     assert NOW + timedelta(seconds=dense) <= next_at <= NOW + timedelta(seconds=interval)
     expected_now = any(w is not None and w.opens <= NOW <= w.closes for w in pending)
-    if found or expected_now:
+    if found or expected_now or recently >= RATE_FINDS:
         assert (interval, next_at) == (dense, NOW + timedelta(seconds=dense))
     else:
         # Backing off: the interval doubles (within the bounds).

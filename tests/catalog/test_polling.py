@@ -253,6 +253,18 @@ def test_sweep_due_claims_each_group_once_and_records_the_sweep(lake, producer):
     assert sweep_row.list_calls == 1
 
 
+def test_sweep_due_sweeps_a_group_falling_due_within_half_a_beat(lake, producer):
+    dataset = register(producer)
+    polling.sweep_due(now=NOW)
+    group = StorageGroup.objects.get(pk=dataset.poll_group_id)
+    due = NOW + timedelta(minutes=16, seconds=17)
+    StorageGroup.objects.filter(pk=group.pk).update(next_sweep_at=due)
+
+    # The pass 31 s before leaves it; the one 17 s before sweeps it, not a whole beat late.
+    assert polling.sweep_due(now=due - polling.DUE_SLACK - timedelta(seconds=1)) == []
+    assert len(polling.sweep_due(now=due - timedelta(seconds=17))) == 1
+
+
 def test_boot_sweeps_every_group_not_swept_since_the_boot(lake, producer):
     dataset = register(producer)
     polling.sweep_due(now=NOW)
