@@ -139,3 +139,59 @@ def test_a_group_trigger_sent_after_its_lease_ran_out_is_resolved(
         ("trigger", group.dedup_key),
         ("resolve", group.dedup_key),
     ]
+
+
+def test_a_trigger_another_loop_took_over_is_not_sent_again_after_its_resolve(
+    pagerduty, channel, monkeypatch
+):
+    """One loop claims the trigger, then is held up (sending the pages before it in its
+    batch) past the lease: a second loop takes the trigger over and sends it, the data
+    lands, and the second loop sends the resolve. The first loop, on reaching the
+    trigger, must not send it again: a trigger after its resolve opens the alert for
+    good."""
+    monitor = monitors.monitor_create(
+        channels=[channel],
+        now=DEADLINE - timedelta(hours=12),
+        name="orders daily",
+        kind=Monitor.Kind.DEADLINE,
+        cron="30 6 * * *",
+        timezone="Europe/Berlin",
+    )
+    evaluation.evaluate_due(now=DEADLINE, limit=10)
+    incident = Incident.objects.get()
+    lease = paging._config("lease_seconds")
+    claim = paging._claim
+    meanwhile = []
+
+    def held_up(**kwargs):
+        claimed = claim(**kwargs)
+        if not meanwhile:
+            meanwhile.append(True)
+            later = DEADLINE + timedelta(seconds=lease + 1)
+
+            def other_loop():
+                paging.send_due(sender=paging.sender_from_settings(), now=later)
+                recording.record(
+                    ping_key=monitor.ping_key,
+                    ping=PingInput(kind="success", method="POST"),
+                    now=later + timedelta(seconds=1),
+                )
+                paging.send_due(
+                    sender=paging.sender_from_settings(), now=later + timedelta(seconds=2)
+                )
+
+            elsewhere(other_loop)
+        return claimed
+
+    monkeypatch.setattr(paging, "_claim", held_up)
+
+    paging.send_due(sender=paging.sender_from_settings(), now=DEADLINE)
+
+    assert [(e["event_action"], e["dedup_key"]) for e in pagerduty] == [
+        ("trigger", incident.dedup_key),
+        ("resolve", incident.dedup_key),
+    ]
+    assert list(Page.objects.order_by("pk").values_list("action", "state")) == [
+        ("trigger", "sent"),
+        ("resolve", "sent"),
+    ]
