@@ -1,11 +1,12 @@
 """Sending pages: the second half of each loop cycle, inside the watchdog's own process.
 
 Pages are rows (the paging outbox). A sender claims due ones under SKIP LOCKED with a lease
-and a claim token, sends outside any transaction, and records the outcome only if it
-still holds the claim (fencing). Failures are classified and retried with the same rules
-and backoff as consumer webhooks (the shared ``outbound`` package). A resolve is never
-claimed while the trigger of the same incident and channel is still pending, so a
-trigger is never sent after its resolve.
+and a claim token, renews a page's lease just before sending it (and sends nothing once
+the lease ran out: another loop may have taken it over), sends outside any transaction,
+and records the outcome only if it still holds the claim (fencing). Failures are
+classified and retried with the same rules and backoff as consumer webhooks (the shared
+``outbound`` package). A resolve is never claimed while the trigger of the same
+incident and channel is still pending, so a trigger is never sent after its resolve.
 
 Channels: PagerDuty Events API v2 (``dedup_key`` per incident, so trigger and resolve
 pair and a repeated trigger attaches to the open alert), Slack incoming webhooks, signed
