@@ -36,7 +36,7 @@ from django.db import IntegrityError, transaction
 
 from . import notices, passes
 from .freshness_state import sla_of
-from .models import Dataset, Notification
+from .models import Dataset, Notification, Partition, PartitionRevision
 from .notices import iso
 from .selectors import dataset_forecasts
 from .selectors.forecasts import Forecast
@@ -223,9 +223,16 @@ def payload(dataset: Dataset, forecast: Forecast) -> dict:
 
 def tell(dataset: Dataset, forecast: Forecast, *, now: datetime) -> AtRiskReport | None:
     """``dataset.at_risk`` to the owner team's contacts and the subscribers whose
-    filters let it through; None when this partition was told before."""
+    filters let it through; None when this partition was told before, or is ready.
+
+    The forecast read the partition awaited before reading its upstreams, outside any
+    transaction: it is read again here, its row locked as a publish locks it, so a
+    partition that landed meanwhile (told ready) is never then told at risk, and one
+    landing now waits for this notice to commit first."""
     try:
         with transaction.atomic():
+            if _ready_now(dataset, forecast.partition):
+                return None
             notification = notices.notification_write(
                 type=AT_RISK,
                 dataset=dataset,
@@ -243,3 +250,21 @@ def tell(dataset: Dataset, forecast: Forecast, *, now: datetime) -> AtRiskReport
     except IntegrityError:
         return None  # told before
     return AtRiskReport(str(dataset), forecast.partition, forecast.estimate_at)
+
+
+def _ready_now(dataset: Dataset, key: str) -> bool:
+    """Whether partition ``key`` of ``dataset`` is ready, its row locked until the
+    transaction ends (a publish of it waits; one creating it is not seen before it
+    commits)."""
+    current = (
+        Partition.objects.select_for_update()
+        .filter(dataset=dataset, key=key)
+        .values_list("current_revision_id", flat=True)
+        .first()
+    )
+    return (
+        current is not None
+        and PartitionRevision.objects.filter(
+            pk=current, state=PartitionRevision.State.READY
+        ).exists()
+    )

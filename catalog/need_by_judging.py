@@ -95,6 +95,10 @@ def judge_batch(*, now: datetime, limit: int = 200) -> Judging:
         )
         plans = [_plan(subscription, now=now) for subscription in subscriptions]
         wanted = {(p.subscription.dataset_id, k) for p in plans for _, keys in p.due for k in keys}
+        busy = _busy_datasets({pk for pk, _ in wanted})
+        if busy:  # judged at the next pass, once the SLA's judging of them committed
+            plans = [p for p in plans if p.subscription.dataset_id not in busy]
+            wanted = {(pk, key) for pk, key in wanted if pk not in busy}
         ready, judged_by_sla = _ready_and_sla_judged(wanted)
         behind = False
         for plan in plans:
@@ -144,6 +148,27 @@ def _plan(subscription: Subscription, *, now: datetime) -> _Plan:
         due.append((deadline, [period.key for period in schedule.due_at(deadline)]))
         deadline = schedule.next_deadline(deadline)
     return _Plan(subscription, due, deadline)
+
+
+def _busy_datasets(dataset_ids: set[int]) -> set[int]:
+    """Lock the datasets' rows (``FOR NO KEY UPDATE SKIP LOCKED``) until the transaction
+    ends, and return those another transaction holds (an SLA judging them right now,
+    ``freshness.evaluate_batch``, or a change of the dataset).
+
+    Their subscriptions are left due, unjudged: under read committed the SLA's late rows
+    are invisible until its judging commits, and both would tell the partition late to
+    the same endpoint. An SLA judging that comes later skips a dataset locked here until
+    the need-by's notice has committed and is seen (``told_endpoints``). Skipping rather
+    than waiting: a change of the dataset holds its row, then updates its subscriptions.
+    """
+    if not dataset_ids:
+        return set()
+    locked = set(
+        Dataset.objects.select_for_update(skip_locked=True, no_key=True)
+        .filter(pk__in=dataset_ids)
+        .values_list("pk", flat=True)
+    )
+    return dataset_ids - locked
 
 
 def _ready_and_sla_judged(

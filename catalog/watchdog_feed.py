@@ -172,8 +172,13 @@ def sync_monitor(
         return None
     team = dataset.owner
     if watched and dataset.pipeline_ping_key is None:
-        dataset.pipeline_ping_key = uuid.uuid4()
-        Dataset.objects.filter(pk=dataset.pk).update(pipeline_ping_key=dataset.pipeline_ping_key)
+        # Compare-and-set: a key another transaction made first is the one kept and sent.
+        made = uuid.uuid4()
+        if not Dataset.objects.filter(pk=dataset.pk, pipeline_ping_key__isnull=True).update(
+            pipeline_ping_key=made
+        ):
+            made = Dataset.objects.values_list("pipeline_ping_key", flat=True).get(pk=dataset.pk)
+        dataset.pipeline_ping_key = made
     version = notices.iso(version_at or dataset.updated_at or now)
     channels = (
         [{"kind": "pagerduty", "target": team.paging_routing_key, "name": f"{team.slug} on-call"}]
@@ -243,8 +248,8 @@ def sync_dependencies(*, now: datetime) -> list[Dataset]:
     whose last definition already names its upstreams is left alone.
 
     Queries: one for the watched datasets, then two per watched dataset (its upstreams,
-    its last definition); watched datasets are the critical ones with an SLA, a few
-    hundred at most.
+    its last definition), and per dataset synced its row, locked; watched datasets are
+    the critical ones with an SLA, a few hundred at most.
 
     Args:
         now: aware UTC; also the new definitions' version (``sync_monitor``'s
@@ -279,6 +284,14 @@ def sync_dependencies(*, now: datetime) -> list[Dataset]:
         if last is not None and sent == depends_on(dataset):
             continue
         with transaction.atomic():
+            # Locked and read again, as every change of the dataset locks it: a change
+            # committing meanwhile is not undone by this newer version made from the copy
+            # read above, and the pipeline monitor's ping key it made is the one sent.
+            dataset = (
+                Dataset.objects.select_for_update(of=("self",))
+                .select_related("owner")
+                .get(pk=dataset.pk)
+            )
             sync_monitor(dataset, now=now, version_at=now)
         synced.append(dataset)
     return synced

@@ -176,10 +176,16 @@ def _existing(opening: _Opening) -> Incident | None:
 
 
 def _overdue_runs(*, now: datetime, limit: int) -> list[Missed]:
-    """Page every run open past its monitor's maximum run time, once per run."""
+    """Page every run open past its monitor's maximum run time, once per run.
+
+    The run and its monitor are locked together, skipping those another transaction
+    holds: a ping holds its monitor's row and then updates its run (the finish), so
+    locking the run alone and then opening the incident (which references the monitor)
+    deadlocked with it, and the finish ping failed. A run skipped here is paged next
+    cycle, unless its finish landed meanwhile."""
     missed = []
     runs = list(
-        Run.objects.select_for_update(skip_locked=True, of=("self",))
+        Run.objects.select_for_update(skip_locked=True, of=("self", "monitor"))
         .filter(overdue_at__lte=now)
         .select_related("monitor")
         .order_by("overdue_at")[:limit]

@@ -118,9 +118,14 @@ def resolve(incidents: list[Incident], *, now: datetime) -> int:
 
 def _resolve_pages(incident_id: int, *, now: datetime) -> None:
     """Cancel the incident's unsent triggers, queue resolves for the sent ones, and
-    resolve the page groups it was paged in."""
+    resolve the page groups it was paged in.
+
+    A trigger a sender holds (``claim_token``) may be on its way, even past its lease: a
+    loop sends a claimed batch page after page, so the last ones go out long after the
+    one lease they share ran out. It is not cancelled but followed by a resolve, sent
+    once the trigger is recorded (or retried by the next sender, if that one crashed)."""
     Page.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        claim_token__isnull=True,
         incident_id=incident_id,
         action=Page.Action.TRIGGER,
         state=Page.State.PENDING,
@@ -267,7 +272,7 @@ def _resolve_groups(incident_id: int, *, now: datetime) -> None:
         # The compare-and-set above lets exactly one caller queue the group's resolve, or
         # cancel its trigger if that was never sent (held while Tidemark was degraded).
         if Page.objects.filter(
-            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+            claim_token__isnull=True,  # one being sent is followed by a resolve instead
             group=group,
             incident__isnull=True,
             action=Page.Action.TRIGGER,

@@ -1,11 +1,12 @@
 """Sending pages: the second half of each loop cycle, inside the watchdog's own process.
 
 Pages are rows (the paging outbox). A sender claims due ones under SKIP LOCKED with a lease
-and a claim token, sends outside any transaction, and records the outcome only if it
-still holds the claim (fencing). Failures are classified and retried with the same rules
-and backoff as consumer webhooks (the shared ``outbound`` package). A resolve is never
-claimed while the trigger of the same incident and channel is still pending, so a
-trigger is never sent after its resolve.
+and a claim token, renews a page's lease just before sending it (and sends nothing once
+the lease ran out: another loop may have taken it over), sends outside any transaction,
+and records the outcome only if it still holds the claim (fencing). Failures are
+classified and retried with the same rules and backoff as consumer webhooks (the shared
+``outbound`` package). A resolve is never claimed while the trigger of the same
+incident and channel is still pending, so a trigger is never sent after its resolve.
 
 Channels: PagerDuty Events API v2 (``dedup_key`` per incident, so trigger and resolve
 pair and a repeated trigger attaches to the open alert), Slack incoming webhooks, signed
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -71,11 +73,32 @@ def send_due(*, sender: outbound.Sender, now: datetime, limit: int | None = None
         # Held triggers are grouped when they are released: by then those whose data
         # landed meanwhile are cancelled, and the group names only what is still missing.
         group_floods(now=now)
+    began = time.monotonic()
     claimed = _claim(now=now, limit=limit or _config("batch_size"), hold=hold)
     for page, token in claimed:
+        if not _renew(page, token, at=now + timedelta(seconds=time.monotonic() - began)):
+            continue  # the lease ran out: another loop may have taken it over and sent it
         outcome = _send(page, sender=sender, now=now)
         _record(page, token, outcome, now=now)
     return len(claimed)
+
+
+def _renew(page: Page, token: uuid.UUID, *, at: datetime) -> bool:
+    """Whether the sender still holds ``page``'s claim just before sending it, renewing
+    its lease from ``at`` (``now`` plus the seconds spent since the claim).
+
+    A batch shares one lease and is sent page after page, each within the send deadline:
+    the later pages of a full batch come after the lease, when another loop may have
+    claimed the page, sent it, and sent its resolve since. Sending it again would be a
+    trigger after its resolve, so a page whose lease ran out is left to whichever loop
+    claims it next (compare-and-set on the claim token and the lease). Not sent, it is
+    let go of, so that its incident resolving first still cancels it."""
+    if Page.objects.filter(
+        pk=page.pk, claim_token=token, state=Page.State.PENDING, lease_until__gt=at
+    ).update(lease_until=at + timedelta(seconds=_config("lease_seconds"))):
+        return True
+    Page.objects.filter(pk=page.pk, claim_token=token).update(lease_until=None, claim_token=None)
+    return False
 
 
 def _due_triggers(now: datetime):

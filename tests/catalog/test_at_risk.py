@@ -128,6 +128,24 @@ def test_ready_partition_is_not_forecast(world, owner):
     assert at_risk.check_pass(now=at(7, 5)) == []
 
 
+def test_partition_landing_while_it_is_forecast_is_not_told_at_risk(world, owner, monkeypatch):
+    """The forecast reads the partition awaited, then its upstreams (outside any
+    transaction); the partition lands meanwhile, told ready to its consumers. The pass
+    must not then tell it at risk: a consumer would read "late" after "ready"."""
+    _up, down = world
+    forecast = at_risk.dataset_forecasts
+
+    def landing_meanwhile(dataset, **kwargs):
+        found = forecast(dataset, **kwargs)
+        publish(owner, down, KEY, at(6, 10))  # a publish committing meanwhile
+        return found
+
+    monkeypatch.setattr(at_risk, "dataset_forecasts", landing_meanwhile)
+
+    assert at_risk.check_pass(now=at(6, 10)) == []
+    assert told() == []
+
+
 def test_freshness_api_shows_the_forecast(world, owner, client_for):
     _up, down = world
     client = client_for(owner, scopes=["read"])
