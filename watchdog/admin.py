@@ -87,7 +87,7 @@ class IncidentAdmin(admin.ModelAdmin):
     )
     list_filter = ("reason",)
     list_select_related = ("held_under",)
-    raw_id_fields = ("part_of", "held_under")
+    raw_id_fields = ("part_of", "held_under", "held_via")
 
 
 @admin.register(Page)
