@@ -383,3 +383,13 @@ def test_a_chain_whose_middle_lands_first_releases_the_last_after_its_own_input(
     assert last.held_under == Incident.objects.get(monitor=orders)
     assert last.released_at == landed_at + timedelta(minutes=10)
     assert Incident.objects.get(monitor=orders).resolved_at is None
+    # The page says what it waited under, and through which upstream that recovered.
+    [released] = [e for e in pagerduty if e["routing_key"] == LAST_KEY]
+    assert released["payload"]["custom_details"]["held_under"] == {
+        "monitor": "orders data",
+        "partition": DUE,
+        "resolved_at": None,
+        "held_at": (LAST_DEADLINE + GRACE).isoformat(),
+        "released_at": (landed_at + timedelta(minutes=10)).isoformat(),
+        "via": {"monitor": "revenue data", "partition": DUE, "resolved_at": landed_at.isoformat()},
+    }
