@@ -393,3 +393,11 @@ def test_a_chain_whose_middle_lands_first_releases_the_last_after_its_own_input(
         "released_at": (landed_at + timedelta(minutes=10)).isoformat(),
         "via": {"monitor": "revenue data", "partition": DUE, "resolved_at": landed_at.isoformat()},
     }
+    # So do its words in an email or Slack message.
+    from watchdog import page_words
+
+    _subject, text = page_words.words(Page.objects.get(incident=last))
+    assert (
+        f"after the incident of revenue data (partition {DUE}), through which it waited, "
+        f"resolved at {landed_at.isoformat()}."
+    ) in text
