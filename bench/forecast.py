@@ -307,6 +307,7 @@ def replay(
     use_lineage: bool,
     max_depth: int,
     overdue_percent: int = forecasts.DEFAULT_OVERDUE_PERCENT,
+    past_p99_percent: int = forecasts.DEFAULT_PAST_P99_PERCENT,
 ) -> dict:
     """Every ``cadence`` seconds of the replay days, forecast each awaited partition
     before its deadline; returns the first warning per partition."""
@@ -337,6 +338,7 @@ def replay(
             max_depth=max_depth,
             use_lineage=use_lineage,
             overdue_percent=overdue_percent,
+            past_p99_percent=past_p99_percent,
         )
         for _, _, dataset, p in active:
             node = nodes[dataset]
@@ -478,6 +480,7 @@ def main() -> None:
     parser.add_argument("--lag-percent", type=int, default=forecasts.DEFAULT_LAG_PERCENT)
     parser.add_argument("--max-depth", type=int, default=forecasts.DEFAULT_MAX_DEPTH)
     parser.add_argument("--overdue-percent", type=int, default=forecasts.DEFAULT_OVERDUE_PERCENT)
+    parser.add_argument("--past-p99-percent", type=int, default=forecasts.DEFAULT_PAST_P99_PERCENT)
     # The watchdog's WATCHDOG_HOLD_AFTER_UPSTREAM default (1800 s).
     parser.add_argument("--hold-after-upstream-minutes", type=int, default=30)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "forecast.json"))
@@ -499,6 +502,7 @@ def main() -> None:
             use_lineage=use_lineage,
             max_depth=args.max_depth,
             overdue_percent=args.overdue_percent,
+            past_p99_percent=args.past_p99_percent,
         )
         runs[name] = score(nodes, warnings) | {"seconds": round(time.perf_counter() - began, 1)}
     model, base = runs["forecast"], runs["baseline_own_profile_only"]
@@ -525,6 +529,7 @@ def main() -> None:
             "lag_percent": args.lag_percent,
             "max_depth": args.max_depth,
             "overdue_percent": args.overdue_percent,
+            "past_p99_percent": args.past_p99_percent,
             "min_periods": MIN_PERIODS,
         },
         "runs": runs,

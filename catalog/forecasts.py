@@ -9,12 +9,14 @@ The model, for a partition that is not ready yet (``estimate``):
 - ``own``: from the dataset's own arrival profile (``catalog.arrival_profiles``), the
   group of its period's weekday (``unusual_rule.group_for``): the period's end plus p90
   while that is still ahead (``p90``: on its usual time); past p90 the partition is
-  later than usual (``overdue``) and ``own`` is ``now`` plus a quarter
-  (``DEFAULT_OVERDUE_PERCENT``) of how far past p90 it already is: noise overshoots p90
-  by little, an incident (a delayed or stuck run) by hours, so the longer a partition
-  is behind, the later it is expected, and its downstreams are warned while their
-  chain of lags still leaves time (with ``now`` alone, the lead was at most that
-  chain's lags: minutes for an hourly dataset a hop or two down).
+  later than usual (``overdue``) and ``own`` is ``now`` plus a share of how far past
+  p90 it already is: a quarter (``DEFAULT_OVERDUE_PERCENT``) while it is not yet past
+  its p99, half (``DEFAULT_PAST_P99_PERCENT``) once it is. Noise overshoots p90 by
+  little and an incident (a delayed or stuck run) by hours, so the longer a partition
+  is behind, the later it is expected; past p99 it is later than 99 periods in 100
+  were, an incident rather than noise, and the larger share says so. Its downstreams
+  are warned while their chain of lags still leaves time (with ``now`` alone, the lead
+  was at most that chain's lags: minutes for an hourly dataset a hop or two down).
 - upstreams: the datasets read by the jobs that write this one (verified lineage),
   with the upstream partitions covering this period (same or finer partitioning; a
   daily dataset reading an hourly one needs its 24 hours). ``arrival(U)`` is the
@@ -24,7 +26,9 @@ The model, for a partition that is not ready yet (``estimate``):
   its p90, or awaited before it) is left out: the dataset's own profile already holds
   what that means, and adding a lag to every on-time upstream only stacks up noise.
   ``lag(U)`` is learned (``edge_lags``): the median time the job took to follow U in
-  the past periods when U held it up later than usual.
+  the past periods when U held it up later than usual; for an upstream that seldom
+  held it up, the job's own time to follow its last input, whichever that was (once
+  U is late enough to hold the job up, the job follows it as it follows any input).
 - An upstream partition that failed (its current revision is failed) blocks the
   estimate: no time can be given, and the partition is at risk. An upstream already
   past its own deadline is later than usual, so it counts with at least ``now``.
@@ -35,9 +39,10 @@ The answer (``Estimate``) carries the instant, the term that set it (``quantile`
 the direct upstream, ``cause`` the furthest one up the chain (the root of the delay).
 
 ``bench/forecast.py`` measures it on a simulated graph; every choice above (p90 for the
-own term, no p99 step, leaving on-time upstreams out, the median lag on late
-hold-ups, a quarter of the lateness for an overdue one: 30% took precision below 0.8)
-was made there, against precision as much as recall.
+own term, leaving on-time upstreams out, the median lag on late hold-ups and the
+job's lag for a seldom-binding upstream, a quarter of the lateness past p90 and half
+past p99: a flat 30% or 50% took precision below 0.8) was made there, against
+precision as much as recall.
 """
 
 from __future__ import annotations
@@ -57,8 +62,8 @@ AWAITED = "awaited"
 DEFAULT_MAX_DEPTH = 8
 DEFAULT_LAG_PERCENT = 50
 DEFAULT_MIN_LAG_PERIODS = 5
-DEFAULT_FALLBACK_LAG_PERCENT = 10
 DEFAULT_OVERDUE_PERCENT = 25
+DEFAULT_PAST_P99_PERCENT = 50
 
 PartitionRef = tuple[Hashable, str]  # (dataset id, partition key)
 
@@ -165,8 +170,9 @@ class Forecaster:
     forecasting many partitions computes each upstream once).
 
     ``now``: epoch seconds; ``max_depth``: upstream hops followed; ``use_lineage``:
-    False gives the own-profile-only baseline; ``overdue_percent``: the share of its
-    lateness past p90 an overdue partition is expected later still (``own_term``).
+    False gives the own-profile-only baseline; ``overdue_percent`` and
+    ``past_p99_percent``: the share of its lateness past p90 an overdue partition is
+    expected later still, before and after its p99 (``own_term``).
     """
 
     world: World
@@ -174,6 +180,7 @@ class Forecaster:
     max_depth: int = DEFAULT_MAX_DEPTH
     use_lineage: bool = True
     overdue_percent: int = DEFAULT_OVERDUE_PERCENT
+    past_p99_percent: int = DEFAULT_PAST_P99_PERCENT
     _memo: dict[PartitionRef, Estimate] = field(default_factory=dict)
     _open: set[PartitionRef] = field(default_factory=set)
 
@@ -200,7 +207,12 @@ class Forecaster:
         return result
 
     def _awaited(self, ref: PartitionRef, state: PartitionState, depth: int) -> Estimate:
-        best = own_term(state, now=self.now, overdue_percent=self.overdue_percent)
+        best = own_term(
+            state,
+            now=self.now,
+            overdue_percent=self.overdue_percent,
+            past_p99_percent=self.past_p99_percent,
+        )
         if not self.use_lineage or depth >= self.max_depth or ref in self._open:
             return best
         self._open.add(ref)
@@ -253,11 +265,16 @@ class Forecaster:
 
 
 def own_term(
-    state: PartitionState, *, now: int, overdue_percent: int = DEFAULT_OVERDUE_PERCENT
+    state: PartitionState,
+    *,
+    now: int,
+    overdue_percent: int = DEFAULT_OVERDUE_PERCENT,
+    past_p99_percent: int = DEFAULT_PAST_P99_PERCENT,
 ) -> Estimate:
     """The estimate from the partition's own profile alone (see the module's rule):
     before p90, the period's end plus p90; past it, ``now`` plus ``overdue_percent``
-    percent of the time since p90 (seconds, rounded down); ``now`` when there is no
+    percent of the time since p90 (seconds, rounded down), or ``past_p99_percent``
+    percent once the period's end plus p99 has passed; ``now`` when there is no
     profile."""
     own = state.own
     if own is None:
@@ -269,9 +286,11 @@ def own_term(
         )
     # Past its usual time: a partition this far behind is seldom about to land (noise
     # overshoots p90 by little; an incident by a lot), so it is expected a share of its
-    # lateness later still, which its downstreams feel through their lags at once.
+    # lateness later still, which its downstreams feel through their lags at once. Past
+    # p99 it is later than 99 periods in 100 were: an incident, so a larger share.
     behind = elapsed - own.p90_seconds
-    return Estimate(at=now + behind * overdue_percent // 100, quantile="overdue")
+    percent = past_p99_percent if elapsed >= own.p99_seconds else overdue_percent
+    return Estimate(at=now + behind * percent // 100, quantile="overdue")
 
 
 def estimate(
@@ -295,7 +314,6 @@ def edge_lags(
     *,
     percent: int = DEFAULT_LAG_PERCENT,
     min_periods: int = DEFAULT_MIN_LAG_PERIODS,
-    fallback_percent: int = DEFAULT_FALLBACK_LAG_PERCENT,
 ) -> dict[Hashable, int | None]:
     """The learned lag of each upstream of one dataset, from past periods given as
     ``(period_end, {upstream: arrival}, arrival)`` (epoch seconds; an upstream's
@@ -306,38 +324,48 @@ def edge_lags(
     arrive) later than it usually does (at or after the median of those periods'
     upstream arrivals): how long the job takes once a late upstream lands, without the
     slack a job on a fixed schedule has when its inputs are early. With fewer than
-    ``min_periods`` such periods, all the periods it held the job up; with fewer than
-    that, an upstream that seldom holds the job up gets the ``fallback_percent`` (10)
-    percentile over every period: its lag there is mostly the wait for the other
-    inputs, which a delay of its own eats into, so only the shortest lags say how soon
-    the job can follow it.
+    ``min_periods`` such periods, all the periods it held the job up. An upstream that
+    held the job up in fewer than ``min_periods`` periods gets the job's lag: the same
+    rule over the periods held up by any input (``arrival`` minus the last input's
+    arrival), since once it is late enough to be the last input the job follows it as
+    it follows any other (its lags over every period are mostly the wait for the other
+    inputs, which a delay of its own eats into).
 
     Returns:
-        ``{upstream: lag seconds or None}`` for every upstream seen.
+        ``{upstream: lag seconds or None}`` for every upstream seen; None with fewer
+        than ``min_periods`` periods in all.
     """
     binding: dict[Hashable, list[tuple[int, int, int]]] = {}
-    every: dict[Hashable, list[tuple[int, int]]] = {}
+    last_input: list[tuple[int, int, int]] = []
     for period_end, upstream_arrivals, arrival in history:
         if not upstream_arrivals:
             continue
         last = max(upstream_arrivals, key=lambda u: upstream_arrivals[u])
-        for upstream, at in upstream_arrivals.items():
-            every.setdefault(upstream, []).append((at, arrival))
+        for upstream in upstream_arrivals:
             binding.setdefault(upstream, [])
         at = upstream_arrivals[last]
         binding[last].append((at - period_end, at, arrival))
+        last_input.append((at - period_end, at, arrival))
     enough = max(min_periods, 1)
-    lags: dict[Hashable, int | None] = {}
-    for upstream, pairs in every.items():
-        held = binding[upstream]
-        if len(held) >= enough:
-            median = nearest_rank(sorted(offset for offset, _, _ in held), 50)
-            late = [(at, arrival) for offset, at, arrival in held if offset >= median]
-            chosen = late if len(late) >= enough else [(at, arr) for _, at, arr in held]
-            lags[upstream] = lag_seconds(chosen, percent=percent, min_periods=enough)
-        else:
-            lags[upstream] = lag_seconds(pairs, percent=fallback_percent, min_periods=enough)
-    return lags
+    job = _late_hold_up_lag(last_input, percent=percent, enough=enough)
+    return {
+        upstream: _late_hold_up_lag(held, percent=percent, enough=enough)
+        if len(held) >= enough
+        else job
+        for upstream, held in binding.items()
+    }
+
+
+def _late_hold_up_lag(held: list[tuple[int, int, int]], *, percent: int, enough: int) -> int | None:
+    """The lag over hold-ups ``(offset, input arrival, arrival)``: over the later half of
+    them (offset at or after the median) when that has ``enough``, else over all; None
+    with fewer than ``enough``."""
+    if len(held) < enough:
+        return None
+    median = nearest_rank(sorted(offset for offset, _, _ in held), 50)
+    late = [(at, arrival) for offset, at, arrival in held if offset >= median]
+    chosen = late if len(late) >= enough else [(at, arrival) for _, at, arrival in held]
+    return lag_seconds(chosen, percent=percent, min_periods=enough)
 
 
 def lag_seconds(

@@ -104,7 +104,7 @@ class IncidentAdmin(ReadOnlyAdmin):
     )
     list_filter = ("reason",)
     list_select_related = ("held_under",)
-    raw_id_fields = ("part_of", "held_under")
+    raw_id_fields = ("part_of", "held_under", "held_via")
 
 
 @admin.register(Page)

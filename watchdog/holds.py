@@ -6,17 +6,24 @@ of the datasets its jobs read, from verified lineage). When its trigger is about
 out for a missing partition, and an upstream monitor (or one sharing its subject, e.g.
 the same dataset's pipeline monitor) has an open ``missed`` or ``failed`` incident for a
 partition inside that one's period (the partitions it needs, as the catalog's
-``covering_keys`` reads them) whose page was sent or is on its way, the trigger is held
-under that incident: its owner is told by the catalog (``dataset.late`` with
-``caused_by``) but not paged for a cause that is not theirs.
+``covering_keys`` reads them) whose page was sent or is on its way, the trigger is held:
+its owner is told by the catalog (``dataset.late`` with ``caused_by``) but not paged for
+a cause that is not theirs. It is held under the furthest late root (``chain_root``):
+when that direct upstream's incident is itself held under its own upstream's (A late,
+B late because of A, C late because of B), C is held under A's incident, as B is, and
+``held_via`` names B's; the catalog's ``caused_by`` names the same root.
 
 A held trigger is:
 
 - released ``hold_after_upstream_seconds`` (``WATCHDOG_HOLD_AFTER_UPSTREAM``) after the
-  upstream incident resolves, if this incident is still open then: the downstream job
-  had its time to catch up, the lateness is now this monitor's own, and it pages
-  (unless another upstream still holds it); at once when the upstream stops paging
-  (its page failed for good);
+  root's incident resolves, if this incident is still open then: the downstream job had
+  its time to catch up, the lateness is now this monitor's own, and it pages, unless an
+  upstream still missing holds it again (in a chain, B pages once A's hold on it is
+  released, and C is held under B's incident from then on); at once when the root
+  stops paging (its page failed for good);
+- in a chain, released ``hold_after_upstream_seconds`` after the direct upstream's
+  incident resolves, when that comes first (B landed while A is still missing: C's job
+  had its time after its own input);
 - cancelled unsent when this incident resolves first (the data arrived): resolved
   silently, as a trigger held while Tidemark is degraded is.
 
@@ -90,25 +97,74 @@ def hold_and_release(*, now: datetime) -> Changes:
 
 
 def release(*, now: datetime) -> int:
-    """Release every open held incident whose upstream incident resolved at least
-    ``hold_after_upstream_seconds`` ago, or no longer pages (``pager``); returns how
+    """Release every open held incident whose hold is over (``hold_over``), repeating
+    until none is left (a chain's links release one another in one pass); returns how
     many."""
-    settle = timedelta(seconds=settings.WATCHDOG_PAGING["hold_after_upstream_seconds"])
     released = 0
-    held = Incident.objects.filter(
-        held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
-    ).select_related("held_under__part_of")
-    for incident in held:
-        upstream = incident.held_under
-        if upstream.resolved_at is None and pager(upstream, avoid={incident.pk}) is not None:
-            continue
-        if upstream.resolved_at is not None and upstream.resolved_at > now - settle:
-            continue  # the downstream's run is catching up
-        released += Incident.objects.filter(pk=incident.pk, released_at__isnull=True).update(
-            released_at=now
-        )
-        logger.info("released the page of %s (held under incident %s)", incident, upstream.pk)
+    for _ in range(MAX_DEPTH):
+        step = 0
+        held = Incident.objects.filter(
+            held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
+        ).select_related("held_under__part_of", "held_via")
+        for incident in held.order_by("pk"):
+            if not hold_over(incident, now=now):
+                continue
+            step += Incident.objects.filter(pk=incident.pk, released_at__isnull=True).update(
+                released_at=now
+            )
+            logger.info(
+                "released the page of %s (held under incident %s)", incident, incident.held_under_id
+            )
+        released += step
+        if not step:
+            break
     return released
+
+
+def hold_over(incident: Incident, *, now: datetime) -> bool:
+    """Whether ``incident``'s hold (``held_under``: the root; ``held_via``: the direct
+    upstream, None on holds made before it was recorded) is over at ``now`` (aware UTC):
+
+    - the direct upstream resolved ``hold_after_upstream_seconds`` ago or more;
+    - it is open, but the chain no longer stands: the root stopped paging (``pager``),
+      the root resolved that long ago, or the direct upstream's own hold under the root
+      was released (it pages for itself now, or is held elsewhere; ``hold`` holds this
+      one again under whatever the direct upstream's page goes through).
+    """
+    settle = timedelta(seconds=settings.WATCHDOG_PAGING["hold_after_upstream_seconds"])
+    root = incident.held_under
+    via = incident.held_via or root
+    assert root is not None
+
+    def settled(upstream: Incident) -> bool:
+        return upstream.resolved_at is not None and upstream.resolved_at <= now - settle
+
+    if via.resolved_at is not None:
+        return settled(via)
+    if root.resolved_at is None and pager(root, avoid={incident.pk}) is None:
+        return True
+    if via.pk == root.pk:
+        return False
+    return settled(root) or chain_root(via, avoid={incident.pk}).pk != root.pk
+
+
+def chain_root(incident: Incident, *, avoid: set[int]) -> Incident:
+    """The furthest incident up the chain of holds from ``incident``: itself, or the
+    root its own hold (or that of the incident it is part of) is under while that hold
+    is in force (not released), followed at most ``MAX_DEPTH`` steps and never through
+    an incident in ``avoid`` (a loop ends where it would come back)."""
+    current = incident
+    seen = set(avoid)
+    for _ in range(MAX_DEPTH):
+        group = Incident.objects.select_related("held_under").get(
+            pk=(current.part_of_id or current.pk)
+        )
+        seen |= {current.pk, group.pk}
+        upstream = group.held_under
+        if upstream is None or group.released_at is not None or upstream.pk in seen:
+            return current
+        current = upstream
+    return current
 
 
 def _candidates(now: datetime) -> list[Incident]:
@@ -133,27 +189,45 @@ def _candidates(now: datetime) -> list[Incident]:
 
 
 def hold(*, now: datetime) -> tuple[int, int]:
-    """Hold each candidate trigger under the first open upstream incident that causes it
-    (``cause_of``); defer one whose upstream is due but not yet judged. Returns
+    """Hold each candidate trigger under the furthest late root (``chain_root``) of the
+    first open upstream incident that causes it (``cause_of``); defer one whose upstream
+    is due but not yet judged. A candidate whose cause is itself a candidate is decided
+    after it, so a chain judged in one pass is held under its root at once. Returns
     ``(held, deferred)``."""
     candidates = _candidates(now)
     if not candidates:
         return 0, 0
     upstreams = _upstream_monitors(candidates)
     open_upstream = _open_upstream_incidents({m.pk for ms in upstreams.values() for m in ms})
+    pending = {incident.pk: incident for incident in candidates}
+    decided: set[int] = set()
     held = deferred = 0
-    for incident in candidates:
+
+    def decide(incident: Incident, depth: int = 0) -> None:
+        nonlocal held, deferred
+        decided.add(incident.pk)
         mine = upstreams.get(incident.monitor_id, [])
         cause = cause_of(incident, mine, open_upstream=open_upstream)
+        if cause is not None and cause.pk in pending and cause.pk not in decided:
+            if depth < MAX_DEPTH:
+                decide(pending[cause.pk], depth + 1)
+            cause = cause_of(incident, mine, open_upstream=open_upstream)
         if cause is not None:
+            root = chain_root(cause, avoid={incident.pk})
             held += Incident.objects.filter(pk=incident.pk, resolved_at__isnull=True).update(
-                held_under=cause, held_at=now, released_at=None
+                held_under=root, held_via=cause, held_at=now, released_at=None
             )
-            logger.info("held the page of %s under incident %s", incident, cause.pk)
+            logger.info(
+                "held the page of %s under incident %s (via %s)", incident, root.pk, cause.pk
+            )
         elif any(_being_judged(m, now) for m in mine):
             deferred += Page.objects.filter(
                 incident=incident, action=Page.Action.TRIGGER, state=Page.State.PENDING
             ).update(next_attempt_at=now + WAIT_STEP)
+
+    for incident in candidates:
+        if incident.pk not in decided:
+            decide(incident)
     return held, deferred
 
 

@@ -300,17 +300,27 @@ class Incident(models.Model):
         related_name="parts",
         help_text="The incident that pages for this one (the same cause).",
     )
-    # One late root, one page: an upstream monitor's open incident that this one's trigger
-    # waits under (``holds``), set when the trigger was held; kept after ``released_at``
-    # (the upstream resolved, or stopped paging, while this one was still open) to say
-    # what it waited for. A held incident that resolves first never pages.
+    # One late root, one page: the open incident furthest up a chain of late upstream
+    # monitors that this one's trigger waits under (``holds``), set when the trigger was
+    # held; kept after ``released_at`` (the chain recovered, or stopped paging, while
+    # this one was still open) to say what it waited for. ``held_via`` is the direct
+    # upstream's incident through which it is held (the same one when the root is a
+    # direct upstream). A held incident that resolves first never pages.
     held_under = models.ForeignKey(
         "self",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="holding",
-        help_text="The upstream incident this one's page is held under.",
+        help_text="The upstream incident this one's page is held under (the late root).",
+    )
+    held_via = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="holding_via",
+        help_text="The direct upstream's incident through which the page is held.",
     )
     held_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)

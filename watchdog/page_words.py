@@ -90,18 +90,29 @@ def subject(page: Page, *, with_failing_ping: bool = False) -> Subject:
 
 
 def held_details(incident: Incident) -> dict:
-    """What a released page waited under, as JSON values (one query for the upstream
-    incident and its monitor): its ``monitor``, ``partition``, ``resolved_at`` (ISO 8601,
-    or None while it is open: released because its page reaches nobody), and this
-    incident's ``held_at`` and ``released_at``."""
+    """What a released page waited under, as JSON values (one query for the root incident
+    and its monitor, one more for a chain): its ``monitor``, ``partition``,
+    ``resolved_at`` (ISO 8601, or None while it is open: released because its page
+    reaches nobody, or because the direct upstream recovered first), and this incident's
+    ``held_at`` and ``released_at``; in a chain (held under a root through a direct
+    upstream's incident), ``via``: that incident's ``monitor``, ``partition`` and
+    ``resolved_at``."""
     upstream = Incident.objects.select_related("monitor").get(pk=incident.held_under_id)
-    return {
+    details = {
         "monitor": upstream.monitor.name,
         "partition": upstream.partition or None,
         "resolved_at": upstream.resolved_at.isoformat() if upstream.resolved_at else None,
         "held_at": incident.held_at.isoformat() if incident.held_at else None,
         "released_at": incident.released_at.isoformat(),
     }
+    if incident.held_via_id is not None and incident.held_via_id != incident.held_under_id:
+        via = Incident.objects.select_related("monitor").get(pk=incident.held_via_id)
+        details["via"] = {
+            "monitor": via.monitor.name,
+            "partition": via.partition or None,
+            "resolved_at": via.resolved_at.isoformat() if via.resolved_at else None,
+        }
+    return details
 
 
 def failing_ping(incident: Incident) -> Ping | None:
@@ -165,6 +176,19 @@ def links(page: Page) -> list[tuple[str, str]]:
     return found
 
 
+def _held_ended(held: dict) -> str:
+    """Why a hold ended, in words, from ``held_details``."""
+    if held["resolved_at"]:
+        return f"that incident resolved at {held['resolved_at']}"
+    via = held.get("via")
+    if via is not None and via["resolved_at"]:
+        return (
+            f"the incident of {via['monitor']} (partition {via['partition'] or '-'}), "
+            f"through which it waited, resolved at {via['resolved_at']}"
+        )
+    return "that incident stopped paging"
+
+
 def words(page: Page) -> tuple[str, str]:
     """(subject, text) in plain text; the text ends with the on-call page, if known."""
     summary = page.incident.summary if page.incident is not None else page.group.summary
@@ -178,12 +202,7 @@ def words(page: Page) -> tuple[str, str]:
             text += (
                 f"\n\nHeld under the incident of {held['monitor']} (partition "
                 f"{held['partition'] or '-'}) from {held['held_at']}; still missing at "
-                f"{held['released_at']}, after that incident"
-                + (
-                    f" resolved at {held['resolved_at']}."
-                    if held["resolved_at"]
-                    else " stopped paging."
-                )
+                f"{held['released_at']}, after {_held_ended(held)}."
             )
     url = oncall_url(page)
     return title, f"{text}\n\nOn-call page: {url}" if url else text

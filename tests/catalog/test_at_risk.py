@@ -89,18 +89,19 @@ def test_late_upstream_is_told_once_before_the_deadline_naming_it(world, owner):
     _up, down = world
     consumer = SubscriptionFactory(dataset=down, event_types=[])
     ready_only = SubscriptionFactory(dataset=down, event_types=["partition.ready"])
-    # Upstream usually by 02:30 (p90): at 06:00, 3 h 30 min past it, expected a quarter
-    # of that later (52 min 30 s), plus the hour the job takes: 07:52:30, in time.
-    assert at_risk.check_pass(now=at(6)) == []
-    # At 06:10, 3 h 40 min past it: 06:10 + 55 min + 1 h = 08:05, past the deadline.
-    reports = at_risk.check_pass(now=at(6, 10))
-    assert [(r.partition, r.estimate_at) for r in reports] == [(KEY, at(8, 5))]
-    assert at_risk.check_pass(now=at(6, 15)) == []  # once per partition
+    # Upstream usually by 02:30 (p90, and p99: it was never later): at 05:30, 3 h past
+    # it, expected half of that later (1 h 30 min), plus the hour the job takes: 08:00,
+    # in time.
+    assert at_risk.check_pass(now=at(5, 30)) == []
+    # At 05:40, 3 h 10 min past it: 05:40 + 1 h 35 min + 1 h = 08:15, past the deadline.
+    reports = at_risk.check_pass(now=at(5, 40))
+    assert [(r.partition, r.estimate_at) for r in reports] == [(KEY, at(8, 15))]
+    assert at_risk.check_pass(now=at(5, 45)) == []  # once per partition
     (notification,) = told()
     data = notification.payload["data"]
     assert data["partition"] == KEY
     assert data["deadline_at"] == "2026-11-29T08:00:00Z"
-    assert data["estimate_at"] == "2026-11-29T08:05:00Z"
+    assert data["estimate_at"] == "2026-11-29T08:15:00Z"
     assert (data["basis"], data["blocked"]) == ("upstream_lag", False)
     upstream = {"dataset": {"namespace": "s3://lake", "name": "raw/orders"}, "partition": KEY}
     assert data["via"] == data["cause"] == upstream
@@ -150,12 +151,12 @@ def test_freshness_api_shows_the_forecast(world, owner, client_for):
     _up, down = world
     client = client_for(owner, scopes=["read"])
     url = f"/api/v1/datasets/{down.pk}/freshness"
-    with time_machine.travel(at(6, 10), tick=False):
+    with time_machine.travel(at(5, 40), tick=False):
         body = client.get(url).json()
     forecast = body["forecast"]
     assert forecast["partition"] == KEY
     assert forecast["at_risk"] is True
-    assert forecast["estimate_at"] == "2026-11-29T08:05:00Z"
+    assert forecast["estimate_at"] == "2026-11-29T08:15:00Z"
     assert forecast["cause"]["dataset"]["name"] == "raw/orders"
     publish(owner, down, KEY, at(7, 10))
     with time_machine.travel(at(7, 15), tick=False):
@@ -163,10 +164,10 @@ def test_freshness_api_shows_the_forecast(world, owner, client_for):
 
 
 def test_owner_notice_says_when_and_which_upstream(world, owner):
-    at_risk.check_pass(now=at(6, 10))
+    at_risk.check_pass(now=at(5, 40))
     subject, text = notices.render_text(told()[0].payload)
     assert subject == f"Tidemark: s3://lake/mart/orders partition {KEY} is at risk"
-    assert "is expected at 2026-11-29T08:05:00Z, after its deadline 2026-11-29T08:00:00Z" in text
+    assert "is expected at 2026-11-29T08:15:00Z, after its deadline 2026-11-29T08:00:00Z" in text
     assert f"Held up by s3://lake/raw/orders partition {KEY}." in text
     assert "Nobody was paged" in text
 

@@ -44,7 +44,10 @@ def chain(*, up_state: PartitionState, lag: int = H) -> World:
         (END, END + 3 * H, "p90"),  # before p90: period end + p90
         (END + 3 * H - 1, END + 3 * H, "p90"),
         (END + 3 * H, END + 3 * H, "overdue"),  # at p90: now
-        (END + 5 * H, END + 5 * H + H // 2, "overdue"),  # 2 h past p90: now + 30 min
+        (END + 3 * H + H // 2, END + 3 * H + H // 2 + H // 8, "overdue"),  # a quarter
+        (END + 4 * H - 4, END + 4 * H - 4 + (H - 4) // 4, "overdue"),  # just before p99
+        (END + 4 * H, END + 4 * H + H // 2, "overdue"),  # at p99, 1 h past p90: half
+        (END + 5 * H, END + 5 * H + H, "overdue"),  # 2 h past p90: now + 1 h
     ],
 )
 def test_own_term_by_elapsed_time(now, at, quantile):
@@ -65,11 +68,11 @@ def test_estimate_upstream_on_its_usual_time_is_left_out():
 
 def test_estimate_upstream_later_than_usual_pushes_it_by_the_lag():
     world = chain(up_state=PartitionState(END, own=OWN), lag=2 * H)
-    now = END + 4 * H  # the upstream is 1 h past its p90: expected 15 min from now
+    now = END + 3 * H + H // 2  # the upstream is 30 min past its p90: expected in 7.5
     found = forecasts.estimate(world, "down", "k", now=now)
-    assert (found.at, found.quantile) == (now + H // 4 + 2 * H, "upstream_lag")
+    assert (found.at, found.quantile) == (now + H // 8 + 2 * H, "upstream_lag")
     assert found.via == found.cause == ("up", "k")
-    deadline = now + 2 * H + H // 4
+    deadline = now + 2 * H + H // 8
     assert found.at_risk(deadline - 1) and not found.at_risk(deadline)
 
 
@@ -96,12 +99,12 @@ def test_estimate_cause_is_the_root_of_a_chain():
         },
         edges={"a": [("b", ("k",), H)], "b": [("c", ("k",), H)]},
     )
-    now = END + 5 * H  # everyone 2 h past p90 (expected 30 min from now); c is the root
+    now = END + 5 * H  # everyone 2 h past p90 and past p99 (expected in 1 h); c is the root
     found = forecasts.estimate(world, "a", "k", now=now)
-    assert found.at == now + H // 2 + 2 * H
+    assert found.at == now + H + 2 * H
     assert found.via == ("b", "k") and found.cause == ("c", "k")
-    assert forecasts.estimate(world, "a", "k", now=now, use_lineage=False).at == now + H // 2
-    assert forecasts.estimate(world, "a", "k", now=now, max_depth=1).at == now + H // 2 + H
+    assert forecasts.estimate(world, "a", "k", now=now, use_lineage=False).at == now + H
+    assert forecasts.estimate(world, "a", "k", now=now, max_depth=1).at == now + H + H
 
 
 def test_estimate_survives_a_cycle():
@@ -121,8 +124,8 @@ def test_estimate_daily_reading_hourly_takes_the_latest_hour():
         partitions={("d", "k"): PartitionState(END, own=OWN), **hours},
         edges={"d": [("h", tuple(str(i) for i in range(24)), H)]},
     )
-    found = forecasts.estimate(world, "d", "k", now=END + 4 * H)  # h/23: 1 h past p90
-    assert (found.at, found.via) == (END + 4 * H + H // 4 + H, ("h", "23"))
+    found = forecasts.estimate(world, "d", "k", now=END + 4 * H)  # h/23: at its p99
+    assert (found.at, found.via) == (END + 4 * H + H // 2 + H, ("h", "23"))
 
 
 def test_own_profile_from_an_arrival_profile():
@@ -137,20 +140,24 @@ def test_own_profile_from_an_arrival_profile():
     assert forecasts.own_profile(None, monday, time_zone="UTC") is None
 
 
-def test_edge_lags_measure_late_hold_ups_and_fall_back_to_short_lags():
+def test_edge_lags_measure_late_hold_ups_and_give_a_seldom_binding_upstream_the_jobs_lag():
     history = []
     for day in range(20):
         end = END + day * 24 * H
         # "a" holds the job up, later on odd days (the job then takes 30 min);
-        # "b" is always early: the job waits for "a", not for it.
+        # "b" is always early: the job waits for "a", not for it. "c" holds it up on
+        # three days, 4 h late, and the job follows it in 20 min then.
         a = end + (2 * H if day % 2 else H)
-        history.append((end, {"a": a, "b": end + 600}, a + 1800 + day))
+        c = end + 4 * H if day in (3, 9, 15) else end + 600
+        last = max(a, c)
+        history.append((end, {"a": a, "b": end + 600, "c": c}, last + (1200 if c > a else 1800)))
     lags = forecasts.edge_lags(history, percent=50, min_periods=5)
-    assert 1800 <= lags["a"] <= 1800 + 19
-    assert lags["b"] == forecasts.lag_seconds(
-        [(end + 600, arrival) for end, _, arrival in history], percent=10
-    )
-    assert forecasts.edge_lags(history[:3], min_periods=5) == {"a": None, "b": None}
+    assert lags["a"] == 1800
+    # Seldom the last input: the time the job takes after its last input, whichever it
+    # was (30 min on the 17 days of "a", 20 on the three of "c": median 30 min), not the
+    # hours it waited for "a" on the days it was early.
+    assert lags["b"] == lags["c"] == 1800
+    assert forecasts.edge_lags(history[:3], min_periods=5) == {"a": None, "b": None, "c": None}
 
 
 def test_lag_seconds_needs_min_periods():
@@ -209,24 +216,31 @@ def test_estimate_is_monotone_in_upstream_delay_and_never_before_now(delays, ela
     own=owns,
     elapsed=st.integers(0, 30 * H),
     percent=st.integers(0, 100),
+    past_p99=st.integers(0, 100),
     lag=st.integers(0, 5 * H),
 )
-def test_overdue_partition_is_expected_a_share_of_its_lateness_later(own, elapsed, percent, lag):
+def test_overdue_partition_is_expected_a_share_of_its_lateness_later(
+    own, elapsed, percent, past_p99, lag
+):
     """Past p90, an awaited partition is expected ``percent`` of its time past p90 after
-    now, and a downstream reading it that much plus the lag: the arithmetic of the rule,
-    so a deadline closer than that is at risk at once."""
+    now (``past_p99`` percent once past its p99), and a downstream reading it that much
+    plus the lag: the arithmetic of the rule, so a deadline closer than that is at risk
+    at once."""
     now = END + elapsed
     state = PartitionState(END, own=own)
-    found = forecasts.own_term(state, now=now, overdue_percent=percent)
+    found = forecasts.own_term(state, now=now, overdue_percent=percent, past_p99_percent=past_p99)
     if elapsed < own.p90_seconds:
         assert (found.at, found.quantile) == (END + own.p90_seconds, "p90")
         return
     behind = elapsed - own.p90_seconds
-    assert (found.at, found.quantile) == (now + behind * percent // 100, "overdue")
+    share = past_p99 if elapsed >= own.p99_seconds else percent
+    assert (found.at, found.quantile) == (now + behind * share // 100, "overdue")
     world = World(
         partitions={("down", "k"): PartitionState(END), ("up", "k"): state},
         edges={"down": [("up", ("k",), lag)]},
     )
-    down = forecasts.Forecaster(world, now, overdue_percent=percent).estimate("down", "k")
-    assert down.at == now + behind * percent // 100 + lag
+    down = forecasts.Forecaster(
+        world, now, overdue_percent=percent, past_p99_percent=past_p99
+    ).estimate("down", "k")
+    assert down.at == now + behind * share // 100 + lag
     assert down.at_risk(down.at - 1) and not down.at_risk(down.at)

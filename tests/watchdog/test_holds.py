@@ -237,8 +237,10 @@ def test_a_chain_holds_under_the_paging_root_and_a_cycle_never_holds_everyone(pa
     root = Incident.objects.get(monitor=raw)
     assert root.held_under is None  # its upstream (revenue) is held under it: no loop
     assert Incident.objects.get(monitor=middle).held_under == root
-    assert Incident.objects.get(monitor=last).held_under.monitor == middle
-    assert holds.pager(Incident.objects.get(monitor=last), avoid=set()) == root
+    # The last is held under the root of the chain, through its direct upstream.
+    held = Incident.objects.get(monitor=last)
+    assert (held.held_under, held.held_via.monitor) == (root, middle)
+    assert holds.pager(held, avoid=set()) == root
 
 
 def test_the_pipeline_monitors_failure_holds_the_downstream(pagerduty, pair):
@@ -291,3 +293,111 @@ def test_a_held_page_is_counted_held_and_not_as_a_due_page_waiting(pagerduty, pa
     assert gauge("tidemark_watchdog_pages_pending") == 1  # held, still a page to send
     # Held for hours is not a sender falling behind.
     assert gauge("tidemark_watchdog_oldest_due_page_age_seconds") == 0
+
+
+ORDERS, REVENUE, MARGINS = (f"tidemark:dataset:{i}:data" for i in (1, 2, 3))
+LAST_KEY = "M" * 32
+LAST_DEADLINE = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def chain(db):
+    """Three levels, one team each: orders (due 04:00) <- revenue (05:30) <- margins
+    (07:00)."""
+    orders, revenue = (
+        monitor("orders data", cron="0 4 * * *", key=UPSTREAM_KEY, external_id=ORDERS),
+        monitor(
+            "revenue data",
+            cron="30 5 * * *",
+            key=DOWNSTREAM_KEY,
+            external_id=REVENUE,
+            depends_on=[ORDERS],
+        ),
+    )
+    margins = monitor(
+        "margins data", cron="0 7 * * *", key=LAST_KEY, external_id=MARGINS, depends_on=[REVENUE]
+    )
+    return orders, revenue, margins
+
+
+def test_a_three_level_chain_holds_the_last_page_under_the_root(pagerduty, chain, settings):
+    """Orders late, revenue late, margins late: margins' page is held under orders'
+    incident, as revenue's is; when orders recovers and revenue is still missing after
+    the hold, revenue pages and margins waits under it; margins landing within the hold
+    after revenue's recovery is never paged."""
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "hold_after_upstream_seconds": 600}
+    orders, revenue, margins = chain
+    cycle(UPSTREAM_DEADLINE + GRACE)
+    cycle(DOWNSTREAM_DEADLINE + GRACE)
+    cycle(LAST_DEADLINE + GRACE)
+    assert pages(pagerduty) == [("U", "trigger")]
+    root = Incident.objects.get(monitor=orders)
+    middle, last = Incident.objects.get(monitor=revenue), Incident.objects.get(monitor=margins)
+    assert (middle.held_under, middle.held_via) == (root, root)
+    assert (last.held_under, last.held_via, last.held_at) == (root, middle, LAST_DEADLINE + GRACE)
+
+    # Orders recovers; revenue is still missing when the hold after it ends.
+    recovered_at = LAST_DEADLINE + GRACE + timedelta(minutes=5)
+    ping(orders, recovered_at)
+    cycle(recovered_at + timedelta(minutes=9))
+    assert Incident.objects.get(monitor=margins).held_under == root  # the hold stands
+    released_at = recovered_at + timedelta(minutes=10)
+    cycle(released_at)
+    assert sorted(pages(pagerduty)) == [("D", "trigger"), ("U", "resolve"), ("U", "trigger")]
+    last = Incident.objects.get(monitor=margins)
+    assert (last.held_under.monitor, last.held_via.monitor, last.released_at) == (
+        revenue,
+        revenue,
+        None,
+    )
+
+    # Revenue lands; margins catches up within the hold after it: never paged.
+    ping(revenue, released_at + timedelta(minutes=20))
+    cycle(released_at + timedelta(minutes=21))
+    ping(margins, released_at + timedelta(minutes=25))
+    cycle(released_at + timedelta(minutes=26))
+    cycle(released_at + timedelta(hours=2))
+    assert pages(pagerduty, LAST_KEY) == []
+    last = Incident.objects.get(monitor=margins)
+    assert last.resolved_at is not None and last.released_at is None
+
+
+def test_a_chain_whose_middle_lands_first_releases_the_last_after_its_own_input(
+    pagerduty, chain, settings
+):
+    """Revenue lands while orders is still missing: margins' hold ends the usual time
+    after its own input landed, not when orders recovers, and it pages if still
+    missing then."""
+    settings.WATCHDOG_PAGING = {**settings.WATCHDOG_PAGING, "hold_after_upstream_seconds": 600}
+    orders, revenue, margins = chain
+    cycle(UPSTREAM_DEADLINE + GRACE)
+    cycle(DOWNSTREAM_DEADLINE + GRACE)
+    cycle(LAST_DEADLINE + GRACE)
+    landed_at = LAST_DEADLINE + GRACE + timedelta(minutes=5)
+    ping(revenue, landed_at)
+    cycle(landed_at + timedelta(minutes=9))
+    assert pages(pagerduty) == [("U", "trigger")]
+    cycle(landed_at + timedelta(minutes=10))
+    assert pages(pagerduty) == [("U", "trigger"), ("M", "trigger")]
+    last = Incident.objects.get(monitor=margins)
+    assert last.held_under == Incident.objects.get(monitor=orders)
+    assert last.released_at == landed_at + timedelta(minutes=10)
+    assert Incident.objects.get(monitor=orders).resolved_at is None
+    # The page says what it waited under, and through which upstream that recovered.
+    [released] = [e for e in pagerduty if e["routing_key"] == LAST_KEY]
+    assert released["payload"]["custom_details"]["held_under"] == {
+        "monitor": "orders data",
+        "partition": DUE,
+        "resolved_at": None,
+        "held_at": (LAST_DEADLINE + GRACE).isoformat(),
+        "released_at": (landed_at + timedelta(minutes=10)).isoformat(),
+        "via": {"monitor": "revenue data", "partition": DUE, "resolved_at": landed_at.isoformat()},
+    }
+    # So do its words in an email or Slack message.
+    from watchdog import page_words
+
+    _subject, text = page_words.words(Page.objects.get(incident=last))
+    assert (
+        f"after the incident of revenue data (partition {DUE}), through which it waited, "
+        f"resolved at {landed_at.isoformat()}."
+    ) in text
