@@ -50,13 +50,12 @@ def _config() -> dict:
 # --- endpoint secrets -------------------------------------------------------------------
 
 
-def webhook_url_acceptable(url: str) -> bool:
-    """Whether ``url`` may be a subscription's webhook: https (or http where
-    ``TIDEMARK_OUTBOUND_ALLOW_HTTP``) and no credentials in it
-    (``outbound.targets.scheme_refusal``). The API and the web pages both check it before
-    ``subscription_create``."""
-    allow_http = settings.TIDEMARK_OUTBOUND_ALLOW_HTTP
-    return targets.scheme_refusal(url, allow_http=allow_http) is None
+def webhook_url_refusal(url: str) -> targets.Refusal | None:
+    """Why ``url`` may not be a subscription's webhook by its form, or None: https (or http
+    where ``TIDEMARK_OUTBOUND_ALLOW_HTTP``) with a host, rule ``https_url``, and no
+    credentials in it, rule ``no_credentials`` (``outbound.targets.scheme_refusal``). The
+    API and the web pages both check it before ``subscription_create``."""
+    return targets.scheme_refusal(url, allow_http=settings.TIDEMARK_OUTBOUND_ALLOW_HTTP)
 
 
 def webhook_address_refusal(url: str) -> str | None:

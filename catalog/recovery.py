@@ -138,8 +138,8 @@ def endpoint_recover(*, endpoint: Endpoint, since: datetime, now: datetime) -> R
         )
     if since < window.earliest - CLOCK_SLACK:
         raise errors.RecoverSinceOutOfRange(
-            f"deliveries are recovered from at most {window.days} days back: since must be "
-            f"at or after {iso(window.earliest)}",
+            f"deliveries are recovered from at most {window.days} days back: since "
+            f"({iso(since)}) must be at or after {iso(window.earliest)}",
             errors=[
                 FieldError("since", f"must be at or after {iso(window.earliest)}", "max_window")
             ],

@@ -42,6 +42,24 @@ class MultipleChoiceField(_TeachingChoice, serializers.MultipleChoiceField):
     choices."""
 
 
+class InstantField(serializers.DateTimeField):
+    """``serializers.DateTimeField`` whose refusal names the value sent: ``'yesterday' is
+    not a date-time; write it as RFC 3339, e.g. 2026-12-05T06:00:00Z`` (rule ``invalid``),
+    instead of DRF's list of formats. A time without an offset is read as UTC."""
+
+    def to_internal_value(self, value):
+        try:
+            return super().to_internal_value(value)
+        except serializers.ValidationError as exc:
+            if not any(getattr(d, "code", "") == "invalid" for d in exc.detail):
+                raise
+            shown = value[:60] if isinstance(value, str) else type(value).__name__
+            raise serializers.ValidationError(
+                f"{shown!r} is not a date-time; write it as RFC 3339, e.g. 2026-12-05T06:00:00Z",
+                code="invalid",
+            ) from None
+
+
 class TypedStrings:
     """A serializer mixin for JSON bodies: a string field given a number, or a boolean
     field given anything but ``true``/``false``, is a 400 naming the field (rule

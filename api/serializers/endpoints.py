@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from catalog.selectors import ATTEMPT_OUTCOMES
-from httpkit.fields import ChoiceField
+from httpkit.fields import ChoiceField, InstantField
 
 from ..openapi_examples import delivery as examples_delivery
 from .catalog import StrictSerializer
@@ -25,7 +25,7 @@ class EndpointUpdateInputSerializer(StrictSerializer):
 
 @extend_schema_serializer(examples=examples_delivery.ENDPOINT_RECOVER_INPUT)
 class EndpointRecoverInputSerializer(StrictSerializer):
-    since = serializers.DateTimeField(
+    since = InstantField(
         help_text="RFC 3339. Every delivery to the endpoint that failed (dead or "
         "rejected), of notifications made at or after this time, is sent again. At most "
         "now, and no more than the recovery window back (TIDEMARK_RECOVER_WINDOW_DAYS, "

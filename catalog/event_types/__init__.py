@@ -31,6 +31,7 @@ __all__ = [
     "event_type_get",
     "event_type_names",
     "event_type_require",
+    "subscriber_event_type_names",
 ]
 
 
@@ -42,6 +43,13 @@ def event_type_get(name: str) -> EventType | None:
 def event_type_names() -> list[str]:
     """Every event type's name, in the catalog's order."""
     return [event_type.name for event_type in EVENT_TYPES]
+
+
+def subscriber_event_type_names() -> list[str]:
+    """The names of the types a subscription can receive (``audience`` includes
+    ``subscribers``), in the catalog's order; the others go to owners' contacts or to the
+    watchdog, never to a subscriber's webhook."""
+    return [e.name for e in EVENT_TYPES if "subscribers" in e.audience]
 
 
 def event_type_require(name: str) -> EventType:

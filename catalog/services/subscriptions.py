@@ -12,12 +12,13 @@ from typing import Any
 from django.db import models, transaction
 from django.utils import timezone
 
-from problems import FieldError, ValidationProblem
+from problems import FieldError, ValidationProblem, invalid_choice
 from schedules import cron_checks
 from schedules.periods import validate_timezone
 
 from .. import delivery, doorbell, errors, need_by, notices, selectors
 from ..actors import Actor
+from ..event_types import subscriber_event_type_names
 from ..models import (
     Claim,
     Dataset,
@@ -108,7 +109,8 @@ def subscription_create(
 
     Raises:
         ValidationProblem: ``need_by_cron`` is not a cron or never fires, or is set on an
-            unpartitioned dataset; ``need_by_timezone`` is not an IANA zone (400).
+            unpartitioned dataset; ``need_by_timezone`` is not an IANA zone; an
+            ``event_types`` entry is not sent to subscribers (400).
         ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
             blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
             a host name is not resolved here, delivery checks it at connect time).
@@ -119,6 +121,7 @@ def subscription_create(
             ``endpoints_path``).
     """
     now = now or timezone.now()
+    _validate_event_types(event_types)
     _validate_need_by(dataset, need_by_cron, need_by_timezone)
     refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
     if refusal:
@@ -183,6 +186,20 @@ def subscription_create(
         catch_up(subscription, endpoint_ids, since=since, now=now)
     warnings += need_by_cautions(subscription, now=now)
     return SubscriptionResult(subscription, created, new_secret, tuple(warnings))
+
+
+def _validate_event_types(event_types: list[str] | None) -> None:
+    """Refuse a type no subscription is ever sent (an owner notice, a watchdog event):
+    such a subscription would silently receive nothing of it (rule ``invalid_choice``,
+    listing the types a subscription can receive)."""
+    allowed = subscriber_event_type_names()
+    problems = [
+        invalid_choice(f"event_types.{index}", value, allowed)
+        for index, value in enumerate(event_types or [])
+        if value not in allowed
+    ]
+    if problems:
+        raise ValidationProblem(problems[0].detail, errors=problems)
 
 
 def _validate_need_by(dataset: Dataset, cron: str | None, time_zone: str | None) -> None:
@@ -374,10 +391,24 @@ def catch_up(
     filters to each of ``endpoint_ids`` (each at most once per endpoint: the outbox's
     unique key); never those ``NOT_FOR_SUBSCRIBERS``, nor old news for a newest-only one
     (``_old_news``). Returns how many deliveries it wrote (or found written)."""
-    if since < now - timedelta(days=MAX_SINCE_DAYS):
+    earliest = now - timedelta(days=MAX_SINCE_DAYS)
+    if since < earliest:
         raise ValidationProblem(
-            f"since may be at most {MAX_SINCE_DAYS} days back",
-            errors=[FieldError("since", f"more than {MAX_SINCE_DAYS} days back", "max_age")],
+            f"since ({iso(since)}) may be at most {MAX_SINCE_DAYS} days back: at or after "
+            f"{iso(earliest)}",
+            errors=[
+                FieldError(
+                    "since",
+                    f"{iso(since)} is more than {MAX_SINCE_DAYS} days back",
+                    "max_age",
+                )
+            ],
+        )
+    if since > now:
+        raise ValidationProblem(
+            f"since ({iso(since)}) is later than now ({iso(now)}): there is nothing to catch "
+            "up on yet",
+            errors=[FieldError("since", f"{iso(since)} is later than {iso(now)}", "not_in_future")],
         )
     history = (
         Notification.objects.filter(dataset=subscription.dataset, created_at__gte=since)
@@ -451,7 +482,8 @@ def subscription_update(
 
     Raises:
         SubscriptionNotFound: no such subscription of this team (404).
-        ValidationProblem: as ``subscription_create``'s need-by rules (400).
+        ValidationProblem: as ``subscription_create``'s need-by and event-type rules
+            (400).
     """
     now = now or timezone.now()
     subscription = subscription_locked(actor, subscription_id)
@@ -462,6 +494,7 @@ def subscription_update(
         "need_by_cron": need_by_cron,
         "need_by_timezone": need_by_timezone,
     }
+    _validate_event_types(event_types)
     _validate_need_by(subscription.dataset, need_by_cron, need_by_timezone)
     changed = [name for name, value in changes.items() if value is not None]
     for name in changed:

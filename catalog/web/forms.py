@@ -181,8 +181,9 @@ class SubscribeForm(Form):
 
     def clean_endpoint_url(self) -> str | None:
         url = self.cleaned_data["endpoint_url"]
-        if url and not delivery.webhook_url_acceptable(url):
-            raise forms.ValidationError("must be an https URL without credentials")
+        refusal = delivery.webhook_url_refusal(url) if url else None
+        if refusal is not None:
+            raise forms.ValidationError(refusal.detail, code=refusal.rule)
         return url or None  # None keeps what an earlier declaration set
 
     def clean(self):

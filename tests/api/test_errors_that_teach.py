@@ -79,12 +79,12 @@ CHOICES = [
         "/api/v1/subscriptions",
         {"dataset_id": 1, "event_types": ["partition.exploded"]},
         "event_types.0",
+        # The types a subscription can receive: owner notices and watchdog events are not.
         '"partition.exploded" is not a valid choice for event_types; choose one of: '
-        "partition.ready, partition.restated, partition.failed, endpoint.disabled, "
-        "endpoint.enabled, endpoint.recovered, "
+        "partition.ready, partition.restated, partition.failed, "
         "dataset.late, dataset.recovered, dataset.unusually_late, dataset.at_risk, "
-        "watchdog.monitor, watchdog.ping, change_notice.announced, change_notice.reminder, "
-        "change_notice.effective, dataset.version_promoted, schema.unannounced_change",
+        "change_notice.announced, change_notice.reminder, "
+        "change_notice.effective, dataset.version_promoted",
         id="subscription event types",
     ),
     pytest.param(

@@ -193,10 +193,15 @@ def test_limits_and_refusals(world, client_for, monkeypatch):
     full = client.post(f"{URL}/{subscription_id}/endpoints", {"url": c.url}, format="json")
     assert full.status_code == 400
     assert [(e["field"], e["rule"]) for e in full.json()["errors"]] == [("url", "max_endpoints")]
-    plain = client.post(
-        f"{URL}/{subscription_id}/endpoints", {"url": "ftp://example.com/x"}, format="json"
-    )
-    assert plain.status_code == 400 and plain.json()["errors"][0]["field"] == "url"
+    for url, rule in (
+        ("ftp://example.com/x", "https_url"),
+        ("https://user:pw@example.com/x", "no_credentials"),
+    ):
+        refused = client.post(f"{URL}/{subscription_id}/endpoints", {"url": url}, format="json")
+        assert refused.status_code == 400
+        [error] = refused.json()["errors"]
+        assert (error["field"], error["rule"]) == ("url", rule)
+        assert url in error["detail"]
     intruder = client_for(TeamFactory(slug="intruder"))
     hidden = intruder.post(f"{URL}/{subscription_id}/endpoints", {"url": c.url}, format="json")
     assert hidden.status_code == 404 and hidden.json()["code"] == "subscription_not_found"

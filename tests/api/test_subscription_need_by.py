@@ -98,6 +98,8 @@ def test_a_need_by_cron_gets_the_sla_crons_warnings(client_for, team, dataset):
     )
     assert body["warnings"][0]["code"] == "every_minute_of_fixed_hour"
     assert body["warnings"][0]["field"] == "need_by_cron"
+    # Read as every warning of the API is: {code, field, message}.
+    assert body["warnings"][0]["message"] == body["warnings"][0]["detail"] != ""
 
 
 @pytest.mark.parametrize(

@@ -330,3 +330,67 @@ def test_a_subscription_cannot_name_a_job_of_another_teams_claimed_namespace(
     for namespace in ("airflow://ours", "airflow://unclaimed"):
         ok = client_for(team).post(URL, {**body, "job_namespace": namespace}, format="json")
         assert ok.status_code == 201, ok.json()
+
+
+@pytest.mark.parametrize(
+    "kind", ["watchdog.ping", "endpoint.disabled", "schema.unannounced_change"]
+)
+def test_a_type_never_sent_to_subscribers_is_refused_naming_it_and_the_ones_that_are(
+    client_for, team, dataset, kind
+):
+    from catalog.event_types import EVENT_TYPES, subscriber_event_type_names
+
+    client = client_for(team)
+    created = client.post(
+        URL,
+        {"dataset_id": dataset.id, "event_types": ["partition.ready", kind]},
+        format="json",
+    )
+    assert created.status_code == 400, created.json()
+    [error] = created.json()["errors"]
+    assert (error["field"], error["rule"]) == ("event_types.1", "invalid_choice")
+    assert kind in error["detail"] and "partition.ready" in error["detail"]
+    assert not Subscription.objects.exists()
+
+    subscription = SubscriptionFactory(team=team, dataset=dataset)
+    changed = client.patch(f"{URL}/{subscription.pk}", {"event_types": [kind]}, format="json")
+    assert changed.status_code == 400 and changed.json()["errors"][0]["field"] == "event_types.0"
+    subscription.refresh_from_db()
+    assert subscription.event_types == []
+    # The rule is the event catalog's: exactly the types whose audience is subscribers.
+    sent = {e.name for e in EVENT_TYPES if "subscribers" in e.audience}
+    assert set(subscriber_event_type_names()) == sent and kind not in sent
+
+
+def test_the_service_refuses_a_type_never_sent_to_subscribers(team, dataset):
+    from catalog.actors import Actor
+    from catalog.services.subscriptions import subscription_create
+    from problems import ValidationProblem
+
+    with pytest.raises(ValidationProblem) as refused:
+        subscription_create(actor=Actor(team=team), dataset=dataset, event_types=["watchdog.ping"])
+    assert refused.value.errors[0].field == "event_types.0"
+
+
+@pytest.mark.parametrize(
+    ("since", "rule", "named"),
+    [
+        ("3000-01-01T00:00:00Z", "not_in_future", "3000-01-01T00:00:00Z"),
+        ("2020-01-01T00:00:00Z", "max_age", "2020-01-01T00:00:00Z"),
+        ("yesterday", "invalid", "'yesterday'"),
+    ],
+)
+def test_a_since_out_of_range_or_not_a_date_is_refused_naming_the_value(
+    client_for, team, dataset, since, rule, named
+):
+    client = client_for(team)
+    response = client.post(
+        URL,
+        {"dataset_id": dataset.id, "endpoint_url": "https://h.example.com/x", "since": since},
+        format="json",
+    )
+    assert response.status_code == 400, response.json()
+    [error] = response.json()["errors"]
+    assert (error["field"], error["rule"]) == ("since", rule)
+    assert named in error["detail"]
+    assert not Subscription.objects.exists()  # nothing half-written

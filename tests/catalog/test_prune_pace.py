@@ -139,6 +139,12 @@ def test_the_command_paces_by_the_setting_unless_told_otherwise(settings, seen):
         call_command("prune", "--duty-cycle", "0", stdout=out)
     with pytest.raises(CommandError):
         call_command("prune", "--no-pause", "--duty-cycle", "0.5", stdout=out)
+    # A dry run checks its options as a real run does.
+    with pytest.raises(CommandError, match=r"duty cycle must be in \(0, 1\]"):
+        call_command("prune", "--dry-run", "--duty-cycle", "2", stdout=out)
+    for size in ("0", "-3"):
+        with pytest.raises(CommandError, match=f"--batch-size must be at least 1, not {size}"):
+            call_command("prune", "--dry-run", "--batch-size", size, stdout=out)
 
 
 def test_the_periodic_task_and_the_watchdog_loop_pace_by_their_settings(settings, seen):

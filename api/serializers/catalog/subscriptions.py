@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 
 from catalog import delivery
+from catalog.event_types import subscriber_event_type_names
 from catalog.models import Notification
-from httpkit.fields import ChoiceField
+from httpkit.fields import ChoiceField, InstantField
 from problems import REQUIRED_DETAIL
 
 from ...openapi_examples import catalog as examples_catalog
@@ -27,6 +29,12 @@ NEWEST_ONLY_HELP = (
 )
 
 
+# The types a subscription can receive: owner notices and watchdog events never go to one.
+SUBSCRIBER_TYPES = [
+    (value, label)
+    for value, label in Notification.Type.choices
+    if value in set(subscriber_event_type_names())
+]
 EVENT_TYPES_HELP = (
     "Notification types to receive; empty: every type except dataset.unusually_late, "
     "which is received only when listed."
@@ -51,7 +59,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     job_name = serializers.CharField(max_length=1024, allow_blank=True, default="")
     endpoint_url = serializers.URLField(max_length=2048, allow_blank=True, required=False)
     event_types = serializers.ListField(
-        child=ChoiceField(Notification.Type.choices),
+        child=ChoiceField(SUBSCRIBER_TYPES),
         max_length=20,
         default=list,
         help_text=EVENT_TYPES_HELP,
@@ -64,7 +72,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
     need_by_timezone = serializers.CharField(
         max_length=64, default="UTC", help_text=NEED_BY_TIMEZONE_HELP
     )
-    since = serializers.DateTimeField(
+    since = InstantField(
         required=False,
         help_text="Also deliver the dataset's notifications since then (<= 30 days).",
     )
@@ -87,9 +95,10 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         if missing:
             raise serializers.ValidationError({f: _required() for f in missing})
         url = attrs.get("endpoint_url")
-        if url and not delivery.webhook_url_acceptable(url):
+        refusal = delivery.webhook_url_refusal(url) if url else None
+        if refusal is not None:
             raise serializers.ValidationError(
-                {"endpoint_url": "must be an https URL without credentials"}
+                {"endpoint_url": ErrorDetail(f"{url[:200]!r} {refusal.detail}", refusal.rule)}
             )
         if bool(attrs["job_namespace"]) != bool(attrs["job_name"]):
             missing = "job_name" if attrs["job_namespace"] else "job_namespace"
@@ -107,7 +116,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
 @extend_schema_serializer(examples=examples_catalog.SUBSCRIPTION_UPDATE_INPUT)
 class SubscriptionUpdateInputSerializer(StrictSerializer):
     event_types = serializers.ListField(
-        child=ChoiceField(Notification.Type.choices),
+        child=ChoiceField(SUBSCRIBER_TYPES),
         max_length=20,
         required=False,
         help_text=EVENT_TYPES_HELP,
@@ -129,6 +138,11 @@ class WarningOutputSerializer(serializers.Serializer):
         "(as an SLA cron's, e.g. every_minute_of_fixed_hour)."
     )
     detail = serializers.CharField()
+    message = serializers.CharField(
+        source="detail",
+        help_text="The same text as detail, so that every warning of the API reads as "
+        "{code, field, message}.",
+    )
     sunset_at = serializers.DateTimeField(allow_null=True)
     field = serializers.CharField(
         allow_null=True, required=False, help_text="The input field it is about, if one."
@@ -201,15 +215,18 @@ class SubscriptionEndpointAddInputSerializer(StrictSerializer):
         "Your team's endpoint at this URL is reused (secret, health, rate limit), or "
         "created with a new signing secret.",
     )
-    since = serializers.DateTimeField(
+    since = InstantField(
         required=False,
         help_text="Also deliver the dataset's notifications since then to this endpoint "
         "(<= 30 days), as a declaration's since does.",
     )
 
     def validate_url(self, value: str) -> str:
-        if not delivery.webhook_url_acceptable(value):
-            raise serializers.ValidationError("must be an https URL without credentials")
+        refusal = delivery.webhook_url_refusal(value)
+        if refusal is not None:
+            raise serializers.ValidationError(
+                ErrorDetail(f"{value[:200]!r} {refusal.detail}", refusal.rule)
+            )
         return value
 
 

@@ -58,14 +58,10 @@ class Command(BaseCommand):
         except LookupError as exc:
             names = ", ".join(rule.table for rule in engine.rules())
             raise CommandError(f"{exc} (tables: {names})") from exc
-        now = timezone.now()
-        if dry_run:
-            for rule in selected:
-                self.stdout.write(f"{rule.table}: would delete {engine.count(rule, now=now)}")
-            return
-        size = batch_size or settings.TIDEMARK_PRUNE["batch_size"]
+        # The options are checked before anything runs, a dry run included.
+        size = settings.TIDEMARK_PRUNE["batch_size"] if batch_size is None else batch_size
         if size < 1:
-            raise CommandError("--batch-size must be at least 1")
+            raise CommandError(f"--batch-size must be at least 1, not {size}")
         if no_pause:
             duty_cycle = 1.0
         elif duty_cycle is None:
@@ -74,6 +70,11 @@ class Command(BaseCommand):
             engine.pause_after(0.0, duty_cycle)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        now = timezone.now()
+        if dry_run:
+            for rule in selected:
+                self.stdout.write(f"{rule.table}: would delete {engine.count(rule, now=now)}")
+            return
         for outcome in engine.prune(selected, now=now, batch_size=size, duty_cycle=duty_cycle):
             extra = ", ".join(f"{n} {label}" for label, n in sorted(outcome.cascaded.items()))
             self.stdout.write(
