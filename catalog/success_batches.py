@@ -54,21 +54,25 @@ def successes_record(
     params: list = []
     for claim, started_at, result in rows.values():
         params += [claim.delivery_id, claim.token, started_at, result.status_code, result.error]
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
-                "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
-                "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
-                f"finished_at = %s FROM (VALUES {values}) "
-                "AS v (id, token, started_at, status, error) "
-                "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
-                [Delivery.State.SUCCEEDED, now, *params],
-            )
-            recorded = {row[0] for row in cursor.fetchall()}
-        DeliveryAttempt.objects.bulk_create(
-            _attempt(*rows[delivery_id]) for delivery_id in sorted(recorded)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
+            "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
+            "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
+            f"finished_at = %s FROM (VALUES {values}) "
+            "AS v (id, token, started_at, status, error) "
+            "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
+            [Delivery.State.SUCCEEDED, now, *params],
         )
+        recorded = {row[0] for row in cursor.fetchall()}
+        if recorded:
+            # One INSERT of plain values, not model instances through bulk_create: the
+            # rows are exactly what ``_attempt`` says a success's attempt row is.
+            ordered = sorted(recorded)
+            cursor.execute(
+                _INSERT_ATTEMPTS + ", ".join([_ATTEMPT_VALUES] * len(ordered)),
+                [value for delivery_id in ordered for value in _attempt(*rows[delivery_id])],
+            )
     for delivery_id, (claim, _, result) in rows.items():
         if delivery_id in recorded:
             metrics.record_delivery(
@@ -80,19 +84,37 @@ def successes_record(
     return recorded
 
 
-def _attempt(
-    claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult
-) -> DeliveryAttempt:
-    return DeliveryAttempt(
-        delivery_id=claim.delivery_id,
-        endpoint_id=claim.endpoint_id,
-        number=claim.attempt,
-        started_at=started_at,
-        duration_ms=result.duration_ms,
-        status_code=result.status_code,
-        decision=outbound.Decision.SUCCEEDED.value,
-        error_kind=result.error_kind,
-        error=result.error[:2000],
-        response_excerpt=result.response_excerpt,
-        next_attempt_in_seconds=None,
+_ATTEMPT_COLUMNS = (
+    "delivery_id",
+    "endpoint_id",
+    "number",
+    "started_at",
+    "duration_ms",
+    "status_code",
+    "decision",
+    "error_kind",
+    "error",
+    "response_excerpt",
+    "next_attempt_in_seconds",
+)
+_INSERT_ATTEMPTS = (
+    f"INSERT INTO {DeliveryAttempt._meta.db_table} ({', '.join(_ATTEMPT_COLUMNS)}) VALUES "  # noqa: S608
+)
+_ATTEMPT_VALUES = "(" + ", ".join(["%s"] * len(_ATTEMPT_COLUMNS)) + ")"
+
+
+def _attempt(claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult) -> tuple:
+    """A plain success's attempt row, in ``_ATTEMPT_COLUMNS`` order."""
+    return (
+        claim.delivery_id,
+        claim.endpoint_id,
+        claim.attempt,
+        started_at,
+        result.duration_ms,
+        result.status_code,
+        outbound.Decision.SUCCEEDED.value,
+        result.error_kind,
+        result.error[:2000],
+        result.response_excerpt,
+        None,
     )
