@@ -213,7 +213,7 @@ class Pass:
         ``max_seconds`` it claims nothing more at all.
         """
         pool = _executor(self.limits.concurrency)
-        self.sender.client()  # built on this thread: the pool threads share it
+        self.sender.pool()  # built on this thread: the pool threads share it
         started = time.monotonic()
         budget = self.max_batches * self.batch_size
         next_claim, first = 0.0, True
