@@ -475,11 +475,13 @@ def delivery_record(
 
 
 def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime, config) -> None:
-    endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.SUCCEEDED:
         if claim.endpoint_failing:  # most successes have no streak to clear: skip the UPDATE
-            endpoints.update(failing_since=None, consecutive_failures=0)
+            Endpoint.objects.filter(pk=claim.endpoint_id).update(
+                failing_since=None, consecutive_failures=0
+            )
         return
+    endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.GONE:
         _disable(claim, "the receiver answered 410 Gone", now=now)
         return
@@ -549,6 +551,7 @@ class PassSummary:
     throttled: int = 0  # claims handed back unsent because their endpoint was throttled
     unsent: int = 0  # claims left unsent, to their leases, when the database stopped answering
     more_due: bool = False
+    claims_made: int = 0  # claim statements that brought deliveries (claimed / this = per claim)
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
@@ -557,7 +560,7 @@ class PassSummary:
         unsent = f"; unsent {self.unsent} (database lost)" if self.unsent else ""
         return (
             f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}{throttled}"
-            f"{unsent}"
+            f"{unsent}; in {self.claims_made} claims"
         )
 
 

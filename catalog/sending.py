@@ -345,6 +345,7 @@ class Pass:
         if not claims:
             return 0
         crashpoint("delivery.after_claim")
+        self.summary.claims_made += 1
         self.summary.claimed += len(claims)
         self.claimed_total += len(claims)
         send_by = asked_at + self.lease_seconds - self.send_room
@@ -416,13 +417,16 @@ class Pass:
         by this pass or another worker): one query, which also proves the database answers
         before anything more is sent. (A claim of an endpoint disabled meanwhile is still
         sent, as a sequential pass did: it was claimed while the endpoint was active.)"""
-        now = timezone.now()
+        # Plain SQL: it runs before every round of dispatches, tens of times a second.
+        sql = (
+            f"SELECT id FROM {Endpoint._meta.db_table} "  # noqa: S608 - placeholders only
+            f"WHERE throttled_until > %s AND id IN ({', '.join(['%s'] * len(endpoint_ids))})"
+        )
         try:
-            return set(
-                Endpoint.objects.filter(pk__in=endpoint_ids, throttled_until__gt=now).values_list(
-                    "pk", flat=True
-                )
-            )
+            with connection.cursor() as cursor:
+                now = connection.ops.adapt_datetimefield_value(timezone.now())
+                cursor.execute(sql, [now, *endpoint_ids])
+                return {row[0] for row in cursor.fetchall()}
         except DatabaseError:
             self.lose_database("checking throttles")
             raise _DatabaseLost from None
@@ -466,9 +470,9 @@ class Pass:
                 successes.append((held, sent))
             else:
                 self.record(held, sent)
-        if len(successes) > 1 and connection.vendor == "postgresql":
-            self.record_successes(successes)
-        else:  # one, or the embedded SQLite, whose SQL the batch does not speak
+        if successes and connection.vendor == "postgresql":
+            self.record_successes(successes)  # even one: two plain statements, one commit
+        else:  # the embedded SQLite, whose SQL the batch does not speak
             for held, sent in successes:
                 self.record(held, sent)
 
