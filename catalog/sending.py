@@ -342,10 +342,11 @@ class Pass:
                 raise
             self.lose_database("claiming")
             return 0
+        self.summary.claims_made += 1
         if not claims:
+            self.summary.claims_empty += 1
             return 0
         crashpoint("delivery.after_claim")
-        self.summary.claims_made += 1
         self.summary.claimed += len(claims)
         self.claimed_total += len(claims)
         send_by = asked_at + self.lease_seconds - self.send_room
