@@ -50,29 +50,22 @@ def successes_record(
         ``delivery_record`` does.
     """
     rows = {claim.delivery_id: (claim, started_at, result) for claim, started_at, result in sent}
-    values = ", ".join(["(%s::bigint, %s::uuid, %s::timestamptz, %s::integer, %s)"] * len(rows))
-    params: list = []
-    for claim, started_at, result in rows.values():
-        params += [claim.delivery_id, claim.token, started_at, result.status_code, result.error]
+    # Arrays, not a VALUES list per batch: the statements' text is the same for every
+    # batch, so the driver converts it once and the server can keep it prepared.
+    columns = list(
+        zip(
+            *((c.delivery_id, c.token, at, r.status_code, r.error) for c, at, r in rows.values()),
+            strict=True,
+        )
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
-            "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
-            "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
-            f"finished_at = %s FROM (VALUES {values}) "
-            "AS v (id, token, started_at, status, error) "
-            "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
-            [Delivery.State.SUCCEEDED, now, *params],
+            _UPDATE_SUCCEEDED, [Delivery.State.SUCCEEDED.value, now, *map(list, columns)]
         )
         recorded = {row[0] for row in cursor.fetchall()}
         if recorded:
-            # One INSERT of plain values, not model instances through bulk_create: the
-            # rows are exactly what ``_attempt`` says a success's attempt row is.
-            ordered = sorted(recorded)
-            cursor.execute(
-                _INSERT_ATTEMPTS + ", ".join([_ATTEMPT_VALUES] * len(ordered)),
-                [value for delivery_id in ordered for value in _attempt(*rows[delivery_id])],
-            )
+            attempts = [_attempt(*rows[delivery_id]) for delivery_id in sorted(recorded)]
+            cursor.execute(_INSERT_ATTEMPTS, list(map(list, zip(*attempts, strict=True))))
     for delivery_id, (claim, _, result) in rows.items():
         if delivery_id in recorded:
             metrics.record_delivery(
@@ -84,23 +77,34 @@ def successes_record(
     return recorded
 
 
+_UPDATE_SUCCEEDED = (
+    f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
+    "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
+    "last_status_code = v.status, last_error_kind = '', last_error = v.error, finished_at = %s "
+    "FROM unnest(%s::bigint[], %s::uuid[], %s::timestamptz[], %s::integer[], %s::text[]) "
+    "AS v (id, token, started_at, status, error) "
+    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id"
+)
+# Columns of an attempt row (``_attempt``), with their types.
 _ATTEMPT_COLUMNS = (
-    "delivery_id",
-    "endpoint_id",
-    "number",
-    "started_at",
-    "duration_ms",
-    "status_code",
-    "decision",
-    "error_kind",
-    "error",
-    "response_excerpt",
-    "next_attempt_in_seconds",
+    ("delivery_id", "bigint"),
+    ("endpoint_id", "bigint"),
+    ("number", "integer"),
+    ("started_at", "timestamptz"),
+    ("duration_ms", "integer"),
+    ("status_code", "integer"),
+    ("decision", "text"),
+    ("error_kind", "text"),
+    ("error", "text"),
+    ("response_excerpt", "text"),
+    ("next_attempt_in_seconds", "double precision"),
 )
 _INSERT_ATTEMPTS = (
-    f"INSERT INTO {DeliveryAttempt._meta.db_table} ({', '.join(_ATTEMPT_COLUMNS)}) VALUES "  # noqa: S608
+    f"INSERT INTO {DeliveryAttempt._meta.db_table} "  # noqa: S608
+    f"({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"%s::{kind}[]" for _, kind in _ATTEMPT_COLUMNS)
+    + ")"
 )
-_ATTEMPT_VALUES = "(" + ", ".join(["%s"] * len(_ATTEMPT_COLUMNS)) + ")"
 
 
 def _attempt(claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult) -> tuple:
