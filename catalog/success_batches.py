@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import connection
 
 import outbound
 
@@ -50,7 +50,7 @@ def successes_record(
         ``delivery_record`` does.
     """
     rows = {claim.delivery_id: (claim, started_at, result) for claim, started_at, result in sent}
-    # Arrays, not a VALUES list per batch: the statements' text is the same for every
+    # Arrays, not a VALUES list per batch: the statement's text is the same for every
     # batch, so the driver converts it once and the server can keep it prepared.
     columns = list(
         zip(
@@ -58,14 +58,15 @@ def successes_record(
             strict=True,
         )
     )
-    with transaction.atomic(), connection.cursor() as cursor:
+    attempts = list(map(list, zip(*(_attempt(*row) for row in rows.values()), strict=True)))
+    # One statement (atomic by itself): the UPDATE fenced by the claim tokens, and the
+    # attempt rows of exactly the deliveries it updated.
+    with connection.cursor() as cursor:
         cursor.execute(
-            _UPDATE_SUCCEEDED, [Delivery.State.SUCCEEDED.value, now, *map(list, columns)]
+            _RECORD_SUCCESSES,
+            [Delivery.State.SUCCEEDED.value, now, *map(list, columns), *attempts],
         )
         recorded = {row[0] for row in cursor.fetchall()}
-        if recorded:
-            attempts = [_attempt(*rows[delivery_id]) for delivery_id in sorted(recorded)]
-            cursor.execute(_INSERT_ATTEMPTS, list(map(list, zip(*attempts, strict=True))))
     for delivery_id, (claim, _, result) in rows.items():
         if delivery_id in recorded:
             metrics.record_delivery(
@@ -77,14 +78,6 @@ def successes_record(
     return recorded
 
 
-_UPDATE_SUCCEEDED = (
-    f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
-    "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
-    "last_status_code = v.status, last_error_kind = '', last_error = v.error, finished_at = %s "
-    "FROM unnest(%s::bigint[], %s::uuid[], %s::timestamptz[], %s::integer[], %s::text[]) "
-    "AS v (id, token, started_at, status, error) "
-    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id"
-)
 # Columns of an attempt row (``_attempt``), with their types.
 _ATTEMPT_COLUMNS = (
     ("delivery_id", "bigint"),
@@ -99,11 +92,19 @@ _ATTEMPT_COLUMNS = (
     ("response_excerpt", "text"),
     ("next_attempt_in_seconds", "double precision"),
 )
-_INSERT_ATTEMPTS = (
-    f"INSERT INTO {DeliveryAttempt._meta.db_table} "  # noqa: S608
+_RECORD_SUCCESSES = (
+    f"WITH updated AS (UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
+    "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
+    "last_status_code = v.status, last_error_kind = '', last_error = v.error, finished_at = %s "
+    "FROM unnest(%s::bigint[], %s::uuid[], %s::timestamptz[], %s::integer[], %s::text[]) "
+    "AS v (id, token, started_at, status, error) "
+    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id), "
+    f"inserted AS (INSERT INTO {DeliveryAttempt._meta.db_table} "
     f"({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) SELECT * FROM unnest("
     + ", ".join(f"%s::{kind}[]" for _, kind in _ATTEMPT_COLUMNS)
-    + ")"
+    + f") AS a ({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) "  # noqa: S608
+    "WHERE a.delivery_id IN (SELECT id FROM updated) ORDER BY a.delivery_id) "
+    "SELECT id FROM updated"
 )
 
 
