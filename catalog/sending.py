@@ -194,7 +194,6 @@ class Pass:
         self.out_of_lease = False  # a claim waited too long for a slot: drain
         self.draining = False  # see run()
         self.sent_at: dict[Future, float] = {}  # monotonic seconds, by send in flight
-        self.pool: ThreadPoolExecutor | None = None  # the send pool, once run() started
         # Draining claims nothing more this long after max_seconds: a pass ends within
         # about max_seconds plus two sends' deadlines.
         self.hard_stop = max_seconds + self.send_room
@@ -213,7 +212,7 @@ class Pass:
         and hands back the claims waiting behind a slow send. ``send_room`` after
         ``max_seconds`` it claims nothing more at all.
         """
-        pool = self.pool = _executor(self.limits.concurrency)
+        pool = _executor(self.limits.concurrency)
         self.sender.pool()  # built on this thread: the pool threads share it
         started = time.monotonic()
         budget = self.max_batches * self.batch_size
@@ -472,11 +471,6 @@ class Pass:
                 successes.append((held, sent))
             else:
                 self.record(held, sent)
-        if successes and not self.database_lost and self.pool is not None:
-            # Refill the slots these answers freed before writing them down, so the next
-            # sends do not wait for the write: a success changes nothing a send depends on
-            # (any other answer was recorded above, before its endpoint is sent to again).
-            self.dispatch(self.pool)
         if successes and connection.vendor == "postgresql":
             self.record_successes(successes)  # even one: one plain statement
         else:  # the embedded SQLite, whose SQL the batch does not speak
