@@ -25,11 +25,13 @@ The model: **one thread owns the database, a bounded pool of threads only sends.
   its total deadline a per-thread clock; a thread pool keeps that one guarded code path
   for the catalog and the watchdog, fits Celery's solo and prefork pools unchanged (no
   event loop inside a task), and sending is I/O: the threads wait on sockets, outside
-  the GIL. Measured (bench/README.md, Delivery; one worker process, a busy 2-core
-  machine): 450 to 510 deliveries/s to a receiver answering at once (104/s sending one at
-  a time), 340 to 370/s to one answering in 50 ms (16/s), the other endpoints' p99 under
-  250 ms while one hangs; CPU, not the pool, is what limits a worker, at about 1.4 ms of
-  the worker's per delivery (the sends through httpx about 0.55 ms of it).
+  the GIL. Measured (bench/README.md, Delivery; one worker process, a shared 2-core
+  machine): 700 to 890 deliveries/s to a receiver answering at once (104/s sending one
+  at a time), 520 to 550/s to one answering in 50 ms (16/s; the limit is 10 endpoints x
+  4 in flight / 50 ms = 800/s), the other endpoints' p99 under 510 ms while one hangs.
+  A delivery costs the worker about 0.9 to 1.2 ms of CPU: the claim (one statement
+  leases and reads a batch on PostgreSQL), one statement per round of successes, and the
+  send through the guarded connection pool, driven without httpx's client layer.
 
 Every guarantee of the sequential pass holds: claims are leased and fenced by a token;
 every attempt of a delivery carries the same ``webhook-id``; outcomes are classified and
