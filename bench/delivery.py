@@ -886,7 +886,7 @@ class Bench:
         backlog = self.preload(publishes)
         background = wait_quiet(self.args.quiet_cores, self.args.quiet_wait)
         sender = delivery.sender_from_settings()
-        sender.client()  # built once per worker process: not part of a pass
+        sender.pool()  # built once per worker process: not part of a pass
         conn = connections["default"]
         conn.ensure_connection()
         extra: dict[str, Any] = {}
@@ -976,7 +976,7 @@ class Bench:
         self.preload(publishes)
         wait_quiet(self.args.quiet_cores, self.args.quiet_wait)
         sender = delivery.sender_from_settings()
-        sender.client()
+        sender.pool()
         conn = connections["default"]
         conn.ensure_connection()
         passes: dict[str, list[tuple[float, float, float]]] = {"new": [], "reused": []}

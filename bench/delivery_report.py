@@ -220,8 +220,9 @@ def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
     runs_cpu += [r["cpu"] for r in report["inprocess"]]
     missing = sum(r["deliveries"]["missing"] for r in lats)
 
-    def med(values) -> float:
-        return round(statistics.median(values), 3)
+    def med(values) -> float | None:
+        values = list(values)
+        return round(statistics.median(values), 3) if values else None  # no latency rounds
 
     clean = [r for r in lats if r["quiet"]["clean"]]
     basis = clean or lats
@@ -327,7 +328,7 @@ def summarise(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         "verdict": {
             "p50_met": p50 is not None and p50 <= TARGET_P50_MS and missing == 0,
             "p99_met": p99 is not None and p99 <= TARGET_P99_MS and missing == 0,
-            "rate_met": achieved >= 0.95 * TARGET_RATE,
+            "rate_met": achieved is not None and achieved >= 0.95 * TARGET_RATE,
             "per_worker_met": per_worker >= TARGET_PER_WORKER,
             "slow_per_worker_met": all(r["target_met"] is not False for r in slow_runs),
             "hang_p99_met": not hangs or (hang_p99 is not None and hang_p99 <= TARGET_HANG_P99_MS),

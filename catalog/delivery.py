@@ -21,14 +21,14 @@ import json
 import logging
 import time
 import uuid
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, F, FloatField, OuterRef, Q, Value, Window
 from django.db.models.functions import Cast, Coalesce, Now, RowNumber
 
@@ -118,8 +118,14 @@ MAX_PREVIOUS_SECRETS = 4
 def endpoint_secrets_in_use(endpoint: Endpoint, now: datetime) -> list[str]:
     """The secrets a delivery is signed with at ``now``: the current one first, then every
     replaced one whose overlap has not ended, newest first."""
-    in_use = [secrets.decrypt(endpoint.secret_encrypted)]
-    for previous in reversed(endpoint.previous_secrets):
+    return _secrets_in_use(endpoint.secret_encrypted, endpoint.previous_secrets, now)
+
+
+def _secrets_in_use(
+    secret_encrypted: str, previous_secrets: list[dict], now: datetime
+) -> list[str]:
+    in_use = [secrets.decrypt(secret_encrypted)]
+    for previous in reversed(previous_secrets):
         if datetime.fromisoformat(previous["expires_at"]) > now:
             in_use.append(secrets.decrypt(previous["encrypted"]))
     return in_use
@@ -220,23 +226,7 @@ def delivery_claim_due(
         )[:limit]
         if not chosen:
             return []
-        # Skip rows a worker recording an expired claim still holds: waiting for them
-        # while holding endpoint locks that worker may need next could deadlock.
-        ids = list(
-            Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(_due(), id__in=[row[0] for row in chosen])
-            .values_list("id", flat=True)
-        )
-        Delivery.objects.filter(id__in=ids).update(
-            claim_token=token,
-            claimed_until=Now() + timedelta(seconds=lease_seconds),
-            attempts=F("attempts") + 1,
-        )
-        rows = list(
-            Delivery.objects.filter(id__in=ids, claim_token=token)
-            .select_related("notification", "endpoint")
-            .order_by("next_attempt_at", "id")
-        )
+        rows = _lease([row[0] for row in chosen], token=token, lease_seconds=lease_seconds)
         per_endpoint = Counter(row.endpoint_id for row in rows)
         spent = [ep for ep in endpoints if per_endpoint[ep.pk]]
         for ep in spent:
@@ -248,28 +238,115 @@ def delivery_claim_due(
             )
         Endpoint.objects.bulk_update(spent, ["rate_credit_from"])
     signing: dict[int, tuple[str, ...]] = {}  # decrypted once per endpoint, not per row
+    bodies: dict[uuid.UUID, str] = {}  # serialised once per notification, not per endpoint
+    claims = []
     for row in rows:
         if row.endpoint_id not in signing:
-            endpoint = row.endpoint
             signing[row.endpoint_id] = tuple(
-                endpoint_secrets_in_use(endpoint, now) if endpoint.secret_encrypted else ()
+                _secrets_in_use(row.endpoint_secret_encrypted, row.endpoint_previous_secrets, now)
+                if row.endpoint_secret_encrypted
+                else ()
             )
-    return [
-        Claim(
-            delivery_id=row.pk,
-            token=token,
-            attempt=row.attempts,
-            attempt_in_budget=row.attempts - row.attempts_before_replay,
-            endpoint_id=row.endpoint_id,
-            endpoint_failing=row.endpoint.consecutive_failures > 0,
-            kind=row.endpoint.kind,
-            url=row.endpoint.url,
-            msg_id=str(row.notification_id),
+        body = bodies.get(row.notification_id)
+        if body is None:
             # Sorted keys: every attempt sends (and signs) byte-identical bodies.
-            body=json.dumps(row.notification.payload, sort_keys=True, separators=(",", ":")),
-            secrets=signing[row.endpoint_id],
+            body = json.dumps(row.notification_payload, sort_keys=True, separators=(",", ":"))
+            bodies[row.notification_id] = body
+        claims.append(
+            Claim(
+                delivery_id=row.id,
+                token=token,
+                attempt=row.attempts,
+                attempt_in_budget=row.attempts - row.attempts_before_replay,
+                endpoint_id=row.endpoint_id,
+                endpoint_failing=row.endpoint_consecutive_failures > 0,
+                kind=row.endpoint_kind,
+                url=row.endpoint_url,
+                msg_id=str(row.notification_id),
+                body=body,
+                secrets=signing[row.endpoint_id],
+            )
         )
-        for row in rows
+    return claims
+
+
+# What a claim reads of each delivery, its notification and its endpoint.
+_CLAIM_COLUMNS = (
+    "id",
+    "attempts",
+    "attempts_before_replay",
+    "endpoint_id",
+    "notification_id",
+    "notification__payload",
+    "endpoint__consecutive_failures",
+    "endpoint__kind",
+    "endpoint__url",
+    "endpoint__secret_encrypted",
+    "endpoint__previous_secrets",
+)
+_ClaimRow = namedtuple("_ClaimRow", [c.replace("__", "_") for c in _CLAIM_COLUMNS], rename=False)
+
+
+def _lease(ids: list[int], *, token: uuid.UUID, lease_seconds: int) -> list:
+    """Lease those of ``ids`` still due and not locked, count their attempt, and read them
+    (``_CLAIM_COLUMNS``, oldest ``next_attempt_at`` first). Inside the claim's transaction.
+
+    Rows a worker recording an expired claim still holds are skipped (``SKIP LOCKED``):
+    waiting for them while holding endpoint locks that worker may need next could
+    deadlock. On PostgreSQL one statement locks, leases and reads them; elsewhere (the
+    embedded SQLite, which has no row locks to skip) three.
+    """
+    if connection.vendor == "postgresql":
+        return _lease_postgresql(ids, token=token, lease_seconds=lease_seconds)
+    locked = list(
+        Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(_due(), id__in=ids)
+        .values_list("id", flat=True)
+    )
+    Delivery.objects.filter(id__in=locked).update(
+        claim_token=token,
+        claimed_until=Now() + timedelta(seconds=lease_seconds),
+        attempts=F("attempts") + 1,
+    )
+    return [
+        _ClaimRow(*row)
+        for row in Delivery.objects.filter(id__in=locked, claim_token=token)
+        .order_by("next_attempt_at", "id")
+        .values_list(*_CLAIM_COLUMNS)
+    ]
+
+
+def _lease_postgresql(ids: list[int], *, token: uuid.UUID, lease_seconds: int) -> list:
+    delivery_table = Delivery._meta.db_table
+    sql = (
+        f"WITH leased AS (UPDATE {delivery_table} SET claim_token = %(token)s, "  # noqa: S608
+        "claimed_until = STATEMENT_TIMESTAMP() + make_interval(secs => %(lease)s), "
+        "attempts = attempts + 1 "
+        f"WHERE id IN (SELECT id FROM {delivery_table} WHERE id = ANY(%(ids)s) "
+        "AND state IN (%(pending)s, %(retrying)s) AND next_attempt_at <= STATEMENT_TIMESTAMP() "
+        "AND (claimed_until IS NULL OR claimed_until < STATEMENT_TIMESTAMP()) "
+        "FOR UPDATE SKIP LOCKED) "
+        "RETURNING id, attempts, attempts_before_replay, endpoint_id, notification_id, "
+        "next_attempt_at) "
+        "SELECT l.id, l.attempts, l.attempts_before_replay, l.endpoint_id, l.notification_id, "
+        "n.payload::text, e.consecutive_failures, e.kind, e.url, e.secret_encrypted, "
+        "e.previous_secrets::text "
+        f"FROM leased l JOIN {Notification._meta.db_table} n ON n.id = l.notification_id "
+        f"JOIN {Endpoint._meta.db_table} e ON e.id = l.endpoint_id "
+        "ORDER BY l.next_attempt_at, l.id"
+    )
+    params = {
+        "token": token,
+        "lease": float(lease_seconds),
+        "ids": ids,
+        "pending": Delivery.State.PENDING.value,
+        "retrying": Delivery.State.RETRYING.value,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    return [
+        _ClaimRow(*row[:5], json.loads(row[5]), *row[6:10], json.loads(row[10])) for row in fetched
     ]
 
 
@@ -444,11 +521,13 @@ def delivery_record(
 
 
 def _endpoint_health(claim: Claim, decision: outbound.Decision, *, now: datetime, config) -> None:
-    endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.SUCCEEDED:
         if claim.endpoint_failing:  # most successes have no streak to clear: skip the UPDATE
-            endpoints.update(failing_since=None, consecutive_failures=0)
+            Endpoint.objects.filter(pk=claim.endpoint_id).update(
+                failing_since=None, consecutive_failures=0
+            )
         return
+    endpoints = Endpoint.objects.filter(pk=claim.endpoint_id)
     if decision == outbound.Decision.GONE:
         _disable(claim, "the receiver answered 410 Gone", now=now)
         return
@@ -518,6 +597,8 @@ class PassSummary:
     throttled: int = 0  # claims handed back unsent because their endpoint was throttled
     unsent: int = 0  # claims left unsent, to their leases, when the database stopped answering
     more_due: bool = False
+    claims_made: int = 0  # claims made (``delivery_claim_due`` calls)
+    claims_empty: int = 0  # of which found nothing to claim
 
     def __str__(self) -> str:
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.by_state.items())) or "none"
@@ -526,7 +607,7 @@ class PassSummary:
         unsent = f"; unsent {self.unsent} (database lost)" if self.unsent else ""
         return (
             f"claimed {self.claimed}: {states}; claims lost {self.lost}{released}{throttled}"
-            f"{unsent}"
+            f"{unsent}; in {self.claims_made} claims ({self.claims_empty} empty)"
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import connection
 
 import outbound
 
@@ -50,25 +50,23 @@ def successes_record(
         ``delivery_record`` does.
     """
     rows = {claim.delivery_id: (claim, started_at, result) for claim, started_at, result in sent}
-    values = ", ".join(["(%s::bigint, %s::uuid, %s::timestamptz, %s::integer, %s)"] * len(rows))
-    params: list = []
-    for claim, started_at, result in rows.values():
-        params += [claim.delivery_id, claim.token, started_at, result.status_code, result.error]
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
-                "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
-                "last_status_code = v.status, last_error_kind = '', last_error = v.error, "
-                f"finished_at = %s FROM (VALUES {values}) "
-                "AS v (id, token, started_at, status, error) "
-                "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id",
-                [Delivery.State.SUCCEEDED, now, *params],
-            )
-            recorded = {row[0] for row in cursor.fetchall()}
-        DeliveryAttempt.objects.bulk_create(
-            _attempt(*rows[delivery_id]) for delivery_id in sorted(recorded)
+    # Arrays, not a VALUES list per batch: the statement's text is the same for every
+    # batch, so the driver converts it once and the server can keep it prepared.
+    columns = list(
+        zip(
+            *((c.delivery_id, c.token, at, r.status_code, r.error) for c, at, r in rows.values()),
+            strict=True,
         )
+    )
+    attempts = list(map(list, zip(*(_attempt(*row) for row in rows.values()), strict=True)))
+    # One statement (atomic by itself): the UPDATE fenced by the claim tokens, and the
+    # attempt rows of exactly the deliveries it updated.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RECORD_SUCCESSES,
+            [Delivery.State.SUCCEEDED.value, now, *map(list, columns), *attempts],
+        )
+        recorded = {row[0] for row in cursor.fetchall()}
     for delivery_id, (claim, _, result) in rows.items():
         if delivery_id in recorded:
             metrics.record_delivery(
@@ -80,19 +78,48 @@ def successes_record(
     return recorded
 
 
-def _attempt(
-    claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult
-) -> DeliveryAttempt:
-    return DeliveryAttempt(
-        delivery_id=claim.delivery_id,
-        endpoint_id=claim.endpoint_id,
-        number=claim.attempt,
-        started_at=started_at,
-        duration_ms=result.duration_ms,
-        status_code=result.status_code,
-        decision=outbound.Decision.SUCCEEDED.value,
-        error_kind=result.error_kind,
-        error=result.error[:2000],
-        response_excerpt=result.response_excerpt,
-        next_attempt_in_seconds=None,
+# Columns of an attempt row (``_attempt``), with their types.
+_ATTEMPT_COLUMNS = (
+    ("delivery_id", "bigint"),
+    ("endpoint_id", "bigint"),
+    ("number", "integer"),
+    ("started_at", "timestamptz"),
+    ("duration_ms", "integer"),
+    ("status_code", "integer"),
+    ("decision", "text"),
+    ("error_kind", "text"),
+    ("error", "text"),
+    ("response_excerpt", "text"),
+    ("next_attempt_in_seconds", "double precision"),
+)
+_RECORD_SUCCESSES = (
+    f"WITH updated AS (UPDATE {Delivery._meta.db_table} AS d SET state = %s, "  # noqa: S608
+    "claimed_until = NULL, claim_token = NULL, last_attempt_at = v.started_at, "
+    "last_status_code = v.status, last_error_kind = '', last_error = v.error, finished_at = %s "
+    "FROM unnest(%s::bigint[], %s::uuid[], %s::timestamptz[], %s::integer[], %s::text[]) "
+    "AS v (id, token, started_at, status, error) "
+    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id), "
+    f"inserted AS (INSERT INTO {DeliveryAttempt._meta.db_table} "
+    f"({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"%s::{kind}[]" for _, kind in _ATTEMPT_COLUMNS)
+    + f") AS a ({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) "  # noqa: S608
+    "WHERE a.delivery_id IN (SELECT id FROM updated) ORDER BY a.delivery_id) "
+    "SELECT id FROM updated"
+)
+
+
+def _attempt(claim: delivery.Claim, started_at: datetime, result: outbound.AttemptResult) -> tuple:
+    """A plain success's attempt row, in ``_ATTEMPT_COLUMNS`` order."""
+    return (
+        claim.delivery_id,
+        claim.endpoint_id,
+        claim.attempt,
+        started_at,
+        result.duration_ms,
+        result.status_code,
+        outbound.Decision.SUCCEEDED.value,
+        result.error_kind,
+        result.error[:2000],
+        result.response_excerpt,
+        None,
     )

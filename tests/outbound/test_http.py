@@ -1,3 +1,4 @@
+import contextlib
 import ipaddress
 import socket
 import threading
@@ -206,3 +207,68 @@ def test_compressed_answer_is_not_inflated(httpserver):
 def test_ipv6_forms_embedding_ipv4_are_blocked(address):
     with pytest.raises(BlockedAddress):
         AddressPolicy().check(ipaddress.ip_address(address), "h")
+
+
+def test_post_sends_the_request_a_client_would_and_reads_retry_after(httpserver):
+    """The sender drives its connection pool directly: the request still carries Host,
+    Content-Length, the user agent, identity encoding, the caller's headers and the
+    credentials written in the URL; Retry-After comes back."""
+    httpserver.expect_request("/hook", method="POST").respond_with_data(
+        "slow down", status=429, headers={"Retry-After": "7"}
+    )
+    url = httpserver.url_for("/hook").replace("http://", "http://us%40er:p%3Ass@")
+    result = Sender(policy=LOOPBACK, user_agent="UA/1").post(
+        url + "?a=b", b'{"x":1}', {"webhook-id": "msg_1", "Content-Type": "application/json"}
+    )
+    assert (result.status_code, result.retry_after, result.response_excerpt) == (
+        429,
+        "7",
+        "slow down",
+    )
+    request, _ = httpserver.log[0]
+    assert request.headers["Host"] == url.split("@")[1].split("/")[0]
+    assert request.headers["Content-Length"] == "7"
+    assert request.headers["User-Agent"] == "UA/1"
+    assert request.headers["Accept-Encoding"] == "identity"
+    assert request.headers["webhook-id"] == "msg_1"
+    assert request.authorization.username == "us@er"
+    assert request.authorization.password == "p:ss"
+    assert request.args["a"] == "b"
+    assert request.get_data() == b'{"x":1}'
+
+
+def test_posts_reuse_one_kept_alive_connection():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            with contextlib.suppress(OSError):  # the client closing its connection
+                while conn.recv(65536):  # one request per read
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    sender = Sender(policy=LOOPBACK)
+    try:
+        # No body: each request is its headers alone, one read for the server above.
+        results = [sender.post(f"http://127.0.0.1:{port}/hook", b"", {}) for _ in range(5)]
+    finally:
+        sender.close()
+        server.close()
+    assert [r.status_code for r in results] == [200] * 5
+    assert len(accepted) == 1
+
+
+def test_a_url_refused_once_is_refused_again_from_the_parsed_cache():
+    sender = Sender(policy=AddressPolicy())
+    for _ in range(2):
+        result = sender.post("http://example.com/hook", b"{}", {})
+        assert (result.status_code, result.error_kind) == (None, "invalid_url")
