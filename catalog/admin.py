@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from problems import Problem
 
-from . import delivery, errors
+from . import endpoint_actions, errors
 from .actors import Actor
 from .models import (
     ApiKey,
@@ -55,7 +55,7 @@ class TeamForm(forms.ModelForm):
 
     def clean_contact_slack_webhook(self) -> str:
         url = self.cleaned_data["contact_slack_webhook"]
-        refusal = delivery.slack_webhook_refusal(url) if url else None
+        refusal = endpoint_actions.slack_webhook_refusal(url) if url else None
         if refusal:
             raise forms.ValidationError(refusal, code="slack_webhook")
         return url
@@ -231,7 +231,7 @@ def replay(modeladmin, request, queryset):
     replayed = 0
     for row in queryset:
         try:
-            delivery.delivery_replay(delivery=row, now=timezone.now())
+            endpoint_actions.delivery_replay(delivery=row, now=timezone.now())
             replayed += 1
         except errors.NotADeadLetter:
             continue

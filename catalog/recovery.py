@@ -6,7 +6,7 @@ default, Svix's), failed deliveries only (a delivery that eventually succeeded i
 sent again), oldest first. Failed means a dead letter: ``dead`` (attempts exhausted) or
 ``rejected`` (a 4xx answer, or a URL the SSRF guard refused). Deliveries still pending or
 retrying are not failed: those that waited while the endpoint was disabled are claimed
-again as soon as it is enabled (``delivery.endpoint_enable``), without a recovery.
+again as soon as it is enabled (``endpoint_actions.endpoint_enable``), without a recovery.
 
 Unlike Svix's server, which accepts a recovery of a disabled endpoint and then sends
 nothing to it, a disabled endpoint is refused (409 ``endpoint_disabled``): enable it,
@@ -32,7 +32,7 @@ from django.db.models import Min
 from problems import FieldError
 
 from . import doorbell, errors, notices
-from .delivery import DEAD_LETTER_STATES, replay_changes
+from .endpoint_actions import DEAD_LETTER_STATES, replay_changes
 from .models import Delivery, Endpoint, Notification
 from .notices import iso
 

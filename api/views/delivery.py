@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog import delivery, recovery, selectors
+from catalog import endpoint_actions, recovery, selectors
 from catalog.models import ApiKey
 from catalog.services import endpoints
 
@@ -63,7 +63,7 @@ class EndpointDetailApi(APIView):
         body.is_valid(raise_exception=True)
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
         if "rate_limit_per_second" in body.validated_data:
-            delivery.endpoint_set_rate_limit(
+            endpoint_actions.endpoint_set_rate_limit(
                 endpoint=endpoint,
                 rate_limit_per_second=body.validated_data["rate_limit_per_second"],
             )
@@ -91,7 +91,7 @@ class EndpointRotateSecretApi(APIView):
         endpoint is not a webhook (an email or Slack contact is not sent signed requests).
         """
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
-        secret = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+        secret = endpoint_actions.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
         endpoint.refresh_from_db()
         return Response(
             {
@@ -132,7 +132,7 @@ class EndpointReplayApi(APIView):
         how many (0 when there were none, so calling it twice is harmless).
         """
         endpoint = selectors.endpoint_get(team=actor_of(request).team, endpoint_id=endpoint_id)
-        count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
+        count = endpoint_actions.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
         return Response({"replayed": count})
 
 
@@ -187,7 +187,7 @@ class DeliveryReplayApi(APIView):
         `not_a_dead_letter` (it is still being sent, or was delivered).
         """
         found = selectors.delivery_get(team=actor_of(request).team, delivery_id=delivery_id)
-        replayed = delivery.delivery_replay(delivery=found, now=timezone.now())
+        replayed = endpoint_actions.delivery_replay(delivery=found, now=timezone.now())
         return Response(s.DeliveryOutputSerializer(replayed).data)
 
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from catalog import delivery
+from catalog import endpoint_actions
 from catalog.models import Endpoint
 
 logger = logging.getLogger("tidemark.demo")
@@ -32,7 +32,7 @@ def webhook_receiver(request: HttpRequest, team_slug: str) -> HttpResponse:
     if endpoint is None:
         return HttpResponse(status=404)
     headers = {k.lower(): v for k, v in request.headers.items()}
-    for secret in delivery.endpoint_secrets_in_use(endpoint, timezone.now()):
+    for secret in endpoint_actions.endpoint_secrets_in_use(endpoint, timezone.now()):
         try:
             event = Webhook(secret).verify(request.body, headers)
         except WebhookVerificationError:

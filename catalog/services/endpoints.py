@@ -8,14 +8,14 @@ from datetime import datetime
 
 from django.db import transaction
 
-from .. import delivery, notices
-from ..delivery import DEAD_LETTER_STATES
+from .. import endpoint_actions, notices
+from ..endpoint_actions import DEAD_LETTER_STATES
 from ..models import Delivery, Endpoint, Notification
 
 
 @transaction.atomic
 def endpoint_enable(*, endpoint: Endpoint, now: datetime) -> Endpoint:
-    """Enable a disabled endpoint (``delivery.endpoint_enable``: the deliveries that
+    """Enable a disabled endpoint (``endpoint_actions.endpoint_enable``: the deliveries that
     waited for it are sent, its dead letters are not) and tell its team's contacts
     (``endpoint.enabled``, with how many deliveries waited and how many dead letters a
     recovery could send).
@@ -36,7 +36,7 @@ def endpoint_enable(*, endpoint: Endpoint, now: datetime) -> Endpoint:
     before = (
         Endpoint.objects.select_for_update(of=("self",)).select_related("team").get(pk=endpoint.pk)
     )
-    enabled = delivery.endpoint_enable(endpoint=endpoint)
+    enabled = endpoint_actions.endpoint_enable(endpoint=endpoint)
     if before.is_active or before.kind != Endpoint.Kind.WEBHOOK:
         return enabled  # nothing flipped, or a contact channel (told about itself: moot)
     counts = Delivery.objects.filter(endpoint=enabled)

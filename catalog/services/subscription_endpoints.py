@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from problems import FieldError, ValidationProblem
 
-from .. import delivery, errors, notices
+from .. import endpoint_actions, errors, notices
 from ..actors import Actor
 from ..models import Dataset, Endpoint, Subscription, SubscriptionEndpoint
 from .subscriptions import catch_up, subscription_locked, webhook_endpoint_for
@@ -79,7 +79,7 @@ def subscription_endpoint_add(
     Side effects: rings the delivery doorbell after commit when ``since`` queued any.
     """
     now = now or timezone.now()
-    refusal = delivery.webhook_address_refusal(url)
+    refusal = endpoint_actions.webhook_address_refusal(url)
     if refusal:
         raise ValidationProblem(refusal, errors=[FieldError("url", refusal, "public_address")])
     subscription = subscription_locked(actor, subscription_id)

@@ -16,7 +16,7 @@ from problems import FieldError, ValidationProblem, invalid_choice
 from schedules import cron_checks
 from schedules.periods import validate_timezone
 
-from .. import delivery, doorbell, errors, need_by, notices, selectors
+from .. import doorbell, endpoint_actions, errors, need_by, notices, selectors
 from ..actors import Actor
 from ..event_types import subscriber_event_type_names
 from ..models import (
@@ -112,7 +112,7 @@ def subscription_create(
             unpartitioned dataset; ``need_by_timezone`` is not an IANA zone; an
             ``event_types`` entry is not sent to subscribers (400).
         ValidationProblem: ``endpoint_url``'s host is an IP address the outbound guard
-            blocks (400, rule ``public_address``; ``delivery.webhook_address_refusal``:
+            blocks (400, rule ``public_address``; ``endpoint_actions.webhook_address_refusal``:
             a host name is not resolved here, delivery checks it at connect time).
         DatasetRetired: the dataset is retired (409).
         JobNamespaceOfAnotherTeam: ``job_namespace`` is claimed by another team (403).
@@ -123,7 +123,7 @@ def subscription_create(
     now = now or timezone.now()
     _validate_event_types(event_types)
     _validate_need_by(dataset, need_by_cron, need_by_timezone)
-    refusal = delivery.webhook_address_refusal(endpoint_url) if endpoint_url else None
+    refusal = endpoint_actions.webhook_address_refusal(endpoint_url) if endpoint_url else None
     if refusal:
         raise ValidationProblem(
             refusal, errors=[FieldError("endpoint_url", refusal, "public_address")]
@@ -293,7 +293,9 @@ def webhook_endpoint_for(*, team: Team, url: str, now: datetime) -> tuple[Endpoi
     endpoint, created = Endpoint.objects.get_or_create(
         team=team, kind=Endpoint.Kind.WEBHOOK, url=url
     )
-    secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=now) if created else None
+    secret = (
+        endpoint_actions.endpoint_set_new_secret(endpoint=endpoint, now=now) if created else None
+    )
     return endpoint, secret
 
 

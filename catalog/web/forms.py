@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 
 from problems import Problem, choice_detail
 
-from .. import delivery
+from .. import endpoint_actions
 from ..browse import FRESHNESS_FILTERS
 from ..models import ApiKey, Dataset
 
@@ -181,7 +181,7 @@ class SubscribeForm(Form):
 
     def clean_endpoint_url(self) -> str | None:
         url = self.cleaned_data["endpoint_url"]
-        refusal = delivery.webhook_url_refusal(url) if url else None
+        refusal = endpoint_actions.webhook_url_refusal(url) if url else None
         if refusal is not None:
             raise forms.ValidationError(refusal.detail, code=refusal.rule)
         return url or None  # None keeps what an earlier declaration set

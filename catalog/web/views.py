@@ -24,7 +24,7 @@ from .. import (
     arrival_profiles,
     browse,
     change_notices,
-    delivery,
+    endpoint_actions,
     errors,
     freshness_state,
     graph_layout,
@@ -400,7 +400,7 @@ def delivery_replay(request: HttpRequest, slug: str, delivery_id: int) -> HttpRe
     team = _member_or_404(request, slug).team
     try:
         found = selectors.delivery_get(team=team, delivery_id=delivery_id)
-        delivery.delivery_replay(delivery=found, now=timezone.now())
+        endpoint_actions.delivery_replay(delivery=found, now=timezone.now())
     except errors.DeliveryNotFound as exc:
         raise Http404(exc.detail) from exc
     except errors.NotADeadLetter as problem:
@@ -420,7 +420,7 @@ def endpoint_replay(request: HttpRequest, slug: str, endpoint_id: int) -> HttpRe
         endpoint = selectors.endpoint_get(team=team, endpoint_id=endpoint_id)
     except errors.EndpointNotFound as exc:
         raise Http404(exc.detail) from exc
-    count = delivery.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
+    count = endpoint_actions.endpoint_replay_dead_letters(endpoint=endpoint, now=timezone.now())
     messages.success(request, f"{count} dead letter{'s' if count != 1 else ''} will be sent again.")
     return redirect(f"{reverse('web:team', args=[slug])}#deliveries")
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 from werkzeug import Response
 
-from catalog import delivery
+from catalog import delivery, endpoint_actions
 from catalog.actors import Actor
 from catalog.models import Delivery, DeliveryAttempt, Endpoint
 from catalog.services.publishing import readiness_publish
@@ -279,7 +279,7 @@ def test_concurrent_claims_never_share_a_delivery(httpserver):
 def test_rotated_secret_signs_with_old_and_new_during_overlap(httpserver, setup, sender):
     publish, old_secret = setup
     endpoint = Endpoint.objects.get(kind="webhook")
-    new_secret = delivery.endpoint_set_new_secret(endpoint=endpoint, now=timezone.now())
+    new_secret = endpoint_actions.endpoint_set_new_secret(endpoint=endpoint, now=timezone.now())
     httpserver.expect_request("/hook").respond_with_data("ok")
     publish()
     delivery.deliver_due(sender=sender)
@@ -287,9 +287,9 @@ def test_rotated_secret_signs_with_old_and_new_during_overlap(httpserver, setup,
     for secret in (old_secret, new_secret):
         Webhook(secret).verify(request.get_data(), dict(request.headers))
     endpoint.refresh_from_db()
-    assert delivery.endpoint_secrets_in_use(endpoint, timezone.now() + timedelta(days=2)) == [
-        new_secret
-    ]
+    assert endpoint_actions.endpoint_secrets_in_use(
+        endpoint, timezone.now() + timedelta(days=2)
+    ) == [new_secret]
 
 
 def test_secret_is_stored_encrypted(setup):
@@ -360,7 +360,7 @@ def test_events_published_while_disabled_wait_for_re_enabling(httpserver, setup,
     delivery.deliver_due(sender=sender)  # 410: disabled
     publish("2026-11-28")
     assert delivery.deliver_due(sender=sender).claimed == 0  # waits, unclaimed
-    delivery.endpoint_enable(endpoint=Endpoint.objects.get(kind="webhook"))
+    endpoint_actions.endpoint_enable(endpoint=Endpoint.objects.get(kind="webhook"))
     delivery.deliver_due(sender=sender)
     waited = Delivery.objects.get(notification__payload__data__partition="2026-11-28")
     assert waited.state == "succeeded"
@@ -389,8 +389,8 @@ def test_blocked_address_is_rejected_without_retries(httpserver, setup, sender):
 def test_two_rotations_in_a_row_keep_the_first_secret_signing(httpserver, setup, sender):
     publish, original = setup
     endpoint = Endpoint.objects.get(kind="webhook")
-    second = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
-    third = delivery.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+    second = endpoint_actions.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
+    third = endpoint_actions.endpoint_rotate_secret(endpoint=endpoint, now=timezone.now())
     httpserver.expect_request("/hook").respond_with_data("")
     publish()
     delivery.deliver_due(sender=sender)
@@ -441,4 +441,4 @@ def test_pass_stops_claiming_after_its_time_budget_and_says_more_is_due(httpserv
 )
 def test_webhook_address_refusal_judges_ip_literals_only(url, refused, settings):
     settings.TIDEMARK_OUTBOUND_ALLOW_NETWORKS = []
-    assert (delivery.webhook_address_refusal(url) is not None) == refused
+    assert (endpoint_actions.webhook_address_refusal(url) is not None) == refused

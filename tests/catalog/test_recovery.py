@@ -9,7 +9,7 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 from werkzeug import Response
 
-from catalog import delivery, errors, recovery
+from catalog import delivery, endpoint_actions, errors, recovery
 from catalog.actors import Actor
 from catalog.models import Delivery, DeliveryAttempt, Endpoint
 from catalog.services.publishing import readiness_publish
@@ -114,7 +114,7 @@ def test_failing_endpoint_is_disabled_then_enabled_and_recovered_since_t(world, 
         recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now())
 
     receiver.broken = False
-    delivery.endpoint_enable(endpoint=endpoint)
+    endpoint_actions.endpoint_enable(endpoint=endpoint)
     endpoint.refresh_from_db()
     assert endpoint.disabled_at is None and endpoint.outage_started_at is not None
     delivery.deliver_due(sender=sender)  # what waited while disabled goes at once
@@ -211,7 +211,7 @@ def test_default_since_after_enabling_is_the_outage_that_disabled_it(world, send
         publish(day)
     delivery.deliver_due(sender=sender)
     first = Delivery.objects.order_by("id").first().created_at
-    delivery.endpoint_enable(endpoint=Endpoint.objects.get(pk=endpoint.pk))
+    endpoint_actions.endpoint_enable(endpoint=Endpoint.objects.get(pk=endpoint.pk))
     endpoint.refresh_from_db()
     assert endpoint.failing_since is None
     assert recovery.recover_default_since(endpoint=endpoint, now=timezone.now()) == first

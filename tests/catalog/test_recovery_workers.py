@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from catalog import delivery, recovery
+from catalog import endpoint_actions, recovery
 from catalog.models import Delivery, Endpoint
 from tests.catalog.test_delivery_workers import (  # noqa: F401 (an autouse fixture)
     DELIVERED_WITHIN,
@@ -71,7 +71,7 @@ def test_disabled_enabled_and_recovered_since_t_through_a_worker(start_worker, r
     assert dead >= 1  # at least the failure that disabled it
 
     broken["now"] = False
-    delivery.endpoint_enable(endpoint=endpoint)  # a pending one is sent now
+    endpoint_actions.endpoint_enable(endpoint=endpoint)  # a pending one is sent now
     recovered = recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now())
     assert recovered.queued == dead
     again = recovery.endpoint_recover(endpoint=endpoint, since=since, now=timezone.now())

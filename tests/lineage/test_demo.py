@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from catalog import browse, change_notices, delivery, freshness_state, selectors
+from catalog import browse, change_notices, endpoint_actions, freshness_state, selectors
 from catalog.demo import feed, world
 from catalog.demo.history import history_start
 from catalog.models import (
@@ -180,10 +180,11 @@ def test_the_demo_dead_letters_are_replayable(loaded):
     )
     listed = selectors.delivery_list(team=loaded.teams["analytics"], state="dead_letter")
     assert {d.pk for d in listed} == {d.pk for d in dead}
-    replayed = delivery.delivery_replay(delivery=dead[0], now=NOW)
+    replayed = endpoint_actions.delivery_replay(delivery=dead[0], now=NOW)
     assert (replayed.state, replayed.attempts_before_replay) == ("pending", replayed.attempts)
     assert (
-        delivery.endpoint_replay_dead_letters(endpoint=dead[0].endpoint, now=NOW) == len(dead) - 1
+        endpoint_actions.endpoint_replay_dead_letters(endpoint=dead[0].endpoint, now=NOW)
+        == len(dead) - 1
     )
 
 

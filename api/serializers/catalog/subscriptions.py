@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from catalog import delivery
+from catalog import endpoint_actions
 from catalog.event_types import subscriber_event_type_names
 from catalog.models import Notification
 from httpkit.fields import ChoiceField, InstantField
@@ -95,7 +95,7 @@ class SubscriptionCreateInputSerializer(StrictSerializer):
         if missing:
             raise serializers.ValidationError({f: _required() for f in missing})
         url = attrs.get("endpoint_url")
-        refusal = delivery.webhook_url_refusal(url) if url else None
+        refusal = endpoint_actions.webhook_url_refusal(url) if url else None
         if refusal is not None:
             raise serializers.ValidationError(
                 {"endpoint_url": ErrorDetail(f"{url[:200]!r} {refusal.detail}", refusal.rule)}
@@ -222,7 +222,7 @@ class SubscriptionEndpointAddInputSerializer(StrictSerializer):
     )
 
     def validate_url(self, value: str) -> str:
-        refusal = delivery.webhook_url_refusal(value)
+        refusal = endpoint_actions.webhook_url_refusal(value)
         if refusal is not None:
             raise serializers.ValidationError(
                 ErrorDetail(f"{value[:200]!r} {refusal.detail}", refusal.rule)
