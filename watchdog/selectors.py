@@ -150,7 +150,7 @@ def monitor_activity(*, monitor: Monitor) -> MonitorActivity:
     incidents = list(
         Incident.objects.filter(monitor=monitor)
         .order_by("-opened_at")
-        .select_related("part_of__monitor", "held_under__monitor")
+        .select_related("part_of__monitor", "held_under__monitor", "held_via__monitor")
         .prefetch_related(_pages())[:RECENT]
     )
     return MonitorActivity(pings=pings, runs=runs, incidents=incidents)
@@ -176,7 +176,7 @@ def incident_list(*, operator: Operator, resolved: bool, label: str = "") -> Que
         queryset = queryset.filter(monitor__owner=label)
     return (
         queryset.filter(resolved_at__isnull=not resolved)
-        .select_related("monitor", "part_of__monitor", "held_under__monitor")
+        .select_related("monitor", "part_of__monitor", "held_under__monitor", "held_via__monitor")
         .prefetch_related(_pages())
         .order_by("-opened_at", "-id")
     )

@@ -401,3 +401,41 @@ def test_a_chain_whose_middle_lands_first_releases_the_last_after_its_own_input(
         f"after the incident of revenue data (partition {DUE}), through which it waited, "
         f"resolved at {landed_at.isoformat()}."
     ) in text
+
+
+def test_a_chains_last_page_shows_its_root_and_the_upstream_it_is_held_through(
+    pagerduty, chain, api, make_operator
+):
+    """The API's incidents give ``held_via`` beside ``held_under``, and the on-call monitor
+    page names both: held under orders' incident, through revenue's."""
+    from django.test import Client
+    from django.utils import timezone
+
+    from tests.watchdog.conftest import OPERATOR_PASSWORD
+    from watchdog import operators
+    from watchdog.oncall import COOKIE
+
+    orders, revenue, margins = chain
+    cycle(UPSTREAM_DEADLINE + GRACE)
+    cycle(DOWNSTREAM_DEADLINE + GRACE)
+    cycle(LAST_DEADLINE + GRACE)
+    root = Incident.objects.get(monitor=orders)
+    middle, last = Incident.objects.get(monitor=revenue), Incident.objects.get(monitor=margins)
+
+    listed = {i["id"]: i for i in api.get("/api/v1/incidents").json()}
+    assert (listed[last.pk]["held_under"], listed[last.pk]["held_via"]) == (root.pk, middle.pk)
+    assert (listed[middle.pk]["held_under"], listed[middle.pk]["held_via"]) == (root.pk, root.pk)
+
+    operator = make_operator("oncall", all_labels=True)
+    client = Client()
+    client.cookies[COOKIE] = operators.sign_in(
+        username=operator.username,
+        password=OPERATOR_PASSWORD,
+        remote_addr="127.0.0.1",
+        now=timezone.now(),
+    ).key
+    body = client.get(f"/oncall/monitors/{margins.pk}").content.decode()
+    assert "the incident of orders data (partition" in body
+    assert "through revenue data (partition" in body
+    middle_page = client.get(f"/oncall/monitors/{revenue.pk}").content.decode()
+    assert "through" not in middle_page.split("Held under", 1)[1].split("</p>", 1)[0]

@@ -235,6 +235,7 @@ class IncidentSerializer(ModelSerializer):
             "resolved_at",
             "part_of",
             "held_under",
+            "held_via",
             "held_at",
             "released_at",
         ]

@@ -91,7 +91,8 @@ def _pages(incident):
 
 
 def held(incident):
-    """What an incident's page was held under: one late root, one page (``holds``)."""
+    """What an incident's page was held under: one late root, one page (``holds``); in a
+    chain, also the direct upstream it is held through (``held_via``)."""
     upstream = incident.held_under
     since = incident.held_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if incident.held_at else ""
     if incident.released_at is not None:
@@ -100,12 +101,19 @@ def held(incident):
         state = "resolved while held: never sent"
     else:
         state = "held: its owners are told, not paged, while that incident is open"
+    via = incident.held_via
+    through = (
+        format_html(", through {} (partition {})", via.monitor.name, via.partition or "-")
+        if via is not None and via.pk != upstream.pk
+        else ""
+    )
     return format_html(
         '<p class="held"><strong>Held under</strong> the incident of {} (partition {}, '
-        "opened {} UTC) since {} UTC; {}</p>",
+        "opened {} UTC){} since {} UTC; {}</p>",
         upstream.monitor.name,
         upstream.partition or "-",
         upstream.opened_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+        through,
         since,
         state,
     )
