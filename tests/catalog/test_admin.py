@@ -236,17 +236,13 @@ def test_what_the_services_refuse_in_the_admin_is_an_error_and_nothing_is_saved(
     assert (dataset.sla_cron, dataset.description) == ("0 6 * * *", "before")
 
 
-@pytest.mark.parametrize(
-    "path",
-    ["partition", "readinessevent", "subscription", "endpoint", "delivery", "auditentry", "claim"],
-)
-def test_rows_the_services_keep_are_shown_but_never_added_changed_or_deleted(client, path):
+def _subscription_with_a_delivery():
+    """A subscription whose dataset's owner published one partition: a partition, its
+    readiness event and a delivery to the subscription's endpoint."""
     from django.utils import timezone
 
     from catalog.actors import Actor
-    from catalog.models import AuditEntry, Claim, Delivery, Partition, ReadinessEvent
     from catalog.services import publishing
-    from tests.catalog.factories import TeamFactory
 
     subscription = SubscriptionFactory()
     dataset = subscription.dataset
@@ -257,6 +253,20 @@ def test_rows_the_services_keep_are_shown_but_never_added_changed_or_deleted(cli
         partition="2026-12-01",
         now=timezone.now(),
     )
+    return subscription
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["partition", "readinessevent", "subscription", "endpoint", "delivery", "auditentry", "claim"],
+)
+def test_rows_the_services_keep_are_shown_but_never_added_changed_or_deleted(client, path):
+
+    from catalog.models import AuditEntry, Claim, Delivery, Partition, ReadinessEvent
+    from tests.catalog.factories import TeamFactory
+
+    subscription = _subscription_with_a_delivery()
+    dataset = subscription.dataset
     rows = {
         "partition": Partition.objects.get(dataset=dataset),
         "readinessevent": ReadinessEvent.objects.get(dataset=dataset),
@@ -283,21 +293,10 @@ def test_rows_the_services_keep_are_shown_but_never_added_changed_or_deleted(cli
 
 
 def test_dead_letters_are_replayed_from_the_read_only_delivery_list(client):
-    from django.utils import timezone
 
-    from catalog.actors import Actor
     from catalog.models import Delivery
-    from catalog.services import publishing
 
-    subscription = SubscriptionFactory()
-    dataset = subscription.dataset
-    publishing.readiness_publish(
-        actor=Actor(team=dataset.owner),
-        namespace=dataset.namespace,
-        name=dataset.name,
-        partition="2026-12-01",
-        now=timezone.now(),
-    )
+    subscription = _subscription_with_a_delivery()
     dead = Delivery.objects.get(endpoint=subscription.endpoint)
     Delivery.objects.filter(pk=dead.pk).update(state=Delivery.State.DEAD, attempts=8)
     client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 import pytest
 import time_machine
-from django.db import connections
 
 from catalog import freshness, need_by_judging
 from catalog.actors import Actor
@@ -18,34 +17,12 @@ from catalog.models import Delivery
 from catalog.services.datasets import dataset_register
 from catalog.services.subscriptions import subscription_create
 from tests.catalog.factories import TeamFactory
+from tests.concurrency import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REGISTERED = datetime(2026, 11, 28, 12, tzinfo=UTC)
 JUDGED = datetime(2026, 11, 29, 9, 31, tzinfo=UTC)  # past the SLA's 09:30 and the need-by
-
-
-def race(works):
-    """Run each callable in its own thread, released together; re-raise what one raised."""
-    barrier = threading.Barrier(len(works))
-    failures = []
-
-    def run(work):
-        try:
-            barrier.wait(timeout=30)
-            work()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(work,), daemon=True) for work in works]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a worker hung"
-    assert not failures, failures
 
 
 def test_a_need_by_judged_while_the_sla_judges_the_partition_tells_it_late_once(monkeypatch):

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from catalog import watchdog_feed
@@ -16,31 +16,9 @@ from catalog.actors import Actor
 from catalog.models import Dataset, Notification
 from catalog.services import datasets
 from tests.catalog.factories import TeamFactory
+from tests.concurrency import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def race(works):
-    """Run each callable in its own thread, released together; re-raise what one raised."""
-    barrier = threading.Barrier(len(works))
-    failures = []
-
-    def run(work):
-        try:
-            barrier.wait(timeout=30)
-            work()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(work,), daemon=True) for work in works]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a worker hung"
-    assert not failures, failures
 
 
 def test_a_change_and_the_lineage_sync_at_once_give_the_pipeline_monitor_one_key(

@@ -4,13 +4,12 @@ instant resolve it."""
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connections
 
+from tests.concurrency import race
 from watchdog import evaluation, incidents, monitors
 from watchdog.models import Incident, Monitor, Page
 from watchdog.pings import recording
@@ -19,29 +18,6 @@ from watchdog.pings.inputs import PingInput
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "watchdog"])
 
 DEADLINE = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
-
-
-def race(works):
-    """Run each callable in its own thread, released together; re-raise what one raised."""
-    barrier = threading.Barrier(len(works))
-    failures = []
-
-    def run(work):
-        try:
-            barrier.wait(timeout=30)
-            work()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(work,), daemon=True) for work in works]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a loop hung"
-    assert not failures, failures
 
 
 def test_two_loops_judging_a_datasets_two_monitors_at_once_page_once(channel, monkeypatch):
