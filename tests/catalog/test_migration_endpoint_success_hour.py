@@ -1,6 +1,8 @@
 """The migration that brings each endpoint's hourly success counters
 (``catalog/migrations/0044``): the hours the health window can still read are counted
-from the succeeded deliveries kept. Run for real against PostgreSQL."""
+from the succeeded deliveries kept, so the health shows the same numbers across the
+upgrade. Run for real against PostgreSQL (the embedded suite runs the backfill on
+SQLite)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import time_machine
 from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
+from catalog import selectors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,3 +86,19 @@ def test_the_last_25_hours_of_successes_are_counted_per_endpoint_and_hour(migrat
         (ids["b"], at.replace(hour=11)): 1,  # 11:40
         # Not 10:46 the day before (before those 25 hours), nor 20:40 two days before.
     }
+
+
+def test_after_the_migration_the_health_reads_what_it_counted_before(migrated_back):
+    ids = deliveries_before(migrated_back)
+    with time_machine.travel(NOW, tick=False):
+        _apps_at(AFTER)
+    call_command("migrate", verbosity=0)
+    from catalog.models import Team
+
+    endpoints = {
+        e.pk: e for e in selectors.endpoint_list(team=Team.objects.get(slug="analytics"), now=NOW)
+    }
+    # The window at 12:40 starts at 12:00 the day before: 12:34, 12:28, 09:40, 12:10
+    # (not 11:10, in the hour of margin the backfill counts).
+    assert (endpoints[ids["a"]].n_succeeded, endpoints[ids["a"]].n_dead_recent) == (4, 1)
+    assert (endpoints[ids["b"]].n_succeeded, endpoints[ids["b"]].n_dead_recent) == (1, 1)
