@@ -331,13 +331,23 @@ def child_prune(cfg: dict[str, Any]) -> dict[str, Any]:
         server.stop()
     # No worker ran: the publishes made deliveries nobody sent. Marked sent, so that the
     # year pair's live step does not start with this backlog (the empty pair has none).
+    from django.db.models import Count
     from django.utils import timezone
 
+    from catalog import success_counts
     from catalog.models import Delivery
 
     now = timezone.now()
     backlog = Delivery.objects.filter(state__in=["pending", "retrying"]).update(
         state="succeeded", attempts=1, last_attempt_at=now, finished_at=now
+    )
+    # Counted as the workers count what they send (the endpoints' health reads it).
+    marked = Delivery.objects.filter(state="succeeded", finished_at=now).values("endpoint_id")
+    success_counts.successes_add(
+        {
+            (row["endpoint_id"], success_counts.hour_of(now)): row["n"]
+            for row in marked.annotate(n=Count("pk")).order_by()
+        }
     )
     wd_seconds, wd_out = manage(env, "prune", watchdog=True)
     without, during = load.summary(t0 + 2, t1), load.summary(t1, t2)

@@ -4,8 +4,9 @@
 database and every period whose start lies in ``[now - first_day days, now - last_day
 days)``: the partition, its ready revision (the partition's current one) and readiness
 event, the ``partition.ready`` notification, one delivery per subscription (one in 100 a
-dead letter with five attempts, the others succeeded with one) and their attempts, and an
-idempotency record for one publish in three; plus ``lineage_per_hour`` processed raw
+dead letter with five attempts, the others succeeded with one) and their attempts, the
+endpoints' hourly success counters of those deliveries, and an idempotency record for one
+publish in three; plus ``lineage_per_hour`` processed raw
 lineage events for every hour of the range. ``seed_watchdog`` writes the watchdog's pings
 (one per monitor per hour), and one resolved incident a week per monitor with its two sent
 pages.
@@ -121,6 +122,18 @@ SELECT a, h.ready_at, 12, CASE WHEN dead THEN 500 ELSE 204 END,
 FROM soak_h h JOIN soak_subs s ON s.dataset_id = h.dataset_id
 CROSS JOIN LATERAL (SELECT (3 * h.n + s.j) %% 100 = 0 AS dead) x
 CROSS JOIN LATERAL generate_series(1, CASE WHEN x.dead THEN 5 ELSE 1 END) a
+""",
+    # The endpoints' hourly success counters of the deliveries just written (their ids
+    # derive from the chunk's n), as the workers keep them: what their health reads.
+    "catalog_endpointsuccesshour": """
+INSERT INTO catalog_endpointsuccesshour (endpoint_id, hour, succeeded)
+SELECT d.endpoint_id, date_trunc('hour', d.finished_at, 'UTC'), count(*)
+FROM catalog_delivery d
+WHERE d.id BETWEEN (SELECT 3 * min(n) FROM soak_h) AND (SELECT 3 * max(n) + 2 FROM soak_h)
+  AND d.state = 'succeeded'
+GROUP BY 1, 2 ORDER BY 1, 2
+ON CONFLICT (endpoint_id, hour) DO UPDATE
+SET succeeded = catalog_endpointsuccesshour.succeeded + excluded.succeeded
 """,
     "catalog_idempotencyrecord": """
 INSERT INTO catalog_idempotencyrecord (key, fingerprint, status_code, response_body,

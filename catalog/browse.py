@@ -251,7 +251,8 @@ ATTEMPTS_SHOWN = 5
 def endpoint_health(*, team: Team, now: datetime) -> list[Endpoint]:
     """The team's endpoints with their delivery counts (``selectors.endpoint_list``),
     ``success_rate`` (succeeded over finished deliveries, succeeded and dead letters, in
-    the last ``selectors.HEALTH_WINDOW``, in percent; None when none finished),
+    the health window, the whole hours since the one 24 hours ago, as
+    ``selectors.endpoint_list`` counts them; in percent; None when none finished),
     ``recent_attempts`` (the last ``ATTEMPTS_SHOWN`` of its delivery log, newest first)
     and ``recover_since`` (the recovery form's default, ``recovery.recover_default_since``).
 

@@ -35,7 +35,7 @@ from django.db.models.functions import Cast, Coalesce, Now, RowNumber
 import outbound
 from outbound import mail, slack
 
-from . import endpoint_rates, metrics, notices, watchdog_feed
+from . import endpoint_rates, metrics, notices, success_counts, watchdog_feed
 from .endpoint_actions import address_policy, secrets_in_use
 from .models import Delivery, DeliveryAttempt, Endpoint, Notification
 
@@ -366,7 +366,9 @@ def delivery_record(
     (attempts exhausted), or rejected (a 4xx that a resend cannot fix; 410 also disables
     the endpoint). An endpoint failing longer than ``disable_after_failing_seconds`` is
     disabled. A 429 or 503 with ``Retry-After`` throttles the whole endpoint until then
-    (``throttled_until``, never moved earlier): no delivery to it is claimed before.
+    (``throttled_until``, never moved earlier): no delivery to it is claimed before. A
+    success adds one to the endpoint's counter for the hour of ``now``
+    (``success_counts``), in the same transaction.
 
     Returns:
         The delivery's new state, or None when the claim was lost (its lease expired and
@@ -430,6 +432,10 @@ def delivery_record(
             response_excerpt=result.response_excerpt,
             next_attempt_in_seconds=delay,
         )
+        if state == Delivery.State.SUCCEEDED:
+            # One upsert per success here: on PostgreSQL most successes are batched
+            # (``success_batches``), each batch one upsert; this path has the rest.
+            success_counts.successes_add({(claim.endpoint_id, success_counts.hour_of(now)): 1})
         _endpoint_health(claim, verdict.decision, now=now, config=config)
         if verdict.retry_after_seconds:
             _throttle(claim.endpoint_id, until=now + timedelta(seconds=verdict.retry_after_seconds))

@@ -5,8 +5,9 @@ Never deleted here: deliveries still to be sent (pending, retrying), dead letter
 than their window (still replayable), a notification any delivery still names, a
 ``watchdog.monitor`` notification (it is how the feed knows a dataset was watched), an
 unexpired idempotency record, the readiness events of a partition's current revision and
-those a schema observation names. The audit trail, partitions and revisions, change
-notices, usage and schemas are kept: they are the catalog's record, not its history log.
+those a schema observation names, the endpoints' success counters of the hours their
+health reads. The audit trail, partitions and revisions, change notices, usage and
+schemas are kept: they are the catalog's record, not its history log.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from pruning.engine import Rule
 
+from . import success_counts
 from .models import (
     Delivery,
+    EndpointSuccessHour,
     IdempotencyRecord,
     Notification,
     Partition,
@@ -80,6 +83,16 @@ def prunable_readiness_events(now: datetime) -> QuerySet[ReadinessEvent]:
     )
 
 
+def prunable_endpoint_success_hours(now: datetime) -> QuerySet[EndpointSuccessHour]:
+    """Endpoints' success counters of hours that began more than
+    ``endpoint_success_hours_days`` before ``now``; never an hour the health window
+    still reads (``success_counts.health_window_start``), however short the setting."""
+    cutoff = min(
+        now - _days("endpoint_success_hours_days"), success_counts.health_window_start(now)
+    )
+    return EndpointSuccessHour.objects.filter(hour__lt=cutoff)
+
+
 RULES = [
     Rule(
         "deliveries",
@@ -107,5 +120,12 @@ RULES = [
         ReadinessEvent,
         prunable_readiness_events,
         keeps="events of current revisions; events a schema observation names",
+    ),
+    Rule(
+        "endpoint_success_hours",
+        EndpointSuccessHour,
+        prunable_endpoint_success_hours,
+        keeps="the hours an endpoint's health reads (the last 24 to 25)",
+        order=("hour", "pk"),  # along endpoint_success_hour_by_hour
     ),
 ]

@@ -1,7 +1,8 @@
-"""Recording plain successes together: one UPDATE and one INSERT for every 2xx that a
-round of concurrent sends brought back (``catalog.sending``), instead of a transaction
-each. Most attempts are plain successes; writing them one by one would make recording,
-on the pass's one database thread, what limits a worker's deliveries per second.
+"""Recording plain successes together: one statement (an UPDATE, an INSERT of the
+attempts, an upsert of the endpoints' hourly success counters, ``success_counts``) for
+every 2xx that a round of concurrent sends brought back (``catalog.sending``), instead of
+a transaction each. Most attempts are plain successes; writing them one by one would make
+recording, on the pass's one database thread, what limits a worker's deliveries per second.
 PostgreSQL only (``UPDATE ... FROM (VALUES ...)`` with casts): on the embedded SQLite a
 pass records every outcome through ``delivery_record``.
 """
@@ -15,8 +16,8 @@ from django.db import connection
 
 import outbound
 
-from . import delivery, metrics
-from .models import Delivery, DeliveryAttempt
+from . import delivery, metrics, success_counts
+from .models import Delivery, DeliveryAttempt, EndpointSuccessHour
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,9 @@ def successes_record(
 ) -> set[int]:
     """Record plain successes (``plain_success``) in one transaction: what
     ``delivery_record`` writes for each (state succeeded, claim cleared, last attempt,
-    the attempt's row), as one UPDATE fenced by every claim token and one INSERT.
+    the attempt's row, the endpoint's success counter for the hour of ``now``), as one
+    UPDATE fenced by every claim token, one INSERT and one upsert of the counters
+    (``success_counts``), all one statement.
 
     Args:
         sent: (claim, when its send started (aware UTC), what it saw), each a plain
@@ -60,11 +63,17 @@ def successes_record(
     )
     attempts = list(map(list, zip(*(_attempt(*row) for row in rows.values()), strict=True)))
     # One statement (atomic by itself): the UPDATE fenced by the claim tokens, and the
-    # attempt rows of exactly the deliveries it updated.
+    # attempt rows and success counters of exactly the deliveries it updated.
     with connection.cursor() as cursor:
         cursor.execute(
             _RECORD_SUCCESSES,
-            [Delivery.State.SUCCEEDED.value, now, *map(list, columns), *attempts],
+            [
+                Delivery.State.SUCCEEDED.value,
+                now,
+                *map(list, columns),
+                *attempts,
+                success_counts.hour_of(now),
+            ],
         )
         recorded = {row[0] for row in cursor.fetchall()}
     for delivery_id, (claim, _, result) in rows.items():
@@ -98,12 +107,18 @@ _RECORD_SUCCESSES = (
     "last_status_code = v.status, last_error_kind = '', last_error = v.error, finished_at = %s "
     "FROM unnest(%s::bigint[], %s::uuid[], %s::timestamptz[], %s::integer[], %s::text[]) "
     "AS v (id, token, started_at, status, error) "
-    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id), "
+    "WHERE d.id = v.id AND d.claim_token = v.token RETURNING d.id, d.endpoint_id), "
     f"inserted AS (INSERT INTO {DeliveryAttempt._meta.db_table} "
     f"({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) SELECT * FROM unnest("
     + ", ".join(f"%s::{kind}[]" for _, kind in _ATTEMPT_COLUMNS)
     + f") AS a ({', '.join(name for name, _ in _ATTEMPT_COLUMNS)}) "  # noqa: S608
-    "WHERE a.delivery_id IN (SELECT id FROM updated) ORDER BY a.delivery_id) "
+    "WHERE a.delivery_id IN (SELECT id FROM updated) ORDER BY a.delivery_id), "
+    # One row per endpoint, taken in endpoint order: two workers' batches lock the
+    # counters they share in the same order, so they wait for each other, never deadlock.
+    f"counted AS (INSERT INTO {EndpointSuccessHour._meta.db_table} (endpoint_id, hour, "
+    "succeeded) SELECT endpoint_id, %s::timestamptz, count(*) FROM updated "
+    "GROUP BY endpoint_id ORDER BY endpoint_id ON CONFLICT (endpoint_id, hour) DO UPDATE "
+    f"SET succeeded = {EndpointSuccessHour._meta.db_table}.succeeded + excluded.succeeded) "
     "SELECT id FROM updated"
 )
 

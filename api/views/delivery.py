@@ -26,11 +26,12 @@ class EndpointListApi(APIView):
         """List your team's webhook endpoints and their health.
 
         Needs the `read` scope. Each endpoint with its state (active, or disabled and
-        why), its failing streak and its deliveries: `succeeded` in the last 24 hours,
+        why), its failing streak and its deliveries: `succeeded` in the last day,
         `waiting` (pending or retrying), `dead_letters` (all kept, replayable) and
-        `success_rate` over the last 24 hours (succeeded over succeeded plus dead
-        letters that finished then; null when none did), newest first, one cursor page at
-        a time.
+        `success_rate` over the last day (succeeded over succeeded plus dead letters
+        that finished then; null when none did), newest first, one cursor page at a
+        time. The last day is whole UTC hours: from the start of the hour that was 24
+        hours ago until now, so 24 to 25 hours.
         """
         queryset = selectors.endpoint_list(team=actor_of(request).team)
         return paginate(self, request, queryset, s.EndpointOutputSerializer, ("-id",))

@@ -13,7 +13,7 @@ of attempts (dead letters, replayable), the rest wait for their next attempt aft
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,6 +21,7 @@ from django.db import connection
 
 import outbound
 
+from .. import success_counts
 from ..models import Delivery, DeliveryAttempt, Endpoint
 from . import world
 
@@ -51,7 +52,8 @@ def settle(*, now: datetime, rng: random.Random) -> dict[str, int]:
     """Attempt every due delivery up to ``now`` as the workers would have.
 
     Side effects: deliveries get their attempts, state and times; endpoints their failure
-    streak (``failing_since``, ``consecutive_failures``).
+    streak (``failing_since``, ``consecutive_failures``) and their successes per hour
+    (``success_counts``, what the team page's health reads).
 
     Returns:
         ``{state: count}`` of the deliveries settled.
@@ -128,6 +130,13 @@ def settle(*, now: datetime, rng: random.Random) -> dict[str, int]:
         counts[delivery.state] += 1
     _write_back(deliveries)
     DeliveryAttempt.objects.bulk_create(attempts, batch_size=500)
+    success_counts.successes_add(
+        Counter(
+            (d.endpoint_id, success_counts.hour_of(d.finished_at))
+            for d in deliveries
+            if d.state == Delivery.State.SUCCEEDED
+        )
+    )
     _endpoint_health(streaks, now=now, config=config)
     return dict(counts)
 

@@ -10,7 +10,7 @@ models in its ``models`` module and callers import them from ``catalog.models``:
 - ``datasets``: Dataset, DatasetAlias, DatasetTransfer
 - ``partitions``: Partition, PartitionRevision, Restatement, LatePartition, ReadinessEvent
 - ``delivery``: Endpoint, Subscription, SubscriptionEndpoint, Notification, Delivery,
-  DeliveryAttempt, IdempotencyRecord
+  DeliveryAttempt, EndpointSuccessHour, IdempotencyRecord
 - ``governance``: AuditEntry, ChangeNotice, ChangeNoticeAcknowledgement,
   SchemaObservation, SchemaChange
 - ``storage``: StorageGroup, StorageSweep
@@ -27,6 +27,7 @@ from .delivery import (
     Delivery,
     DeliveryAttempt,
     Endpoint,
+    EndpointSuccessHour,
     IdempotencyRecord,
     Notification,
     Subscription,
@@ -57,6 +58,7 @@ __all__ = [
     "Delivery",
     "DeliveryAttempt",
     "Endpoint",
+    "EndpointSuccessHour",
     "IdempotencyRecord",
     "Job",
     "LatePartition",

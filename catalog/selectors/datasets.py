@@ -4,7 +4,7 @@ deliveries."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import TypeVar
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
 )
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
@@ -30,6 +31,7 @@ from .. import (
     freshness_state,
     future_partitions,
     sla_suggestions,
+    success_counts,
     unknown_datasets,
 )
 from ..identity import DatasetIdentity, normalise_dataset_identity
@@ -38,6 +40,7 @@ from ..models import (
     Dataset,
     Delivery,
     Endpoint,
+    EndpointSuccessHour,
     Partition,
     PartitionRevision,
     Restatement,
@@ -341,9 +344,9 @@ def api_key_get(*, team: Team, public_id: str) -> ApiKey:
     return key
 
 
-# The window of an endpoint's health: its successes and its success rate are counted over
-# the last day, so reading it costs a day of deliveries however much history is kept.
-HEALTH_WINDOW = timedelta(hours=24)
+# The window of an endpoint's health (its successes and success rate): the last day, in
+# whole hours (``success_counts.health_window_start``).
+HEALTH_WINDOW = success_counts.HEALTH_WINDOW
 
 
 def _delivery_count(condition: Q) -> Coalesce:
@@ -361,18 +364,40 @@ def _delivery_count(condition: Q) -> Coalesce:
     )
 
 
-def endpoint_list(*, team: Team, now: datetime | None = None) -> QuerySet[Endpoint]:
-    """The team's endpoints with delivery counts (``n_succeeded``: succeeded in the
-    ``HEALTH_WINDOW`` before ``now``, aware UTC, default the current time; ``n_waiting``:
-    pending or retrying; ``n_dead_letters``: rejected or dead, all kept;
-    ``n_dead_recent``: those of them that finished in the window, for the success rate)
-    and ``is_throttled`` (its Retry-After pause, ``throttled_until``, still runs).
+def _successes_since(since: datetime) -> Coalesce:
+    """The outer endpoint's successes in the hours from ``since`` (on the hour) on, summed
+    from its hourly counters (one range of their unique index, about 25 rows)."""
+    return Coalesce(
+        Subquery(
+            EndpointSuccessHour.objects.filter(endpoint_id=OuterRef("pk"), hour__gte=since)
+            .order_by()
+            .values("endpoint_id")
+            .annotate(n=Sum("succeeded"))
+            .values("n")[:1]
+        ),
+        0,
+    )
 
-    Cost: per endpoint, one range of ``delivery_succeeded_by_endpoint`` (a day of its
-    successes) and of the partial indexes of waiting deliveries and dead letters; never
-    its whole delivery history.
+
+def endpoint_list(*, team: Team, now: datetime | None = None) -> QuerySet[Endpoint]:
+    """The team's endpoints with delivery counts and ``is_throttled`` (its Retry-After
+    pause, ``throttled_until``, still runs).
+
+    The counts: ``n_succeeded``, deliveries that succeeded in the health window;
+    ``n_waiting``, pending or retrying; ``n_dead_letters``, rejected or dead, all kept;
+    ``n_dead_recent``, those of them that finished in the window, for the success rate.
+    The window is whole hours, as the success counters are kept: from the start of the
+    UTC hour containing ``now - HEALTH_WINDOW`` on (``success_counts.health_window_start``),
+    so 24 to 25 hours, the same for successes and dead letters.
+
+    Args:
+        now: aware UTC instant; default the current time.
+
+    Cost: per endpoint, about 25 rows of its hourly success counters
+    (``EndpointSuccessHour``) and one range of each partial index of waiting deliveries
+    and dead letters; never its deliveries of the day, nor its whole history.
     """
-    since = (now or timezone.now()) - HEALTH_WINDOW
+    since = success_counts.health_window_start(now or timezone.now())
     dead = Q(state__in=[Delivery.State.REJECTED, Delivery.State.DEAD])
     return (
         Endpoint.objects.filter(team=team)
@@ -380,7 +405,7 @@ def endpoint_list(*, team: Team, now: datetime | None = None) -> QuerySet[Endpoi
             is_throttled=ExpressionWrapper(
                 Q(throttled_until__gt=Now()), output_field=BooleanField()
             ),
-            n_succeeded=_delivery_count(Q(state=Delivery.State.SUCCEEDED, finished_at__gte=since)),
+            n_succeeded=_successes_since(since),
             n_waiting=_delivery_count(
                 Q(state__in=[Delivery.State.PENDING, Delivery.State.RETRYING])
             ),

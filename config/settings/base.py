@@ -465,6 +465,9 @@ TIDEMARK_RETENTION = {
     "notifications_days": env.int("TIDEMARK_RETAIN_NOTIFICATIONS_DAYS", default=90),
     "readiness_events_days": env.int("TIDEMARK_RETAIN_READINESS_EVENTS_DAYS", default=400),
     "lineage_events_days": env.int("TIDEMARK_RETAIN_LINEAGE_EVENTS_DAYS", default=30),
+    "endpoint_success_hours_days": env.int(
+        "TIDEMARK_RETAIN_ENDPOINT_SUCCESS_HOURS_DAYS", default=35
+    ),
 }
 # Which apps' retention rules this process's pruning runs (the watchdog alone: its own).
 TIDEMARK_PRUNE_APPS = ["catalog", "lineage"]

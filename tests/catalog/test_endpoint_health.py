@@ -1,18 +1,20 @@
-"""An endpoint's health (GET /api/v1/endpoints, the team page) costs a day of its
-deliveries, not its history: successes and the success rate cover the last 24 hours,
-waiting deliveries and dead letters are all counted, each from its own partial index."""
+"""An endpoint's health (GET /api/v1/endpoints, the team page) costs the same whatever its
+throughput: successes come from its hourly counters (about 25 rows), the success rate
+covers the same whole hours (from the start of the hour 24 hours ago), waiting
+deliveries and dead letters are all counted, each from its own partial index."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from catalog import selectors
-from catalog.models import Delivery, Notification
+from catalog import selectors, success_counts
+from catalog.models import Delivery, EndpointSuccessHour, Notification
 from tests.catalog.factories import EndpointFactory, TeamFactory
 from tests.web.helpers import dead_letter
 
@@ -26,12 +28,13 @@ def hook():
 
 def month_of_successes(endpoint, count: int) -> None:
     """``count`` succeeded deliveries to ``endpoint``, finished over the last 30 days (the
-    retention window of successes), oldest first."""
+    retention window of successes), oldest first, and counted per hour as the workers
+    count them."""
     now = timezone.now()
     notifications = Notification.objects.bulk_create(
         Notification(type="partition.ready", dedup_key=f"ok-{n}", payload={}) for n in range(count)
     )
-    Delivery.objects.bulk_create(
+    deliveries = Delivery.objects.bulk_create(
         Delivery(
             notification=notification,
             endpoint=endpoint,
@@ -42,20 +45,22 @@ def month_of_successes(endpoint, count: int) -> None:
         )
         for n, notification in enumerate(notifications)
     )
+    success_counts.successes_add(
+        Counter((endpoint.pk, success_counts.hour_of(d.finished_at)) for d in deliveries)
+    )
 
 
-def finished(delivery: Delivery, hours_ago: float) -> None:
-    at = timezone.now() - timedelta(hours=hours_ago)
-    Delivery.objects.filter(pk=delivery.pk).update(finished_at=at, created_at=at)
+def ago(hours: float, now: datetime | None = None) -> datetime:
+    return (now or timezone.now()) - timedelta(hours=hours)
 
 
 def test_successes_and_rate_cover_the_last_day_dead_letters_all_kept(hook):
     for n in range(3):
-        finished(dead_letter(hook, state="succeeded", n=n), hours_ago=1)
+        dead_letter(hook, state="succeeded", n=n, finished_at=ago(1))
     for n in range(3, 8):
-        finished(dead_letter(hook, state="succeeded", n=n), hours_ago=30)  # a day before
-    finished(dead_letter(hook, n=0), hours_ago=2)
-    finished(dead_letter(hook, n=1), hours_ago=50)
+        dead_letter(hook, state="succeeded", n=n, finished_at=ago(30))  # a day before
+    dead_letter(hook, n=0, finished_at=ago(2))
+    dead_letter(hook, n=1, finished_at=ago(50))
     dead_letter(hook, state="pending", n=0)
     (endpoint,) = selectors.endpoint_list(team=hook.team)
     assert (endpoint.n_succeeded, endpoint.n_waiting) == (3, 1)
@@ -64,10 +69,10 @@ def test_successes_and_rate_cover_the_last_day_dead_letters_all_kept(hook):
 
 def test_api_reports_the_window(hook, client_for):
     for n in range(3):
-        finished(dead_letter(hook, state="succeeded", n=n), hours_ago=1)
-    finished(dead_letter(hook, state="succeeded", n=3), hours_ago=25)
-    finished(dead_letter(hook, n=0), hours_ago=3)
-    finished(dead_letter(hook, n=1), hours_ago=48)
+        dead_letter(hook, state="succeeded", n=n, finished_at=ago(1))
+    dead_letter(hook, state="succeeded", n=3, finished_at=ago(25))  # before its hour
+    dead_letter(hook, n=0, finished_at=ago(3))
+    dead_letter(hook, n=1, finished_at=ago(48))
     body = client_for(hook.team).get("/api/v1/endpoints").json()
     assert body["results"][0]["deliveries"] == {
         "succeeded": 3,
@@ -77,26 +82,69 @@ def test_api_reports_the_window(hook, client_for):
     }
 
 
-def test_counts_read_partial_index_ranges_never_every_delivery(hook):
-    """The plan of the list: each count is a range of a partial index on the endpoint
-    (a day of successes, the waiting ones, the dead letters), not a join of every
-    delivery the endpoint ever had. Sequential scans are off so that the plan shows
-    which indexes the query can use at any table size (a test table is small)."""
+@pytest.mark.parametrize(
+    ("now", "counted"),
+    [
+        # 24.5 h before 12:40 is 12:10 the day before: in the hour the window starts with.
+        (datetime(2026, 11, 28, 12, 40, tzinfo=UTC), True),
+        # 24.5 h before 12:20 is 11:50 the day before: the hour before the window.
+        (datetime(2026, 11, 28, 12, 20, tzinfo=UTC), False),
+    ],
+)
+def test_the_window_starts_on_the_hour_24_hours_before(hook, now, counted):
+    """Whole hours, 24 to 25 of them: a success or a dead letter 24.5 hours old is in
+    the window when it finished after the start of the hour 24 hours before now; both
+    are judged alike, so the success rate compares the same hours."""
+    assert success_counts.health_window_start(now) == datetime(2026, 11, 27, 12, tzinfo=UTC)
+    dead_letter(hook, state="succeeded", finished_at=ago(24.5, now))
+    dead_letter(hook, state="succeeded", n=1, finished_at=ago(0.1, now))
+    dead_letter(hook, finished_at=ago(24.5, now))
+    (endpoint,) = selectors.endpoint_list(team=hook.team, now=now)
+    assert (endpoint.n_succeeded, endpoint.n_dead_recent) == (1 + counted, int(counted))
+
+
+def test_successes_are_read_from_the_counters_not_the_deliveries(hook):
+    """The counters are the health's successes: a succeeded delivery that no counter
+    holds (written behind their back, as no write path does) is not counted."""
+    dead_letter(hook, state="succeeded", finished_at=ago(1))
+    month_of_successes(hook, 1)  # counted, a month ago
+    Delivery.objects.filter(endpoint=hook, finished_at__lt=ago(24)).update(finished_at=ago(2))
+    (endpoint,) = selectors.endpoint_list(team=hook.team)
+    assert endpoint.n_succeeded == 1
+
+
+def test_counts_read_index_ranges_never_the_deliveries_of_the_day(hook):
+    """The plan of the list: successes are a range of the counters' unique index on
+    (endpoint, hour); waiting deliveries and dead letters a range of their partial
+    indexes; never a join of the endpoints to their deliveries, nor the day's successes.
+    Sequential scans are off so that the plan shows which indexes the query can use at
+    any table size (a test table is small)."""
     for n in range(20):
         dead_letter(hook, state="succeeded", n=n)
     month_of_successes(hook, 3000)  # what the retention window keeps, mostly before the day
+    # The counters of everyone's endpoints share the table: the hours of the day are a
+    # range of the hour index too, but one holding every endpoint's (the plan must not
+    # read 25 rows per endpoint of the installation for each endpoint listed).
+    hour = success_counts.hour_of(timezone.now())
+    EndpointSuccessHour.objects.bulk_create(
+        EndpointSuccessHour(endpoint=endpoint, hour=hour - timedelta(hours=h), succeeded=9)
+        for endpoint in EndpointFactory.create_batch(30)
+        for h in range(24 * 30)
+    )
     queryset = selectors.endpoint_list(team=hook.team)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE catalog_delivery")
+        cursor.execute("ANALYZE catalog_endpointsuccesshour")
         cursor.execute("SET LOCAL enable_seqscan = off")
         sql, params = queryset.query.sql_with_params()
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("RESET enable_seqscan")
     # Waiting: either partial index of due deliveries (both hold only the backlog).
-    for index in ("delivery_succeeded_by_endpoint", "delivery_due", "delivery_dead_letter"):
+    for index in ("uniq_endpoint_success_hour", "delivery_due", "delivery_dead_letter"):
         # An index scan reads "using <index>", a bitmap index scan "Scan on <index>".
         assert f"using {index}" in plan or f"Index Scan on {index}" in plan, plan
+    assert "delivery_succeeded_by_endpoint" not in plan, plan
     assert "Join" not in plan, plan  # no join of the endpoints to their deliveries
 
 

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from catalog.models import (
     Delivery,
     DeliveryAttempt,
+    EndpointSuccessHour,
     IdempotencyRecord,
     Notification,
     Partition,
@@ -144,6 +145,51 @@ def test_idempotency_records_go_when_their_window_ends():
     assert _prune("idempotency_records").deleted == 1
     assert list(IdempotencyRecord.objects.values_list("pk", flat=True)) == [ending.pk]
     assert not IdempotencyRecord.objects.filter(pk=ended.pk).exists()
+
+
+def _success_hour(hour: datetime, endpoint=None) -> EndpointSuccessHour:
+    return EndpointSuccessHour.objects.create(
+        endpoint=endpoint or EndpointFactory(), hour=hour, succeeded=3
+    )
+
+
+def test_endpoint_success_hours_go_35_days_after_their_hour_began():
+    cutoff = NOW - timedelta(days=35)  # NOW is on the hour
+    endpoint = EndpointFactory()
+    old = _success_hour(cutoff - timedelta(hours=1), endpoint)
+    kept = [_success_hour(cutoff, endpoint), _success_hour(NOW, endpoint)]
+    assert _prune("endpoint_success_hours").deleted == 1
+    assert not EndpointSuccessHour.objects.filter(pk=old.pk).exists()
+    assert set(EndpointSuccessHour.objects.values_list("pk", flat=True)) == {r.pk for r in kept}
+    assert _prune("endpoint_success_hours").deleted == 0  # idempotent
+
+
+def test_endpoint_success_hours_of_the_health_window_stay_however_short_the_setting(settings):
+    settings.TIDEMARK_RETENTION = {**settings.TIDEMARK_RETENTION, "endpoint_success_hours_days": 0}
+    endpoint = EndpointFactory()
+    window = [_success_hour(NOW - timedelta(hours=h), endpoint) for h in (0, 1, 24)]
+    _success_hour(NOW - timedelta(hours=25), endpoint)  # before the window (06:00 - 24 h)
+    assert _prune("endpoint_success_hours").deleted == 1
+    assert set(EndpointSuccessHour.objects.values_list("pk", flat=True)) == {r.pk for r in window}
+
+
+def test_endpoint_success_hours_are_pruned_oldest_first_along_their_index():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    endpoint = EndpointFactory()
+    for days in range(36, 40):
+        _success_hour(NOW - timedelta(days=days), endpoint)
+    with CaptureQueriesContext(connection) as queries:
+        assert _prune("endpoint_success_hours", batch_size=2).deleted == 4
+    pick = next(q["sql"] for q in queries if "FOR UPDATE" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE catalog_endpointsuccesshour")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + pick)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan")
+    assert "endpoint_success_hour_by_hour" in plan, plan
 
 
 def _event(revision: PartitionRevision, received_at: datetime, state: str = "ready"):

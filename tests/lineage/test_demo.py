@@ -21,7 +21,14 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from catalog import browse, change_notices, endpoint_actions, freshness_state, selectors
+from catalog import (
+    browse,
+    change_notices,
+    endpoint_actions,
+    freshness_state,
+    selectors,
+    success_counts,
+)
 from catalog.demo import feed, world
 from catalog.demo.history import history_start
 from catalog.models import (
@@ -29,6 +36,7 @@ from catalog.models import (
     Dataset,
     Delivery,
     Endpoint,
+    EndpointSuccessHour,
     LatePartition,
     Notification,
     Partition,
@@ -167,6 +175,27 @@ def test_the_demo_month_feeds_governance_and_leaves_a_notice_to_acknowledge(load
     export = by_name(world.ORDERS_EXPORT)
     assert export.lifecycle == "deprecated" and export.sunset_at > NOW
     assert export.change_notices.get().state == "effective"
+
+
+def test_the_demo_month_counts_each_endpoints_successes_per_hour(loaded):
+    """The team page's health reads the hourly counters: the settled outbox keeps them
+    as the workers would, one per endpoint and hour a delivery succeeded in."""
+    succeeded = Delivery.objects.filter(state="succeeded")
+    expected = Counter(
+        (d.endpoint_id, success_counts.hour_of(d.finished_at))
+        for d in succeeded.only("endpoint_id", "finished_at")
+    )
+    assert expected
+    counted = {
+        (row.endpoint_id, row.hour): row.succeeded for row in EndpointSuccessHour.objects.all()
+    }
+    assert counted == dict(expected)
+    failing = Endpoint.objects.get(url=world.FAILING_WEBHOOK)
+    (health,) = [
+        e for e in selectors.endpoint_list(team=failing.team, now=NOW) if e.pk == failing.pk
+    ]
+    since = success_counts.health_window_start(NOW)
+    assert health.n_succeeded == succeeded.filter(endpoint=failing, finished_at__gte=since).count()
 
 
 def lineage_scratch() -> tuple[str, str]:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from catalog import change_notices
+from catalog import change_notices, success_counts
 from catalog.actors import Actor
 from catalog.models import Dataset, DatasetUsage, Delivery, Endpoint, Notification, Team
 from catalog.services import usage as usage_services
@@ -55,13 +55,20 @@ def announce(dataset: Dataset, *, kind: str = "breaking_schema_change", days: in
     )
 
 
-def dead_letter(endpoint: Endpoint, *, state: str = "dead", n: int = 0) -> Delivery:
+def dead_letter(
+    endpoint: Endpoint, *, state: str = "dead", n: int = 0, finished_at: datetime | None = None
+) -> Delivery:
+    """A delivery to ``endpoint`` in ``state``; a finished one (dead, rejected,
+    succeeded) finished at ``finished_at`` (default now). A succeeded one is counted in
+    the endpoint's hourly success counters, as the workers count what they send."""
     notification = Notification.objects.create(
         type=Notification.Type.PARTITION_READY,
         dedup_key=f"test-{endpoint.pk}-{state}-{n}",
         payload={"type": "partition.ready", "data": {}},
     )
-    return Delivery.objects.create(
+    finished = state in ("dead", "rejected", "succeeded")
+    finished_at = (finished_at or timezone.now()) if finished else None
+    delivery = Delivery.objects.create(
         notification=notification,
         endpoint=endpoint,
         state=state,
@@ -69,5 +76,8 @@ def dead_letter(endpoint: Endpoint, *, state: str = "dead", n: int = 0) -> Deliv
         next_attempt_at=timezone.now(),
         last_status_code=500 if state == "dead" else None,
         last_error="server error" if state == "dead" else "",
-        finished_at=timezone.now() if state in ("dead", "rejected", "succeeded") else None,
+        finished_at=finished_at,
     )
+    if state == "succeeded":
+        success_counts.successes_add({(endpoint.pk, success_counts.hour_of(finished_at)): 1})
+    return delivery

@@ -42,7 +42,12 @@ class EndpointOutputSerializer(serializers.Serializer):
         "Retry-After (honoured up to an hour). In the past or null: not throttled.",
     )
     created_at = serializers.DateTimeField()
-    deliveries = serializers.SerializerMethodField()
+    deliveries = serializers.SerializerMethodField(
+        help_text="`succeeded` in the last day and `success_rate` over it (succeeded over "
+        "succeeded plus dead letters that finished then; null when none did), `waiting` "
+        "(pending or retrying), `dead_letters` (all kept). The last day is whole UTC "
+        "hours, from the start of the hour that was 24 hours ago: 24 to 25 hours."
+    )
 
     def get_deliveries(self, obj) -> dict:
         succeeded = obj.n_succeeded
