@@ -20,6 +20,8 @@ from django.db import connections
 from tests.concurrency import race
 from watchdog import db, holds, incidents, monitors, paging
 from watchdog.models import Channel, Incident, Monitor, Page, PageGroup
+from watchdog.pings import recording
+from watchdog.pings.inputs import PingInput
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "watchdog"])
 
@@ -204,6 +206,48 @@ def test_an_incident_resolving_while_its_hold_is_released_stays_unreleased(
     assert list(Page.objects.filter(incident=held).values_list("state", flat=True)) == ["cancelled"]
     paging.send_due(sender=paging.sender_from_settings(), now=later + timedelta(minutes=1))
     assert pages(pagerduty) == []
+
+
+def test_the_upstream_resolving_while_the_loop_holds_under_it_blocks_neither(
+    pagerduty, pair, monkeypatch, settings
+):
+    """The upstream's data lands (its incident resolving, its pages locked) while a loop
+    holds the downstream's trigger under that incident: the two share no row, so neither
+    waits for the other. The hold made on the stale view stands, and is released the
+    usual time after the upstream's recovery, when the downstream pages if still missing."""
+    upstream, downstream = pair
+    root = missed(upstream, DUE, deadline_at=datetime(2026, 11, 29, 4, 0, tzinfo=UTC), sent=True)
+    held = missed(downstream, DUE, deadline_at=datetime(2026, 11, 29, 5, 30, tzinfo=UTC))
+    Monitor.objects.filter(pk=upstream.pk).update(state=Monitor.State.DOWN)
+    resolve_pages = incidents._resolve_pages
+    done = []
+
+    def loop():
+        with connections[db.alias()].cursor() as cursor:
+            cursor.execute("SET lock_timeout = '5s'")  # waiting for the ping fails the test
+        paging.send_due(sender=paging.sender_from_settings(), now=NOW)
+
+    def then_a_loop_cycle(incident_id, *, now):
+        resolve_pages(incident_id, now=now)
+        if not done:
+            done.append(True)
+            elsewhere(loop)
+
+    monkeypatch.setattr(incidents, "_resolve_pages", then_a_loop_cycle)
+    recording.record(
+        ping_key=upstream.ping_key,
+        ping=PingInput(kind="success", method="POST", partition=DUE),
+        now=NOW,
+    )
+
+    assert done and Incident.objects.get(pk=root.pk).resolved_at == NOW
+    assert Incident.objects.get(pk=held.pk).held_under_id == root.pk
+    settle = timedelta(seconds=settings.WATCHDOG_PAGING["hold_after_upstream_seconds"])
+    paging.send_due(sender=paging.sender_from_settings(), now=NOW + timedelta(minutes=1))
+    assert pages(pagerduty) == [("U", "resolve")]
+    paging.send_due(sender=paging.sender_from_settings(), now=NOW + settle)
+    assert pages(pagerduty) == [("U", "resolve"), ("D", "trigger")]
+    assert Incident.objects.get(pk=held.pk).released_at == NOW + settle
 
 
 def blocked_on_a_lock(pid, *, within=10.0):
