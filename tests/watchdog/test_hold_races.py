@@ -3,9 +3,10 @@
 A loop's hold pass (``holds.hold_and_release``) decides from what it read at its start;
 meanwhile another loop may claim the same trigger and send it, group it into a flood
 page, or a ping (or a pause) may resolve the incident. Whatever the order, a page is
-never both held and sent, a resolved incident is never marked released, and no
-transaction is killed as a deadlock victim (a ping or a pause that PostgreSQL kills has
-lost its effect).
+never both held and sent, a held trigger keeps no sender's claim (so it is cancelled when
+its data lands, and never sent by a slow claimer), a resolved incident is never marked
+released, and no transaction is killed as a deadlock victim (a ping or a pause that
+PostgreSQL kills has lost its effect).
 """
 
 from __future__ import annotations
