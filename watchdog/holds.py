@@ -34,6 +34,19 @@ itself held (directly or up a chain) under the incident asking holds nothing.
 
 Everything is decided by the watchdog from its own tables, at send time: it needs nothing
 from the catalog at the moment of paging, and pages when the catalog is down.
+
+Concurrency: a pass never waits for a row lock. Each incident it holds or releases, and
+each trigger it holds or defers, is locked with SKIP LOCKED (``FOR NO KEY UPDATE``, so
+pages and incidents referring to it are not blocked) and checked again once locked; what
+another transaction holds (a ping or a pause resolving the incident, a sender claiming
+the trigger, a loop grouping it, another pass) is left to the next pass. So a pass takes
+part in no deadlock, whatever order pings and pauses lock their incidents in, and none of
+them is ever the victim PostgreSQL kills. A trigger is held only while every trigger of
+its incident is pending, unleased and locked by the pass: a trigger that went out (sent,
+grouped) or is on its way (claimed) is never held afterwards, and a held one loses its
+claim token, so that a sender that claimed it earlier sends nothing (``paging._renew``).
+A sender and the flood grouping, in turn, look again at what they locked and leave what
+a pass held meanwhile (``held_now``).
 """
 
 from __future__ import annotations
@@ -99,7 +112,8 @@ def hold_and_release(*, now: datetime) -> Changes:
 def release(*, now: datetime) -> int:
     """Release every open held incident whose hold is over (``hold_over``), repeating
     until none is left (a chain's links release one another in one pass); returns how
-    many."""
+    many. One that resolved meanwhile, or that another transaction holds, is left alone
+    (it never pages, or is released next pass)."""
     released = 0
     for _ in range(MAX_DEPTH):
         step = 0
@@ -107,11 +121,9 @@ def release(*, now: datetime) -> int:
             held_under__isnull=False, released_at__isnull=True, resolved_at__isnull=True
         ).select_related("held_under__part_of", "held_via")
         for incident in held.order_by("pk"):
-            if not hold_over(incident, now=now):
+            if not hold_over(incident, now=now) or not _take(incident):
                 continue
-            step += Incident.objects.filter(pk=incident.pk, released_at__isnull=True).update(
-                released_at=now
-            )
+            step += Incident.objects.filter(pk=incident.pk).update(released_at=now)
             logger.info(
                 "released the page of %s (held under incident %s)", incident, incident.held_under_id
             )
@@ -192,8 +204,9 @@ def hold(*, now: datetime) -> tuple[int, int]:
     """Hold each candidate trigger under the furthest late root (``chain_root``) of the
     first open upstream incident that causes it (``cause_of``); defer one whose upstream
     is due but not yet judged. A candidate whose cause is itself a candidate is decided
-    after it, so a chain judged in one pass is held under its root at once. Returns
-    ``(held, deferred)``."""
+    after it, so a chain judged in one pass is held under its root at once. A trigger
+    that paging has begun for, or that another transaction holds, is not held
+    (``_take_triggers``). Returns ``(held, deferred)``."""
     candidates = _candidates(now)
     if not candidates:
         return 0, 0
@@ -213,22 +226,86 @@ def hold(*, now: datetime) -> tuple[int, int]:
                 decide(pending[cause.pk], depth + 1)
             cause = cause_of(incident, mine, open_upstream=open_upstream)
         if cause is not None:
+            triggers = _take_triggers(incident, now=now)
+            if not triggers:
+                return
             root = chain_root(cause, avoid={incident.pk})
-            held += Incident.objects.filter(pk=incident.pk, resolved_at__isnull=True).update(
+            held += Incident.objects.filter(pk=incident.pk).update(
                 held_under=root, held_via=cause, held_at=now, released_at=None
             )
+            # Taken over like an expired claim: a sender that claimed one earlier, and was
+            # slow to send it, finds its claim gone and sends nothing.
+            Page.objects.filter(pk__in=triggers).update(lease_until=None, claim_token=None)
             logger.info(
                 "held the page of %s under incident %s (via %s)", incident, root.pk, cause.pk
             )
         elif any(_being_judged(m, now) for m in mine):
-            deferred += Page.objects.filter(
-                incident=incident, action=Page.Action.TRIGGER, state=Page.State.PENDING
-            ).update(next_attempt_at=now + WAIT_STEP)
+            deferred += Page.objects.filter(pk__in=_free_triggers(incident, now=now)).update(
+                next_attempt_at=now + WAIT_STEP
+            )
 
     for incident in candidates:
         if incident.pk not in decided:
             decide(incident)
     return held, deferred
+
+
+def _take(incident: Incident, *, holdable: bool = False) -> bool:
+    """Lock ``incident``'s row if it is still open (and, with ``holdable``, not held right
+    now), skipping it when another transaction holds it; whether it was locked."""
+    rows = Incident.objects.select_for_update(skip_locked=True, no_key=True).filter(
+        pk=incident.pk, resolved_at__isnull=True
+    )
+    if holdable:
+        rows = rows.exclude(held_under__isnull=False, released_at__isnull=True)
+    else:
+        rows = rows.filter(released_at__isnull=True)
+    return bool(list(rows.values_list("pk", flat=True)))
+
+
+def _free_triggers(incident: Incident, *, now: datetime) -> list[int]:
+    """Lock ``incident``'s pending triggers that no sender is on (no lease, or one that
+    ran out), skipping those another transaction holds; their ids."""
+    return list(
+        Page.objects.select_for_update(skip_locked=True, no_key=True)
+        .filter(incident=incident, action=Page.Action.TRIGGER, state=Page.State.PENDING)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def _take_triggers(incident: Incident, *, now: datetime) -> list[int]:
+    """Lock ``incident`` and its triggers for holding them: the ids of its triggers, or
+    [] when it cannot be held now. It cannot when it resolved or was held meanwhile, when
+    another transaction holds its row or one of its triggers (a ping resolving it, a sender
+    claiming it, a loop grouping it), or when paging began: a trigger is sent, grouped or
+    claimed."""
+    if not _take(incident, holdable=True):
+        return []
+    free = _free_triggers(incident, now=now)
+    if not free:
+        return []
+    begun = (
+        Page.objects.filter(
+            incident=incident,
+            action=Page.Action.TRIGGER,
+            state__in=(Page.State.PENDING, Page.State.SENT, Page.State.GROUPED),
+        )
+        .exclude(pk__in=free)
+        .exists()
+    )
+    return [] if begun else free
+
+
+def held_now(page_ids: list[int], *, held: Q = HELD) -> set[int]:
+    """Which of ``page_ids`` are held (``held``: ``HELD`` or a wider condition) as of now.
+
+    A sender or the flood grouping calls it on the pages it has just locked: their first
+    read may predate a hold pass that committed before they got the lock."""
+    if not page_ids:
+        return set()
+    return set(Page.objects.filter(pk__in=page_ids).filter(held).values_list("pk", flat=True))
 
 
 def _being_judged(monitor: Monitor, now: datetime) -> bool:

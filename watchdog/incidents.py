@@ -95,30 +95,42 @@ def resolve(incidents: list[Incident], *, now: datetime) -> int:
     at once would otherwise each see the other's still open, and neither would queue the
     resolve.
 
+    Lock order, the same for every caller (a ping or a pause, which first lock their
+    monitor's row): the subjects' advisory locks, sorted; the incidents, by id; the pages
+    of the incidents resolving; then the page groups those were paged in, all at once and
+    by id. Two pings resolving incidents grouped in the same page groups, or one
+    incident while a loop holds another (``holds``, which never waits for a lock), so
+    never deadlock.
+
     Returns:
         How many incidents this call resolved (compare-and-set on ``resolved_at``).
     """
     lock_subjects([incident.monitor for incident in incidents])
     resolved = 0
     paging: list[int] = []
-    for incident in incidents:
+    for incident in sorted(incidents, key=lambda i: i.pk):
         if not Incident.objects.filter(pk=incident.pk, resolved_at__isnull=True).update(
             resolved_at=now
         ):
             continue
         resolved += 1
         paging.append(incident.part_of_id or incident.pk)
-    for root in dict.fromkeys(paging):
+    done = [
+        root
+        for root in dict.fromkeys(paging)
         if not Incident.objects.filter(
             Q(pk=root) | Q(part_of_id=root), resolved_at__isnull=True
-        ).exists():
-            _resolve_pages(root, now=now)
+        ).exists()
+    ]
+    for root in done:
+        _resolve_pages(root, now=now)
+    _resolve_groups(done, now=now)
     return resolved
 
 
 def _resolve_pages(incident_id: int, *, now: datetime) -> None:
-    """Cancel the incident's unsent triggers, queue resolves for the sent ones, and
-    resolve the page groups it was paged in.
+    """Cancel the incident's unsent triggers and queue resolves for the sent ones (its
+    page groups are ``_resolve_groups``').
 
     A trigger a sender holds (``claim_token``) may be on its way, even past its lease: a
     loop sends a claimed batch page after page, so the last ones go out long after the
@@ -145,7 +157,6 @@ def _resolve_pages(incident_id: int, *, now: datetime) -> None:
         ],
         ignore_conflicts=True,
     )
-    _resolve_groups(incident_id, now=now)
 
 
 def subject_of(monitor: Monitor) -> str:
@@ -245,13 +256,17 @@ def causes_of_missed(
     return causes
 
 
-def _resolve_groups(incident_id: int, *, now: datetime) -> None:
-    """Resolve each page group this incident was paged in once all its incidents are."""
-    group_ids = Page.objects.filter(incident_id=incident_id, state=Page.State.GROUPED).values_list(
-        "group_id", flat=True
-    )
+def _resolve_groups(incident_ids: list[int], *, now: datetime) -> None:
+    """Resolve each page group these incidents were paged in once all its incidents are."""
+    if not incident_ids:
+        return
+    group_ids = Page.objects.filter(
+        incident_id__in=incident_ids, state=Page.State.GROUPED
+    ).values_list("group_id", flat=True)
     # Locked so that of two incidents of a group resolving at once, the later sees the
-    # earlier resolved: without it, each could find the other still open.
+    # earlier resolved: without it, each could find the other still open. All of them in
+    # one statement, by id: two callers locking their groups one incident at a time
+    # could each wait for a group the other holds.
     for group in (
         PageGroup.objects.select_for_update()
         .filter(pk__in=list(group_ids), resolved_at__isnull=True)

@@ -136,6 +136,9 @@ def group_floods(*, now: datetime) -> list[PageGroup]:
                 .select_related("incident__monitor")
                 .order_by("id")
             )
+            # Held by a hold pass that committed after this one's first read: left alone.
+            again = holds.held_now([p.pk for p in members])
+            members = [p for p in members if p.pk not in again]
             if len(members) <= threshold:
                 continue
             names = sorted({p.incident.monitor.name for p in members})
@@ -210,6 +213,10 @@ def _claim(*, now: datetime, limit: int, hold: bool) -> list[tuple[Page, uuid.UU
             .select_related("incident__monitor", "channel", "group")
             .order_by("next_attempt_at", "id")[:limit]
         )
+        # A hold pass may have held some of them between this statement's read and its
+        # locks (it locks a trigger before holding it, and lets go only at commit).
+        again = holds.held_now([p.pk for p in pages if p.action == Page.Action.TRIGGER], held=held)
+        pages = [p for p in pages if p.pk not in again]
         Page.objects.filter(pk__in=[p.pk for p in pages]).update(
             lease_until=now + timedelta(seconds=_config("lease_seconds")), claim_token=token
         )
