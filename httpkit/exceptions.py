@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -10,11 +11,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions
+from rest_framework.request import Empty
 from rest_framework.response import Response
 
-from problems import PROBLEM_CONTENT_TYPE, Problem, problem_document
+from problems import PROBLEM_CONTENT_TYPE, Problem, ValidationProblem, problem_document
 
-from . import outage
+from . import outage, sent_values
 
 logger = logging.getLogger(__name__)
 
@@ -33,22 +35,43 @@ _DRF_CODES = {
 
 def problem_exception_handler(exc: Exception, context: dict) -> Response:
     """DRF ``EXCEPTION_HANDLER``: render ``exc`` as ``application/problem+json``; a
-    database outage is a 503 with ``Retry-After`` (``httpkit.outage``)."""
+    database outage is a 503 with ``Retry-After`` (``httpkit.outage``).
+
+    A validation problem (DRF's, Django's or a ``ValidationProblem``) names in each error
+    the ``value`` the client sent at its field, looked up in the parsed body and the query
+    (``httpkit.sent_values``), and its detail names that value unless it already does.
+
+    Args:
+        exc: the exception raised.
+        context: DRF's context; its ``request`` (a DRF ``Request`` or a plain
+            ``HttpRequest``) gives the path and the query, and ``data``, when given, the
+            parsed body of a view that parses its own.
+    """
     instance = getattr(context.get("request"), "path", None)
     headers: dict[str, str] = {}
     if outage.is_database_unavailable(exc):
         outage.handled(exc)
         response = Response(outage.problem(instance), status=503, content_type=PROBLEM_CONTENT_TYPE)
         return outage.mark(response)
-    if isinstance(exc, Problem):
+    if isinstance(exc, ValidationProblem):
+        doc = exc.document(instance)
+        sources = _sent(context)
+        errors = [
+            _with_value(error, sent_values.path_of(error["field"]), sources)
+            for error in doc.get("errors", [])
+        ]
+        if errors:
+            doc["detail"] = _problem_detail(exc, doc["detail"], doc["errors"], errors)
+            doc["errors"] = errors
+    elif isinstance(exc, Problem):
         doc = exc.document(instance)
     elif isinstance(exc, exceptions.ValidationError | DjangoValidationError):
         if isinstance(exc, exceptions.ValidationError):
-            errors = list(_flatten(exc.detail))
+            flat = _flatten(exc.detail)
         else:
-            errors = list(
-                _flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
-            )
+            flat = _flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+        sources = _sent(context)
+        errors = [_with_value(error, path, sources) for path, error in flat]
         doc = problem_document(
             code="validation_error",
             title="The request is not valid",
@@ -140,31 +163,77 @@ def server_error_document(instance: str | None = None) -> dict[str, Any]:
     )
 
 
-def _flatten(detail: Any, prefix: str = ""):
-    """DRF error details as ``{"field", "rule", "detail"}`` with dotted field paths."""
+def _flatten(detail: Any, path: sent_values.Path = ()) -> Iterator[tuple[sent_values.Path, dict]]:
+    """DRF error details as ``(path, {"field", "rule", "detail"})``: ``path`` the keys and
+    list indexes leading to the field (``("endpoints", 0, "url")``; ``()`` for the whole
+    body), ``field`` the same as a dotted path (``endpoints.0.url``; ``body``)."""
     if isinstance(detail, dict):
         for key, value in detail.items():
             if key == "non_field_errors":  # an error of the object itself
-                yield from _flatten(value, prefix)
+                yield from _flatten(value, path)
             else:
-                yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+                yield from _flatten(value, (*path, key))
     elif isinstance(detail, list):
         if all(not isinstance(item, dict | list) for item in detail):
             for item in detail:
-                yield {
-                    "field": prefix or "body",
-                    "rule": getattr(item, "code", "invalid"),
-                    "detail": str(item),
-                }
+                yield path, _error(path, item)
         else:
             for index, item in enumerate(detail):
-                yield from _flatten(item, f"{prefix}.{index}" if prefix else str(index))
+                yield from _flatten(item, (*path, index))
     else:
-        yield {
-            "field": prefix or "body",
-            "rule": getattr(detail, "code", "invalid"),
-            "detail": str(detail),
-        }
+        yield path, _error(path, detail)
+
+
+def _error(path: sent_values.Path, detail: Any) -> dict[str, Any]:
+    return {
+        "field": ".".join(str(segment) for segment in path) or "body",
+        "rule": getattr(detail, "code", "invalid"),
+        "detail": str(detail),
+    }
+
+
+def _sent(context: dict) -> tuple[Any, Any]:
+    """What the client sent, where an error's value is looked up: the parsed body (the
+    context's ``data`` for a view that parses its own, e.g. the publish view) and the
+    query's ``QueryDict``. A body the view never read stays unread (None): parsing it here
+    could fail, and no error can be about it."""
+    request = context.get("request")
+    body = context.get("data")
+    if body is None:
+        body = getattr(request, "_full_data", None)  # DRF's Request once it has parsed
+        if body is Empty:
+            body = None
+    query = getattr(request, "query_params", None) or getattr(request, "GET", None)
+    return body, query
+
+
+def _with_value(error: dict[str, Any], path: sent_values.Path, sources) -> dict[str, Any]:
+    """``error`` with the ``value`` sent at ``path`` (``sent_values.value_member``), its
+    detail naming that value unless it already does."""
+    value = sent_values.value_member(path, error["rule"], sources)
+    if value is sent_values.MISSING:
+        return error
+    detail = error["detail"]
+    if not sent_values.names_value(detail, value):
+        detail = sent_values.detail_naming(detail, value)
+    return {**error, "detail": detail, "value": value}
+
+
+def _problem_detail(exc: ValidationProblem, detail: str, old: list[dict], new: list[dict]) -> str:
+    """A validation problem's detail once its errors name their values: written again from
+    its summary when ``ValidationProblem.of`` made it; else, when it ends with an error's
+    former detail (``"... the first at datasets[0].name: at most 255 characters"``), ending
+    with that error's new one; else, with one error, naming its value at its end unless it
+    already does; else as raised. At most 1,000 characters, as every detail."""
+    if exc.summary is not None:
+        return ValidationProblem.listed(exc.summary, new)
+    changed = [(o, n) for o, n in zip(old, new, strict=True) if o["detail"] != n["detail"]]
+    for before, after in changed:
+        if before["detail"] and detail.endswith(before["detail"]):
+            return (detail[: -len(before["detail"])] + after["detail"])[:1000]
+    if len(new) == 1 and changed and not sent_values.names_value(detail, new[0]["value"]):
+        return sent_values.detail_naming(detail, new[0]["value"])[:1000]
+    return detail
 
 
 def json_problem_response(doc: dict[str, Any]) -> JsonResponse:

@@ -65,7 +65,21 @@ PROBLEM_SCHEMA: dict[str, Any] = {
                         "`header.<Name>`, `path`, `body`.",
                     },
                     "rule": {"type": "string", "examples": ["required", "invalid_choice"]},
-                    "detail": {"type": "string"},
+                    "detail": {
+                        "type": "string",
+                        "description": "Why it was refused, naming `value` when there "
+                        "is one: `Enter a valid URL (got 'htp:/x').`",
+                    },
+                    "value": {
+                        "type": ["string", "number", "boolean", "null"],
+                        "description": "The value sent at `field` (validation problems), "
+                        "from the body or the query: a string cut at 100 characters "
+                        "(ending in `...`), a URL's credentials shown as `***`. Absent when "
+                        "the field was not sent (rule `required`), is a list or an object, "
+                        "or is a secret by its name (`*_secret`, `*_token`, `*_key`, "
+                        "`password`, `authorization`).",
+                        "examples": ["htp:/x", 0],
+                    },
                 },
                 "required": ["field", "rule", "detail"],
             },

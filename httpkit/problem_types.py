@@ -138,7 +138,8 @@ def problem_type_list(request: HttpRequest) -> HttpResponse:
             "(<code>application/problem+json</code>) with <code>type</code>, "
             "<code>title</code>, <code>status</code>, <code>detail</code>, "
             "<code>code</code>, and for input errors <code>errors[]</code> "
-            "(<code>field</code>, <code>rule</code>, <code>detail</code>).</p>"
+            "(<code>field</code>, <code>rule</code>, <code>detail</code>, and "
+            "<code>value</code>: the value sent, when it can be shown).</p>"
             "<table><thead><tr><th>type</th><th>status</th><th>title</th></tr></thead>"
             "<tbody>{}</tbody></table>",
             rows,
@@ -207,11 +208,12 @@ MARKDOWN_INTRO = """\
 
 Every error Tidemark answers is an RFC 9457 problem document
 (`application/problem+json`) with `type`, `title`, `status`, `detail` and `code`, and for
-input errors `errors[]` (`field`, `rule`, `detail`). Its `type` is a relative URI,
-`/problems/<type>`: the server that sent it answers that path with the page below (HTML
-for a browser, JSON for `Accept: application/json`), and `/problems/` lists every type
-that server can send. The catalog's server and the watchdog's own each list their own;
-this page lists both.
+input errors `errors[]` (`field`, `rule`, `detail`, and `value`: the value sent at the
+field, when it can be shown; see [`validation-error`](#validation-error)). Its `type` is a
+relative URI, `/problems/<type>`: the server that sent it answers that path with the page
+below (HTML for a browser, JSON for `Accept: application/json`), and `/problems/` lists
+every type that server can send. The catalog's server and the watchdog's own each list
+their own; this page lists both.
 """
 
 

@@ -35,6 +35,12 @@ def required(field: str) -> FieldError:
     return FieldError(field, REQUIRED_DETAIL, "required")
 
 
+def shown_text(text: str) -> str:
+    """``text`` as an error quotes a value sent: cut at 100 characters, with "..." when
+    cut."""
+    return text[:_MAX_VALUE_SHOWN] + "..." if len(text) > _MAX_VALUE_SHOWN else text
+
+
 def choice_detail(field: str, value: Any, choices: Iterable[Any]) -> str:
     """The sentence for a value outside a field's choices, naming the field, the value and
     every choice: ``"weekly" is not a valid choice for partitioning; choose one of: none,
@@ -43,10 +49,7 @@ def choice_detail(field: str, value: Any, choices: Iterable[Any]) -> str:
     shown = ['""' if str(c) == "" else str(c) for c in choices]
     rest = len(shown) - _MAX_CHOICES_SHOWN
     listed = ", ".join(shown[:_MAX_CHOICES_SHOWN]) + (f" and {rest} more" if rest > 0 else "")
-    text = str(value)
-    if len(text) > _MAX_VALUE_SHOWN:
-        text = text[:_MAX_VALUE_SHOWN] + "..."
-    return f'"{text}" is not a valid choice for {field}; choose one of: {listed}'
+    return f'"{shown_text(str(value))}" is not a valid choice for {field}; choose one of: {listed}'
 
 
 def invalid_choice(field: str, value: Any, choices: Iterable[Any]) -> FieldError:
@@ -118,7 +121,7 @@ def problem_document(
     status: int,
     detail: str,
     instance: str | None = None,
-    errors: list[dict[str, str]] | None = None,
+    errors: list[dict[str, Any]] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build an RFC 9457 document; ``code`` repeats the type's last segment for clients."""
@@ -141,21 +144,36 @@ def problem_document(
 class ValidationProblem(Problem):
     """errors[] names each offending field, the rule it broke and why: a missing field is
     ``required`` ("This field is required."), a value outside a field's choices is
-    ``invalid_choice`` and its detail lists every choice."""
+    ``invalid_choice`` and its detail lists every choice. An error's ``value`` is what was
+    sent at the field (a string cut at 100 characters), and its detail names it ("Enter a
+    valid URL (got 'htp:/x')."); there is none for a missing field, a list, an object, or
+    a field whose name says it is a secret (``*_secret``, ``*_token``, ``*_key``,
+    ``password``, ``authorization``)."""
 
     code = "validation_error"
     title = "The request is not valid"
     status = 400
+    # The summary its detail starts with, when made by ``of`` (so a renderer that changes
+    # the errors' details can write the detail again: ``listed``).
+    summary: str | None = None
 
     @classmethod
     def of(cls, summary: str, errors: list[FieldError]) -> ValidationProblem:
         """A problem whose detail is ``summary`` followed by each error's field and detail
         (so the detail alone says what to fix), at most 1,000 characters."""
+        problem = cls(cls.listed(summary, [e.as_dict() for e in errors]), errors=errors)
+        problem.summary = summary
+        return problem
+
+    @staticmethod
+    def listed(summary: str, errors: list[dict[str, Any]]) -> str:
+        """``summary`` followed by each error's ``field`` and ``detail``, at most 1,000
+        characters: ``Some dataset fields are not valid: sla_cron: ...; owner: ...``."""
         listed = "; ".join(
-            e.detail if e.detail.startswith(f"{e.field}: ") else f"{e.field}: {e.detail}"
-            for e in errors
+            detail if detail.startswith(f"{field}: ") else f"{field}: {detail}"
+            for field, detail in ((e["field"], e["detail"]) for e in errors)
         )
-        return cls(f"{summary.rstrip('.')}: {listed}"[:1000], errors=errors)
+        return f"{summary.rstrip('.')}: {listed}"[:1000]
 
 
 class NotFound(Problem):

@@ -50,10 +50,11 @@ def readiness_publish_view(request: HttpRequest) -> HttpResponse:
     """
     if request.method == "OPTIONS":
         return _response(b"", 200, "application/json")
+    sent: dict = {}  # the parsed body, once parsed: where a refused value is looked up
     try:
-        body, status_code, replayed = _publish(request)
+        body, status_code, replayed = _publish(request, sent)
     except Exception as exc:  # rendered as every API error is (unexpected ones are logged)
-        problem = problem_exception_handler(exc, {"request": request})
+        problem = problem_exception_handler(exc, {"request": request, "data": sent.get("data")})
         response = _response(_RENDERER.render(problem.data), problem.status_code)
         for name, value in problem.items():  # e.g. WWW-Authenticate, Retry-After
             if name.lower() != "content-type":
@@ -71,7 +72,7 @@ def readiness_publish_view(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _publish(request: HttpRequest) -> tuple[dict, int, bool]:
+def _publish(request: HttpRequest, sent: dict) -> tuple[dict, int, bool]:
     if request.method != "POST":
         raise exceptions.MethodNotAllowed(request.method)
     principal, key = _AUTHENTICATION.authenticate(request) or (None, None)
@@ -82,9 +83,8 @@ def _publish(request: HttpRequest) -> tuple[dict, int, bool]:
     media_type = request.content_type.strip().lower()
     if media_type != "application/json":  # worded by the exception handler, as DRF's 415s
         raise exceptions.UnsupportedMediaType(media_type or "(none)")
-    data = s.ReadinessPublishInputSerializer(
-        data=StrictJSONParser().parse(io.BytesIO(request.body))
-    )
+    sent["data"] = StrictJSONParser().parse(io.BytesIO(request.body))
+    data = s.ReadinessPublishInputSerializer(data=sent["data"])
     data.is_valid(raise_exception=True)
     result = publishing.readiness_publish(
         actor=principal.actor,

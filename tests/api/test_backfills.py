@@ -161,7 +161,12 @@ def test_patch_refuses_an_unknown_field_and_another_teams_subscription(world, cl
     moved = analytics.patch(url, {"endpoint_url": "https://elsewhere.example.com/"}, format="json")
     assert moved.status_code == 400
     assert moved.json()["errors"] == [
-        {"field": "endpoint_url", "rule": "unknown", "detail": "unknown field"}
+        {
+            "field": "endpoint_url",
+            "rule": "unknown",
+            "detail": "unknown field (got 'https://elsewhere.example.com/')",
+            "value": "https://elsewhere.example.com/",
+        }
     ]
     not_a_boolean = analytics.patch(url, {"newest_only": "perhaps"}, format="json")
     assert not_a_boolean.status_code == 400

@@ -254,7 +254,8 @@ def test_identity_cannot_be_patched(client_for, team):
     assert response.json()["errors"][0] == {
         "field": "name",
         "rule": "unknown",
-        "detail": "unknown field",
+        "detail": "unknown field (got 'other')",
+        "value": "other",
     }
 
 

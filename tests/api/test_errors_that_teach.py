@@ -133,7 +133,8 @@ def test_an_invalid_choice_lists_the_choices(
     send = client.get if method == "get" else lambda u, b: client.post(u, b, format="json")
     response = send(url, body)
     error = _error_of(response, 400, field)
-    assert error == {"field": field, "rule": "invalid_choice", "detail": detail}
+    sent = detail.split('"')[1]  # the value sent, which the sentence quotes first
+    assert error == {"field": field, "rule": "invalid_choice", "detail": detail, "value": sent}
     assert detail in response.json()["detail"]
 
 
@@ -164,6 +165,7 @@ def test_an_unknown_storage_source_lists_the_configured_ones(client_for, team, s
         "field": "storage_source",
         "rule": "invalid_choice",
         "detail": '"lak" is not a valid choice for storage_source; choose one of: lake, warm',
+        "value": "lak",
     }
 
 

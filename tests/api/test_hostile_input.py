@@ -126,11 +126,15 @@ def test_invisible_characters_in_names_are_refused(client_for, team, name):
         "/api/v1/datasets", {"namespace": "s3://lake", "name": name}, format="json"
     )
     assert response.status_code == 400
+    # The detail names the value with its invisible character escaped (repr), never raw.
     assert response.json()["errors"][0] == {
         "field": "name",
         "rule": "whitespace",
-        "detail": "name must not contain whitespace, control or invisible characters",
+        "detail": "name must not contain whitespace, control or invisible characters "
+        f"(got {name!r})",
+        "value": name,
     }
+    assert name not in response.json()["detail"]
 
 
 def test_dataset_filter_normalises_identity_like_publish(client_for, team):

@@ -73,6 +73,7 @@ def test_an_invalid_choice_lists_the_choices(api, settings, url, body, field, de
         "field": field,
         "rule": "invalid_choice",
         "detail": detail,
+        "value": detail.split('"')[1],  # the value sent, which the sentence quotes first
     }
     assert detail in response.json()["detail"]
     assert not Monitor.objects.exists()
