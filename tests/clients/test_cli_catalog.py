@@ -10,6 +10,7 @@ import time
 
 import pytest
 from django.utils import timezone
+from tidemark_client import Client, ProblemError
 from tidemark_client.cli import EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
 
 from catalog.actors import Actor
@@ -224,3 +225,11 @@ def test_apply_of_a_bad_file_names_the_field(tidemark, orders, tmp_path):
     assert done.returncode == EXIT_ERROR
     assert "  datasets[1].sla_cron: " in done.stderr
     assert not Dataset.objects.filter(name="raw/refunds").exists()
+
+
+def test_the_client_gives_each_refused_field_with_the_value_sent(tidemark, orders):
+    with Client(tidemark.url, tidemark.key) as client, pytest.raises(ProblemError) as raised:
+        client.publish("s3://lake", "raw/orders", DAY, manifest={"expected_files": -1})
+
+    assert raised.value.status == 400
+    assert [(e.field, e.value) for e in raised.value.errors] == [("manifest.expected_files", -1)]

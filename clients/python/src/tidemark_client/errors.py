@@ -15,11 +15,14 @@ class TidemarkError(Exception):
 class FieldProblem:
     """One offending input field of a problem's ``errors[]``: its dotted ``field`` path
     (``datasets[2].sla_cron``), the ``rule`` it broke (``required``, ``invalid_choice``
-    ...) and a ``detail`` that says how to fix it."""
+    ...), a ``detail`` that says how to fix it and the ``value`` sent there as the server
+    repeats it (a string, number or boolean; None when the server gave none: a required
+    field, a secret, a list or an object, or when null was sent)."""
 
     field: str
     rule: str
     detail: str
+    value: Any = None
 
 
 class ProblemError(TidemarkError):
@@ -51,6 +54,7 @@ class ProblemError(TidemarkError):
                 field=str(e.get("field", "")),
                 rule=str(e.get("rule", "")),
                 detail=str(e.get("detail", "")),
+                value=e.get("value"),
             )
             for e in document.get("errors") or []
             if isinstance(e, dict)
