@@ -30,3 +30,23 @@ def race(works: list[Callable[[], object]]) -> None:
         thread.join(timeout=60)
     assert not any(t.is_alive() for t in threads), "a racing thread hung"
     assert not failures, failures
+
+
+def elsewhere(work: Callable[[], object], *, what: str = "the other transaction") -> None:
+    """Run ``work`` to its commit in a thread of its own (its own connections); fail if it
+    hangs past 60 s (``what`` names it), and re-raise what it raised."""
+    failures = []
+
+    def run():
+        try:
+            work()
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), f"{what} hung"
+    assert not failures, failures

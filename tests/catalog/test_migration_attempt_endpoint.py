@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_states import apps_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,16 +18,9 @@ AFTER = [("catalog", "0031_endpoint_lifecycle_and_attempt_endpoint")]
 AT = datetime(2026, 11, 28, 6, tzinfo=UTC)
 
 
-def _apps_at(target):
-    executor = MigrationExecutor(connection)
-    executor.migrate(target)
-    executor.loader.build_graph()
-    return executor.loader.project_state(target).apps
-
-
 @pytest.fixture
 def migrated_back():
-    yield _apps_at(BEFORE)
+    yield apps_at(BEFORE)
     call_command("migrate", verbosity=0)  # the rest of the suite runs at the head
 
 
@@ -54,6 +47,6 @@ def test_attempts_written_before_get_their_deliverys_endpoint(migrated_back):
         )
         attempts[attempt.pk] = endpoint.pk
 
-    apps = _apps_at(AFTER)
+    apps = apps_at(AFTER)
     Attempt = apps.get_model("catalog", "DeliveryAttempt")
     assert dict(Attempt.objects.values_list("pk", "endpoint_id")) == attempts

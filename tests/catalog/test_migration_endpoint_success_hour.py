@@ -11,10 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from catalog import selectors
+from tests.migration_states import apps_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,16 +22,9 @@ AFTER = [("catalog", "0044_endpoint_success_hour")]
 NOW = datetime(2026, 11, 28, 12, 40, tzinfo=UTC)
 
 
-def _apps_at(target):
-    executor = MigrationExecutor(connection)
-    executor.migrate(target)
-    executor.loader.build_graph()
-    return executor.loader.project_state(target).apps
-
-
 @pytest.fixture
 def migrated_back():
-    yield _apps_at(BEFORE)
+    yield apps_at(BEFORE)
     call_command("migrate", verbosity=0)  # the rest of the suite runs at the head
 
 
@@ -74,7 +66,7 @@ def test_the_last_25_hours_of_successes_are_counted_per_endpoint_and_hour(migrat
     ids = deliveries_before(migrated_back)
 
     with time_machine.travel(NOW, tick=False):
-        apps = _apps_at(AFTER)
+        apps = apps_at(AFTER)
     Hour = apps.get_model("catalog", "EndpointSuccessHour")
     counted = {(r.endpoint_id, r.hour): r.succeeded for r in Hour.objects.all()}
     at = datetime(2026, 11, 28, tzinfo=UTC)
@@ -91,7 +83,7 @@ def test_the_last_25_hours_of_successes_are_counted_per_endpoint_and_hour(migrat
 def test_after_the_migration_the_health_reads_what_it_counted_before(migrated_back):
     ids = deliveries_before(migrated_back)
     with time_machine.travel(NOW, tick=False):
-        _apps_at(AFTER)
+        apps_at(AFTER)
     call_command("migrate", verbosity=0)
     from catalog.models import Team
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_states import apps_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,16 +17,9 @@ AFTER = [("catalog", "0027_identities_follow_naming_rules")]
 SEEN = datetime(2026, 11, 1, tzinfo=UTC)
 
 
-def _apps_at(target):
-    executor = MigrationExecutor(connection)
-    executor.migrate(target)
-    executor.loader.build_graph()
-    return executor.loader.project_state(target).apps
-
-
 @pytest.fixture
 def migrated_back():
-    yield _apps_at(BEFORE)
+    yield apps_at(BEFORE)
     call_command("migrate", verbosity=0)  # the rest of the suite runs at the head
 
 
@@ -59,7 +52,7 @@ def test_datasets_and_prefix_claims_are_renamed_and_their_old_spelling_kept(migr
     )
     claim = Claim.objects.create(team=team, kind="dataset_prefix", pattern="s3a://lake/sales/")
 
-    apps = _apps_at(AFTER)
+    apps = apps_at(AFTER)
     Dataset, Alias = apps.get_model("catalog", "Dataset"), apps.get_model("catalog", "DatasetAlias")
     identities = dict(
         (pk, (ns, name)) for pk, ns, name in Dataset.objects.values_list("pk", "namespace", "name")
@@ -79,5 +72,5 @@ def test_datasets_and_prefix_claims_are_renamed_and_their_old_spelling_kept(migr
     assert claim.pattern == "s3://lake/sales/"
 
     # Backwards leaves the data as it is: it is normal under the former rules too.
-    Dataset = _apps_at(BEFORE).get_model("catalog", "Dataset")
+    Dataset = apps_at(BEFORE).get_model("catalog", "Dataset")
     assert Dataset.objects.get(pk=renamed.pk).namespace == "s3://lake"

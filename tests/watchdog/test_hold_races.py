@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connections
 
-from tests.concurrency import race
+from tests.concurrency import elsewhere, race
 from watchdog import db, holds, incidents, monitors, paging
 from watchdog.models import Channel, Incident, Monitor, Page, PageGroup
 from watchdog.pings import recording
@@ -83,25 +83,6 @@ def missed(monitor_, partition, *, deadline_at, sent=False):
             state=Page.State.SENT, attempts=1, sent_at=deadline_at + GRACE
         )
     return incident
-
-
-def elsewhere(work):
-    """Run ``work`` to its commit in a thread of its own (its own connection)."""
-    failures = []
-
-    def run():
-        try:
-            work()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the other transaction hung"
-    assert not failures, failures
 
 
 def another_loop_sends(now):

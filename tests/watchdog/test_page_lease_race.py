@@ -10,12 +10,11 @@ connection, while the sender is on that page.
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connections
 
+from tests.concurrency import elsewhere
 from watchdog import evaluation, monitors, paging
 from watchdog.models import Incident, Monitor, Page, PageGroup
 from watchdog.pings import recording
@@ -24,25 +23,6 @@ from watchdog.pings.inputs import PingInput
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "watchdog"])
 
 DEADLINE = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
-
-
-def elsewhere(work):
-    """Run ``work`` to its commit in a thread of its own (its own connection)."""
-    failures = []
-
-    def run():
-        try:
-            work()
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the ping hung"
-    assert not failures, failures
 
 
 def landing_while_sending(monkeypatch, monitor, *, action_kind):
@@ -61,7 +41,8 @@ def landing_while_sending(monkeypatch, monitor, *, action_kind):
                     ping_key=monitor.ping_key,
                     ping=PingInput(kind="success", method="POST"),
                     now=at,
-                )
+                ),
+                what="the ping",
             )
         return send(page, sender=sender, now=now)
 
