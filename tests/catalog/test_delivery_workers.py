@@ -171,6 +171,9 @@ def test_publishes_while_redis_is_down_are_delivered_after_it_returns(
     pid = worker.process.pid
     publish("2026-11-27")  # before the outage the doorbell alone gets it delivered
     wait_until(all_succeeded(2), DELIVERED_WITHIN, "the pre-outage deliveries")
+    # The pass that sent them must have ended too: one still running would claim the
+    # outage's publishes itself, and nothing here would need the broker back.
+    wait_until(lambda: worker.claimed()[0] >= 2, 10, "the pre-outage pass's summary")
 
     broker.kill()
     during = [f"2026-11-{day}" for day in (28, 29, 30)]
