@@ -1,5 +1,7 @@
 """Running retention rules: each batch is its own short transaction that locks the rows it
-will delete (``FOR UPDATE SKIP LOCKED``) and deletes them by primary key.
+will delete (``FOR UPDATE SKIP LOCKED``) and deletes them by primary key, with what their
+``on_delete`` relations make follow (``cascade``: set-based on PostgreSQL, else Django's
+collector).
 
 Safe to run twice at once (a row one pruner locked is skipped by the other), idempotent
 (a rule selects only what is prunable now), and stoppable at any point (what a batch
@@ -21,6 +23,8 @@ from datetime import datetime
 from django.apps import apps
 from django.conf import settings
 from django.db import OperationalError, connections, models, router, transaction
+
+from . import cascade
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +109,8 @@ def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
             )
             if not ids:
                 return Counter()
+            if cascade.plannable(rule.model, alias):
+                return cascade.delete(rule.model, ids, alias=alias)
             _, per_model = rule.model._base_manager.using(alias).filter(pk__in=ids).delete()
             return Counter({label: n for label, n in per_model.items() if n})
     except OperationalError as exc:
