@@ -55,12 +55,12 @@ def _plan(model: type[models.Model], seen: frozenset[type[models.Model]]) -> tup
         raise LookupError(f"{meta.label}: a cycle of cascades")
     if meta.parents or meta.private_fields:
         raise LookupError(f"{meta.label}: inheritance or a generic relation")
-    if any(signal.has_listeners(model) for signal in _SIGNALS):
-        raise LookupError(f"{meta.label}: a delete signal is listened to")
+    if getattr(meta.pk, "column", None) is None:
+        raise LookupError(f"{meta.label}: a primary key of several columns")
     edges = []
     for relation in _relations(model):
         related, field = relation.related_model, relation.field
-        if field.target_field != meta.pk:
+        if len(field.foreign_related_fields) != 1 or field.foreign_related_fields[0] != meta.pk:
             raise LookupError(f"{related._meta.label}.{field.name}: not to the primary key")
         if relation.on_delete is DO_NOTHING:
             continue
@@ -75,15 +75,30 @@ def _plan(model: type[models.Model], seen: frozenset[type[models.Model]]) -> tup
 
 
 @cache
-def plan(model: type[models.Model]) -> tuple[Edge, ...] | None:
-    """What deleting rows of ``model`` reaches, or None where the collector must do it.
-
-    Computed once per model (``plan.cache_clear()`` after connecting a delete signal
-    receiver at run time; receivers connected at start-up are seen)."""
+def _structure(model: type[models.Model]) -> tuple[Edge, ...] | None:
     try:
         return _plan(model, frozenset())
     except LookupError:
         return None
+
+
+def _reached(model: type[models.Model], edges: tuple[Edge, ...]):
+    yield model
+    for edge in edges:
+        yield from _reached(edge.model, edge.plan)
+
+
+def plan(model: type[models.Model]) -> tuple[Edge, ...] | None:
+    """What deleting rows of ``model`` reaches, or None where the collector must do it:
+    a relation this module does not follow, or a delete signal listened to on a model the
+    deletion reaches (checked on every call: a receiver connected at any time is seen)."""
+    edges = _structure(model)
+    if edges is None:
+        return None
+    for reached in _reached(model, edges):
+        if any(signal.has_listeners(reached) for signal in _SIGNALS):
+            return None
+    return edges
 
 
 def plannable(model: type[models.Model], alias: str) -> bool:
