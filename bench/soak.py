@@ -411,6 +411,15 @@ def child_prune(cfg: dict[str, Any]) -> dict[str, Any]:
         "publish_without_prune": without,
         "publish_during_prune": during,
         "p99_ratio_during_over_without": ratio(during.get("p99_ms"), without.get("p99_ms")),
+        # Where the slow ones fall: (seconds after the prune began, ms), and p99 a minute.
+        "slowest_during": sorted(
+            ((round(t - t1, 1), round(ms, 1)) for t, ms, _ in load.samples if t1 <= t < t2),
+            key=lambda sample: -sample[1],
+        )[:20],
+        "p99_ms_by_minute": [
+            load.summary(start, min(start + 60, t2)).get("p99_ms")
+            for start in (t1 + 60 * m for m in range(int((t2 - t1) // 60) + 1))
+        ],
         "deliveries_marked_sent": backlog,
     }
 
