@@ -6,14 +6,13 @@ from datetime import timedelta
 import pytest
 from django.db import connections
 
-from tests.watchdog.conftest import pagerduty  # noqa: F401 - the receiver fixture
+from tests.watchdog.conftest import pagerduty, pair  # noqa: F401 - the receiver, the monitors
 from tests.watchdog.test_holds import (
     DOWNSTREAM_DEADLINE,
     GRACE,
     UPSTREAM_DEADLINE,
     cycle,
     pages,
-    pair,  # noqa: F401 - the monitors fixture
     ping,
 )
 from watchdog import db

@@ -8,6 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.watchdog import pagerduty_events
+from tests.watchdog.hold_pair import orders_and_revenue
 from watchdog import tokens
 from watchdog.models import Channel
 
@@ -137,3 +138,9 @@ def oncall_world(db, channel):
     for monitor in (nightly, hourly, billing):
         monitor.refresh_from_db()
     return {"nightly": nightly, "hourly": hourly, "billing": billing, "incident": incident}
+
+
+@pytest.fixture
+def pair(db):
+    """Orders (upstream) and revenue (downstream, reading it): ``hold_pair``."""
+    return orders_and_revenue()

@@ -19,53 +19,16 @@ import pytest
 from django.db import connections
 
 from tests.concurrency import elsewhere, race
+from tests.watchdog.hold_pair import GRACE
 from watchdog import db, holds, incidents, monitors, paging
-from watchdog.models import Channel, Incident, Monitor, Page, PageGroup
+from watchdog.models import Incident, Monitor, Page, PageGroup
 from watchdog.pings import recording
 from watchdog.pings.inputs import PingInput
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "watchdog"])
 
-CREATED = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-GRACE = timedelta(minutes=10)
 DUE, DAY_BEFORE = "2026-11-28", "2026-11-27"
-UPSTREAM_KEY, DOWNSTREAM_KEY = "U" * 32, "D" * 32
 NOW = datetime(2026, 11, 29, 5, 41, tzinfo=UTC)  # the downstream's deadline is judged
-
-
-def monitor(name, *, cron, key, external_id, depends_on=()):
-    channel = Channel.objects.create(
-        name=f"{name} on-call", kind=Channel.Kind.PAGERDUTY, target=key
-    )
-    return monitors.monitor_create(
-        channels=[channel],
-        now=CREATED,
-        name=name,
-        kind=Monitor.Kind.DEADLINE,
-        cron=cron,
-        timezone="UTC",
-        partitioning="daily",
-        partition_timezone="UTC",
-        grace_seconds=int(GRACE.total_seconds()),
-        external_id=external_id,
-        depends_on=list(depends_on),
-    )
-
-
-@pytest.fixture
-def pair(db):
-    """Orders (upstream, due 04:00 UTC) and revenue (downstream, due 05:30, reading it)."""
-    upstream = monitor(
-        "orders data", cron="0 4 * * *", key=UPSTREAM_KEY, external_id="tidemark:dataset:1:data"
-    )
-    downstream = monitor(
-        "revenue data",
-        cron="30 5 * * *",
-        key=DOWNSTREAM_KEY,
-        external_id="tidemark:dataset:2:data",
-        depends_on=["tidemark:dataset:1:data"],
-    )
-    return upstream, downstream
 
 
 def missed(monitor_, partition, *, deadline_at, sent=False):

@@ -11,20 +11,18 @@ import pytest
 import time_machine
 from django.test import Client
 
-from watchdog import holds, loop, monitors, paging
-from watchdog.models import Channel, Incident, Monitor, Page
+from tests.watchdog.hold_pair import DOWNSTREAM_KEY, GRACE, UPSTREAM_KEY, monitor
+from watchdog import holds, loop, paging
+from watchdog.models import Incident, Page
 
 pytestmark = [
     pytest.mark.django_db(databases=["default", "watchdog"]),
     pytest.mark.urls("config.urls_watchdog"),
 ]
 
-CREATED = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 UPSTREAM_DEADLINE = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
 DOWNSTREAM_DEADLINE = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
-GRACE = timedelta(minutes=10)
 DUE = "2026-11-28"  # the partition both deadlines expect
-UPSTREAM_KEY, DOWNSTREAM_KEY = "U" * 32, "D" * 32
 
 
 def cycle(at):
@@ -36,46 +34,6 @@ def ping(monitor, at, partition=DUE):
     with time_machine.travel(at, tick=False):
         response = Client().get(f"/ping/{monitor.ping_key}", {"partition": partition})
     assert response.status_code == 200
-
-
-def monitor(name, *, cron, key, external_id, depends_on=(), partitioning="daily", **fields):
-    channels = []
-    if key:
-        channels = [
-            Channel.objects.create(name=f"{name} on-call", kind=Channel.Kind.PAGERDUTY, target=key)
-        ]
-    with time_machine.travel(CREATED, tick=False):
-        return monitors.monitor_create(
-            channels=channels,
-            now=CREATED,
-            name=name,
-            kind=Monitor.Kind.DEADLINE,
-            cron=cron,
-            timezone="UTC",
-            partitioning=partitioning,
-            partition_timezone="UTC",
-            grace_seconds=int(GRACE.total_seconds()),
-            external_id=external_id,
-            depends_on=list(depends_on),
-            **fields,
-        )
-
-
-@pytest.fixture
-def pair(db):
-    """Orders (upstream, due 04:00 UTC) and revenue (downstream, due 05:30 UTC, reading
-    orders): two teams, two channels."""
-    upstream = monitor(
-        "orders data", cron="0 4 * * *", key=UPSTREAM_KEY, external_id="tidemark:dataset:1:data"
-    )
-    downstream = monitor(
-        "revenue data",
-        cron="30 5 * * *",
-        key=DOWNSTREAM_KEY,
-        external_id="tidemark:dataset:2:data",
-        depends_on=["tidemark:dataset:1:data"],
-    )
-    return upstream, downstream
 
 
 def pages(events, key=None):

@@ -31,17 +31,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.schedules.strategies import oracle_examples
+from tests.watchdog.hold_pair import DOWNSTREAM_KEY, GRACE, UPSTREAM_KEY, monitor
 from tests.watchdog.test_holds import (
     DOWNSTREAM_DEADLINE,
-    DOWNSTREAM_KEY,
     DUE,
-    GRACE,
     LAST_DEADLINE,
     LAST_KEY,
     UPSTREAM_DEADLINE,
-    UPSTREAM_KEY,
     cycle,
-    monitor,
 )
 from watchdog import db
 from watchdog.models import Incident
