@@ -1,6 +1,6 @@
 """What a poll-only group's next sweep is planned from (``poll_schedule``): which of its
-poll-only datasets are pending and when each is expected, read in a few queries whatever
-the number of datasets.
+poll-only datasets are pending and when each is expected, and which datasets a narrow
+sweep lists (``due_now``), read in a few queries whatever the number of datasets.
 
 A dataset is pending when its latest closed period has no ready partition. Its expected
 window comes from its arrivals (first readiness, published or found, no restatement) of
@@ -30,15 +30,7 @@ def expected(
     """``(windows of the pending datasets, next-period openings of the ready ones)`` for
     ``datasets`` (poll-only, of one group) at ``now`` (aware UTC); see ``poll_schedule``.
     An unpartitioned dataset with nothing ready is pending with no window."""
-    latest: dict[int, tuple[str, datetime, datetime]] = {}  # id -> (key, end, next end)
-    for dataset in datasets:
-        if dataset.partitioning == Dataset.Partitioning.NONE:
-            continue
-        current = period_containing(now, dataset.partitioning, dataset.partition_timezone)
-        closed = period_containing(
-            current.start - timedelta(seconds=1), dataset.partitioning, dataset.partition_timezone
-        )
-        latest[dataset.pk] = (closed.key, current.start, current.end)
+    latest = _latest(datasets, now=now)
     ready = _ready(datasets, latest)
     since = now - timedelta(days=settings.TIDEMARK_POLL["profile_days"])
     arrivals = _arrivals(list(latest), since=since)
@@ -64,6 +56,62 @@ def expected(
         else:
             pending.append(expected_window)
     return pending, reopens
+
+
+def due_now(
+    datasets: list[Dataset], by_event: set[int], *, now: datetime, checks_by: datetime
+) -> set[int]:
+    """Ids of the datasets a narrow sweep at ``now`` (aware UTC) lists: those that publish
+    no events (not in ``by_event``) and whose latest closed period has no ready partition
+    or that have a partition recorded pending (an incomplete manifest) within the lookback
+    window, and any dataset whose SLA check is due by ``checks_by``.
+
+    The others (a poll-only dataset whose latest period is ready, a dataset that publishes
+    events) wait for the group's next wide sweep, at most ``safety_net_seconds`` away: an
+    early partition, a late one filling a gap or a missed event is found then.
+    """
+    poll_only = [d for d in datasets if d.pk not in by_event]
+    due = pending_ids(poll_only, now=now)
+    since = now - timedelta(days=settings.TIDEMARK_POLL["lookback_days"])
+    ids = [d.pk for d in datasets]
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        due.update(
+            Partition.objects.filter(
+                dataset_id__in=[i for i in chunk if i not in by_event],
+                current_revision__state=PartitionRevision.State.PENDING,
+                start_at__gte=since,
+            )
+            .values_list("dataset_id", flat=True)
+            .distinct()
+        )
+        due.update(
+            Dataset.objects.filter(pk__in=chunk, next_check_at__lte=checks_by).values_list(
+                "pk", flat=True
+            )
+        )
+    return due
+
+
+def pending_ids(datasets: list[Dataset], *, now: datetime) -> set[int]:
+    """Ids of ``datasets`` whose latest closed period at ``now`` (aware UTC) has no ready
+    partition (an unpartitioned one: nothing ready yet); a query per 500 datasets."""
+    return {d.pk for d in datasets} - _ready(datasets, _latest(datasets, now=now))
+
+
+def _latest(datasets: list[Dataset], *, now: datetime) -> dict[int, tuple]:
+    """``{id: (latest closed period's key, its end, the current period's end)}`` of the
+    partitioned ``datasets`` at ``now``."""
+    latest: dict[int, tuple[str, datetime, datetime]] = {}
+    for dataset in datasets:
+        if dataset.partitioning == Dataset.Partitioning.NONE:
+            continue
+        current = period_containing(now, dataset.partitioning, dataset.partition_timezone)
+        closed = period_containing(
+            current.start - timedelta(seconds=1), dataset.partitioning, dataset.partition_timezone
+        )
+        latest[dataset.pk] = (closed.key, current.start, current.end)
+    return latest
 
 
 def _ready(datasets: list[Dataset], latest: dict) -> set[int]:

@@ -17,6 +17,11 @@ new listing), and a new listing with ``StartAfter`` skips it otherwise. So a gro
 date-first partitions is one listing from the oldest partition not yet ready, and a group
 of dataset-first partitions with years of history is at most one short listing per dataset.
 
+A narrow sweep lists only some of the datasets (``listed``: those with a partition due,
+``polling``): the others' names are passed over when that costs less than a page, and
+skipped with a new listing otherwise, so in a dataset-first group with years of history a
+narrow sweep costs a listing per dataset it lists, not one per dataset of the group.
+
 A recovery sweep (after the worker was down) starts a dataset with nothing ready at its
 first name; a full sweep lists everything with one listing.
 """
@@ -51,6 +56,7 @@ class _Range:
     prefix: str
     start: str | None  # StartAfter; None: from the first name under ``prefix``
     history: int  # partitions known before ``start`` (what a run passing over it reads)
+    listed: bool = True  # False: a dataset this sweep does not list (all of it is history)
 
 
 def _successor(prefix: str) -> str | None:
@@ -72,8 +78,9 @@ def plan(
     recovery: bool = False,
     entries_per_partition: float = 1.0,
     also_from: dict[int, str] | None = None,
+    listed: set[int] | None = None,
 ) -> list[Run]:
-    """The listings one sweep makes, in name order.
+    """The listings one sweep makes, in name order (none when ``listed`` is empty).
 
     Args:
         datasets: the group's polled datasets.
@@ -84,15 +91,22 @@ def plan(
             entries: 1 for a delimiter listing, the objects per partition for a flat one.
         also_from: ``{dataset id: key}``: list those datasets from that partition on at
             least (the pass over recent markers, ``rewritten_markers``, reads them).
+        listed: ids of the datasets to list (a narrow sweep); None lists every one.
     """
     if full or not datasets:
         return [Run(None, None)]
+    if listed is not None and not listed.intersection(d.pk for d in datasets):
+        return []
     lookback = timedelta(days=settings.TIDEMARK_POLL["lookback_days"])
     since = now - lookback
     newest, pending, counts, recent = _known(datasets, since=since)
     ranges: list[_Range] = []
     for dataset in datasets:
         location = locations[dataset.pk]
+        if listed is not None and dataset.pk not in listed:
+            prefix = location.segment_prefix + ("" if location.partitioned else "/")
+            ranges.append(_Range(prefix, None, counts.get(dataset.pk, 0), listed=False))
+            continue
         if not location.partitioned:
             ranges.append(_Range(location.segment_prefix + "/", None, 0))
             continue
@@ -143,29 +157,38 @@ def _periods(dataset: Dataset, start: datetime, end: datetime) -> int:
 
 
 def _nest(ranges: list[_Range]) -> list[_Range]:
-    """Merge ranges whose prefix lies inside another's (``""`` holds every name)."""
-    ranges.sort(key=lambda r: r.prefix)
+    """Merge ranges whose prefix lies inside another's (``""`` holds every name): listed
+    when one of them is, from the earliest start of those listed."""
+    ranges.sort(key=lambda r: (r.prefix, not r.listed))
     merged: list[_Range] = []
     for r in ranges:
         outer = merged[-1] if merged else None
         if outer is None or not r.prefix.startswith(outer.prefix):
-            merged.append(_Range(r.prefix, r.start, r.history))
+            merged.append(_Range(r.prefix, r.start, r.history, r.listed))
             continue
-        starts = [r.start, outer.start]
-        outer.start = None if None in starts else min(starts)
+        if r.listed:
+            starts = [r.start, outer.start] if outer.listed else [r.start]
+            outer.start = None if None in starts else min(starts)
+            outer.listed = True
         outer.history += r.history
     return merged
 
 
 def _runs(ranges: list[_Range], per_entry: float) -> list[Run]:
     runs: list[Run] = []
+    passed = 0.0  # entries of the datasets not listed since the current run's end
     for r in ranges:
+        if not r.listed:
+            passed += r.history * per_entry
+            continue
         start = r.start if r.start is not None else _before(r.prefix)
-        # Entries between the current run's end and this range's start: its history.
-        if runs and r.history * per_entry < PAGE_SIZE:
+        # Entries between the current run's end and this range's start: the datasets not
+        # listed in between, and this one's history.
+        if runs and passed + r.history * per_entry < PAGE_SIZE:
             runs[-1] = Run(runs[-1].start_after, _successor(r.prefix))
         else:
             runs.append(Run(start, _successor(r.prefix)))
+        passed = 0.0
     return runs
 
 

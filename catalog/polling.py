@@ -15,10 +15,13 @@ and a location template. Datasets whose templates share a parent prefix form a
 
 Where the listings start and stop is ``poll_plan``'s: each dataset after its newest ready
 partition (from the lookback horizon when it has a gap there), so a regular sweep costs
-what is new, and no dataset is left out, so an early or gap-filling partition is found by
-the group's next sweep. A full sweep (a group's first, then at least daily) lists every
-prefix; the first sweep after worker start (``recovery``) starts datasets with nothing
-ready at their first name.
+what is new. A sweep lists every dataset of its group at least every
+``safety_net_seconds`` (a wide sweep: an early or gap-filling partition, or a missed
+event, is found then); the sweeps in between are narrow, listing only the datasets with a
+partition due (``poll_cadence.due_now``), so in a dataset-first group with long histories
+a dense sweep costs a listing per dataset still waiting, not one per dataset. A full
+sweep (a group's first, then at least daily) lists every prefix; the first sweep after
+worker start (``recovery``) starts datasets with nothing ready at their first name.
 
 What completed is recorded through ``services.publishing.readiness_found`` (``detected_by = poll``),
 which fires the same notifications as a published event; a dataset that otherwise
@@ -121,6 +124,8 @@ class SweepReport:
     incomplete: int = 0
     recent_pass: bool = False
     partitions_restated: int = 0
+    narrow: bool = False
+    datasets_listed: int = 0
     error: str = ""
     duration_ms: int = 0
     found: list[str] = field(default_factory=list)
@@ -219,6 +224,7 @@ def sweep_group(
         )
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
+        recent = only is None and rewritten_markers.due(group, now=now)
         found_any, poll_only = _sweep(
             group,
             datasets,
@@ -227,7 +233,8 @@ def sweep_group(
             now=now,
             full=full,
             recovery=recovery,
-            recent=only is None and rewritten_markers.due(group, now=now),
+            recent=recent,
+            narrow=only is None and not (full or recovery or recent) and _wide_lately(group, now),
         )
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
@@ -248,16 +255,23 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
+def _sweep(group, datasets, lister, report, *, now, full, recovery, recent, narrow=False):
     """The sweep proper; returns ``(found_any, the datasets that publish no events)``.
 
     ``recent``: also make the pass over recent markers (``rewritten_markers``). A flat
     listing then starts each dataset no later than its oldest ready partition in the
     pass's window, so the pass reads what it already listed and costs no listing of its
     own (in a dataset-first group, not one more listing per dataset).
+
+    ``narrow``: list only the datasets with a partition due (``poll_cadence.due_now``).
     """
+    report.narrow = narrow
     if not datasets:
         return False, []
+    by_event = _publishing(datasets, now=now)
+    soon = now + CHECK_MARGIN + DUE_SLACK  # a sweep before an SLA check runs this early
+    listed = poll_cadence.due_now(datasets, by_event, now=now, checks_by=soon) if narrow else None
+    report.datasets_listed = len(datasets) if listed is None else len(listed)
     locations = {
         d.pk: objectstore.parse_template(
             d.location_template, partitioned=d.partitioning != Dataset.Partitioning.NONE
@@ -275,6 +289,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
         recovery=recovery,
         entries_per_partition=learned if flat else 1.0,
         also_from=window.first_keys if window is not None and flat else None,
+        listed=listed,
     )
     # name -> its objects (relative to it), when the listing was flat
     contents: dict[str, list[objectstore.StoredObject]] = {}
@@ -322,7 +337,6 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
 
     known = _known_partitions(datasets, candidates)
     ready = {k for k, (state, _) in known.items() if state == PartitionRevision.State.READY}
-    by_event = _publishing(datasets, now=now)
 
     pending: dict[str, list[tuple[Dataset, str]]] = {}
     by_pk = {d.pk: d for d in datasets}
@@ -399,6 +413,15 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
             report.objects_per_partition = passed.objects_per_partition
         report.found.extend(f"{name} (restated)" for name in passed.restated)
     return found_any, [d for d in datasets if d.pk not in by_event]
+
+
+def _wide_lately(group: StorageGroup, now: datetime) -> bool:
+    """Whether the group's last sweep of every dataset is recent enough for this one to
+    be narrow: it started less than ``safety_net_seconds`` before ``now`` (less
+    ``DUE_SLACK``, as a sweep due then may run that much early)."""
+    last = group.last_wide_sweep_at
+    wide_every = timedelta(seconds=_config("safety_net_seconds"))
+    return last is not None and now < last + wide_every - DUE_SLACK
 
 
 def _marker(dataset: Dataset, objects) -> tuple[str, datetime | None] | None:
@@ -527,6 +550,11 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         )
     if poll_only:
         next_at = min(next_at, _before_next_check(group, now=now, default=next_at))
+    # Every dataset is listed at least every safety_net_seconds (a narrow sweep lists only
+    # those with a partition due).
+    last_wide = now if not report.narrow and not report.error else group.last_wide_sweep_at
+    if last_wide is not None:
+        next_at = min(next_at, last_wide + timedelta(seconds=_config("safety_net_seconds")))
     finished = now + timedelta(seconds=report.duration_ms / 1000)
     with transaction.atomic():
         StorageSweep.objects.create(
@@ -543,6 +571,8 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         }
         if not report.error:
             changes["last_swept_at"] = now
+            if not report.narrow:
+                changes["last_wide_sweep_at"] = now
             if report.full:
                 changes["last_full_sweep_at"] = now
             if report.recent_pass or group.last_recent_pass_at is None:

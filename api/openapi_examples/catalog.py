@@ -216,6 +216,8 @@ _SWEEP = {
     "incomplete": 0,
     "recent_pass": False,
     "partitions_restated": 0,
+    "narrow": False,
+    "datasets_listed": 1,
     "error": "",
 }
 

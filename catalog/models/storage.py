@@ -35,6 +35,11 @@ class StorageGroup(models.Model):
         blank=True,
         help_text="When a sweep last re-read the markers of its recent ready partitions.",
     )
+    last_wide_sweep_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the last completed sweep of every dataset of the group started.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -54,6 +59,8 @@ class StorageSweep(models.Model):
     inside each one not yet ready) or ``flat`` (the objects themselves, markers and
     manifests included). ``objects_per_partition`` is what the sweep measured (objects
     listed per partition prefix seen), from which the next sweeps choose their listing.
+    ``narrow`` says the sweep listed only the datasets with a partition due (its poll-only
+    datasets still waiting for their latest period), not every dataset of the group.
     """
 
     class Listing(models.TextChoices):
@@ -81,6 +88,14 @@ class StorageSweep(models.Model):
         help_text="Also re-read the markers of the recent ready partitions.",
     )
     partitions_restated = models.PositiveIntegerField(default=0, db_default=0)
+    narrow = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Listed only the datasets with a partition due, not every dataset.",
+    )
+    datasets_listed = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="Datasets whose names the sweep listed."
+    )
     error = models.TextField(blank=True)
 
     class Meta:

@@ -10,11 +10,16 @@ from datetime import timedelta
 
 import pytest
 
+from catalog import polling
+from catalog.actors import Actor
 from catalog.models import (
+    Dataset,
     Delivery,
     Partition,
+    StorageGroup,
     StorageSweep,
 )
+from catalog.services import publishing
 from tests.catalog.factories import SubscriptionFactory
 from tests.catalog.polling_helpers import NOW, ready_keys, record_ready, register, sweep
 
@@ -226,7 +231,84 @@ def test_dataset_first_flat_sweeps_cost_what_is_new(s3, producer):
 
     report = sweep(sets["t1"], now=NOW + timedelta(minutes=5))
 
-    # Flat, one listing per dataset (1,200 days of history lie between them).
+    # Flat and narrow: one listing for each of the two datasets with a day due (1,200 days
+    # of history lie between them); t1, ready, is not listed.
     assert (report.listing, report.partitions_found) == ("flat", 2)
-    assert (report.list_calls, report.pages) == (3, 3)
+    assert (report.narrow, report.datasets_listed) == (True, 2)
+    assert (report.list_calls, report.pages) == (2, 2)
     assert StorageSweep.objects.order_by("started_at").last().objects_per_partition == 2.0
+
+
+# --- narrow sweeps: only the datasets with a day due, every dataset hourly ---------------------
+
+
+def _publish(team, dataset, day) -> None:
+    """A readiness event over the API: the dataset publishes events from then on."""
+    publishing.readiness_publish(
+        actor=Actor(team=team),
+        namespace=dataset.namespace,
+        name=dataset.name,
+        partition=day.isoformat(),
+        now=NOW,
+    )
+
+
+def test_narrow_sweeps_list_the_datasets_with_a_day_due_and_hourly_every_dataset(
+    s3, producer, settings
+):
+    settings.TIDEMARK_POLL = {**settings.TIDEMARK_POLL, "restate_interval_seconds": 0}
+    # t0 is ready for 2026-11-28 and t1 is not; t2 publishes events.
+    sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 1, "t1": 2, "t2": 2})
+    _publish(producer, sets["t2"], TODAY - timedelta(days=1))
+    wide = sweep(sets["t0"])
+    assert (wide.narrow, wide.datasets_listed, wide.list_calls) == (False, 3, 3)
+
+    # t1's day lands; t0's producer writes today's partition early; t2's event for today's
+    # early partition is lost.
+    land(s3, "datasets/t1_{partition}/", TODAY - timedelta(days=1))
+    land(s3, "datasets/t0_{partition}/", TODAY)
+    land(s3, "datasets/t2_{partition}/", TODAY)
+    narrow = sweep(sets["t0"], now=NOW + timedelta(minutes=5))
+
+    # Only t1 is listed (its 1,200 days of history apart from the others'), then inside its
+    # new day; t0 and t2 wait for the sweep of every dataset.
+    assert (narrow.narrow, narrow.datasets_listed) == (True, 1)
+    assert (narrow.list_calls, narrow.partitions_found) == (1 + 1, 1)
+    assert "2026-11-28" in ready_keys(sets["t1"])
+    assert "2026-11-29" not in ready_keys(sets["t0"]) | ready_keys(sets["t2"])
+    group = StorageGroup.objects.get(pk=sets["t0"].poll_group_id)
+    assert group.last_wide_sweep_at == NOW
+    assert group.next_sweep_at <= NOW + timedelta(hours=1)
+
+    # Nothing is due now: the sweeps in between list nothing.
+    idle = sweep(sets["t0"], now=NOW + timedelta(minutes=30))
+    assert (idle.narrow, idle.datasets_listed, idle.list_calls) == (True, 0, 0)
+    group.refresh_from_db()
+    assert group.next_sweep_at <= NOW + timedelta(hours=1)
+
+    # An hour after the last sweep of every dataset (less the beat's slack), the next one.
+    hourly = sweep(sets["t0"], now=NOW + timedelta(minutes=59, seconds=30))
+    assert (hourly.narrow, hourly.datasets_listed) == (False, 3)
+    assert (hourly.partitions_found, hourly.missed_events) == (2, 1)
+    assert "2026-11-29" in ready_keys(sets["t0"]) & ready_keys(sets["t2"])
+    assert list(
+        StorageSweep.objects.filter(group=group)
+        .order_by("started_at")
+        .values_list("narrow", "datasets_listed")
+    ) == [(False, 3), (True, 1), (True, 0), (False, 3)]
+
+
+def test_a_narrow_sweep_lists_a_dataset_whose_sla_check_is_next(s3, producer):
+    sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 2, "t1": 3})
+    _publish(producer, sets["t1"], TODAY - timedelta(days=2))
+    sweep(sets["t0"])
+    # t1 publishes events, but its 2026-11-28 event is lost just before its SLA check.
+    land(s3, "datasets/t1_{partition}/", TODAY - timedelta(days=1))
+    at = NOW + timedelta(minutes=5)
+    Dataset.objects.filter(pk=sets["t1"].pk).update(next_check_at=at + polling.CHECK_MARGIN)
+
+    report = sweep(sets["t0"], now=at)
+
+    assert (report.narrow, report.datasets_listed) == (True, 2)  # t0 due, t1 checked next
+    assert (report.partitions_found, report.missed_events) == (1, 1)
+    assert "2026-11-28" in ready_keys(sets["t1"])

@@ -61,9 +61,10 @@ def test_a_lost_event_is_found_once_and_told_once(lake, producer, consumer_endpo
     notification = Notification.objects.get(type=Notification.Type.PARTITION_READY)
     assert notification.payload["data"]["detected_by"] == "poll"
     assert Delivery.objects.filter(endpoint=consumer_endpoint).count() == 1
-    # The second sweep lists after the newest ready day (an early 2026-11-29 would be
-    # found): one listing, nothing to check.
-    assert (again.list_calls, again.partitions_checked) == (1, 0)
+    # The second sweep is narrow: the latest day is ready, nothing is due, nothing listed
+    # (an early 2026-11-29 waits for the hourly sweep of every dataset).
+    assert (again.narrow, again.datasets_listed) == (True, 0)
+    assert (again.list_calls, again.partitions_checked) == (0, 0)
 
 
 def test_published_then_found_is_told_once(lake, producer, consumer_endpoint):

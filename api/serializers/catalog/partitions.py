@@ -143,6 +143,12 @@ class StorageSweepOutputSerializer(serializers.Serializer):
         help_text="Ready partitions whose rewritten marker or manifest this sweep told as "
         "partition.restated."
     )
+    narrow = serializers.BooleanField(
+        help_text="Listed only the datasets with a partition due (poll-only datasets whose "
+        "latest period is not ready, or whose SLA check is next); every dataset is listed "
+        "at least hourly."
+    )
+    datasets_listed = serializers.IntegerField(help_text="Datasets whose names were listed.")
     error = serializers.CharField()
 
 
