@@ -32,10 +32,12 @@ yet due (it still fails the last-minute check, and the summary says so). Each mi
 printed with its group's last sweep, next due sweep and interval, and a miss after which
 a sweep of its group ran (that sweep failed to see it) is counted apart, never excused.
 
-Part 2, one group of 100,000 partition prefixes (100 daily datasets x 1,000 days, 99,990
-known ready, 10 with a marker but not recorded): a full sweep (pages, listings inside,
-objects, wall time), a regular sweep a minute later, one the next day (every dataset due,
-10 with a new day landed) and a recovery sweep (as after downtime). Twice:
+Part 2, one group of 100,000 partition prefixes (100 poll-only daily datasets x 1,000
+days, 99,990 known ready, 10 with a marker but not recorded): a full sweep (pages,
+listings inside, objects, wall time), a regular sweep of every dataset a minute later (as
+due hourly), a narrow one a minute after that (nothing due), one the next day (every
+dataset due, 10 with a new day landed; a sweep of every dataset), a narrow one a minute
+later (the 90 still waiting) and a recovery sweep (as after downtime). Twice:
 with the dataset name first in the segment (``t042_2026-11-28``) and with the date first
 (``2026-11-28_t042``).
 
@@ -796,7 +798,8 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
                 if key == keys[-1] and index < args.big_unrecorded:
                     unrecorded.add((name, key))
                     continue
-                ready_rows.append((ds.pk, "daily", key, "event", now - timedelta(days=1)))
+                # Poll-only (no readiness events), so narrow sweeps list what is due.
+                ready_rows.append((ds.pk, "daily", key, "poll", now - timedelta(days=1)))
         STORE.put_many(BUCKET, items)
         seed_ready(ready_rows)
         seed_seconds = time.perf_counter() - started
@@ -805,12 +808,18 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
         runs = {}
         with time_machine.travel(now, tick=False) as clock:
             next_key = (last + timedelta(days=1)).isoformat()
+            day = timedelta(days=1)
             for label, at, full, recovery in (
                 ("full", now, True, False),
                 ("regular", now + timedelta(minutes=1), False, False),
-                ("next day", now + timedelta(days=1), False, False),
-                ("recovery", now + timedelta(days=1, minutes=1), False, True),
+                ("narrow", now + timedelta(minutes=2), False, False),
+                ("next day", now + day, False, False),
+                ("next day, narrow", now + day + timedelta(minutes=1), False, False),
+                ("recovery", now + day + timedelta(minutes=2), False, True),
             ):
+                if label == "regular":
+                    # A sweep of every dataset, as due hourly (the full sweep was one).
+                    StorageGroup.objects.filter(pk=group.pk).update(last_wide_sweep_at=None)
                 if label == "next day":
                     # The next day lands for the first `big_unrecorded` datasets; every
                     # dataset is due again (its next period has ended).
@@ -834,6 +843,8 @@ def run_big(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "full": full,
                     "recovery": recovery,
                     "listing": str(report.listing) + ("+pass" if report.recent_pass else ""),
+                    "narrow": report.narrow,
+                    "datasets_listed": report.datasets_listed,
                     "pages": report.pages,
                     "list_calls": report.list_calls,
                     "prefix_pages": delta["prefix_pages"],
@@ -1017,21 +1028,22 @@ def print_big(results: list[dict[str, Any]]) -> None:
         f"lookback {first['lookback_days']} days"
     )
     cols = {
+        "datasets_listed": "datasets",
         "pages": "requests",
         "prefix_pages": "prefix pages",
         "inner_listings": "inside",
         "objects": "objects",
         "partitions_found": "found",
     }
-    head = f"{'naming / sweep':<26}" + "".join(c.rjust(13) for c in cols.values())
+    head = f"{'naming / sweep':<34}" + "".join(c.rjust(13) for c in cols.values())
     head += "listing".rjust(16) + "wall s".rjust(9) + "  StartAfter"
     print(head)
     print("-" * len(head))
     for r in results:
-        for label in ("full", "regular", "next day", "recovery"):
+        for label in ("full", "regular", "narrow", "next day", "next day, narrow", "recovery"):
             run = r[label]
             print(
-                f"{r['naming'] + ' / ' + label:<26}"
+                f"{r['naming'] + ' / ' + label:<34}"
                 + "".join(_f(run[c]).rjust(13) for c in cols)
                 + f"{run['listing']:>16}{run['wall_seconds']:>9.2f}  {run['start_after'] or '-'}"
             )

@@ -291,6 +291,7 @@ def test_poll_shows_the_storage_group_and_recent_sweeps(client_for, team, settin
     sweep = body["recent_sweeps"][0]
     assert (sweep["list_calls"], sweep["partitions_found"], sweep["full"]) == (2, 1, True)
     assert (sweep["listing"], sweep["objects_per_partition"]) == ("delimiter", 1.0)
+    assert (sweep["narrow"], sweep["datasets_listed"]) == (False, 1)
     assert sweep["error"] == ""
 
 
