@@ -36,11 +36,14 @@ def signal_name(dataset: Dataset) -> str:
 
 
 def _is_data_file(name: str, dataset: Dataset) -> bool:
-    # Hadoop/Spark convention: names starting with "_" or "." are bookkeeping, not data.
-    base = name.rsplit("/", 1)[-1]
-    return not base.startswith(("_", ".")) and base not in (
-        dataset.success_marker,
-        dataset.manifest_name,
+    # Hadoop/Spark convention: a path with any part starting with "_" or "." is bookkeeping
+    # ("_SUCCESS", a job's leftover "_temporary/0/...", ".spark-staging-*/..."), not data.
+    signals = (dataset.success_marker, dataset.manifest_name)
+    parts = name.split("/")
+    return (
+        name not in signals
+        and parts[-1] not in signals
+        and not any(part.startswith(("_", ".")) for part in parts)
     )
 
 

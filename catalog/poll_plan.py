@@ -147,9 +147,15 @@ def _gap(dataset: Dataset, newest: tuple, recent: dict, since: datetime) -> bool
 
 def _periods(dataset: Dataset, start: datetime, end: datetime) -> int:
     """How many periods of ``dataset`` lie in ``[start, end)`` (both period bounds)."""
-    if dataset.partitioning == Dataset.Partitioning.HOURLY:
-        return round((end - start) / timedelta(hours=1))
     zone = ZoneInfo(dataset.partition_timezone)
+    if dataset.partitioning == Dataset.Partitioning.HOURLY:
+        # One key per hour of wall-clock time that exists: a fall-back change's repeated
+        # hour is one key (two real hours), a spring-forward change's skipped hour none.
+        real = end - start
+        wall = end.astimezone(zone).replace(tzinfo=None) - start.astimezone(zone).replace(
+            tzinfo=None
+        )
+        return round(min(real, wall) / timedelta(hours=1))
     first, last = start.astimezone(zone), end.astimezone(zone)
     if dataset.partitioning == Dataset.Partitioning.DAILY:
         return (last.date() - first.date()).days
