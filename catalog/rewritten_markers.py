@@ -48,6 +48,7 @@ import objectstore
 
 from . import poll_plan
 from .models import Dataset, Partition, PartitionRevision, StorageGroup
+from .models.partitions import MARKER_ETAG_KEPT
 from .partition_files import judge, signal_name
 from .services import publishing
 
@@ -118,7 +119,7 @@ def changed(ready: _Ready, obj: objectstore.StoredObject) -> bool:
     """Whether ``obj`` is another version than the baseline: its ETag or its time differs
     (each compared only when both sides know it)."""
     return bool(
-        (obj.etag and ready.etag and obj.etag != ready.etag)
+        (obj.etag and ready.etag and obj.etag[:MARKER_ETAG_KEPT] != ready.etag)
         or (obj.modified and ready.modified and obj.modified != ready.modified)
     )
 
@@ -215,7 +216,9 @@ def run(
         if not obj.etag and obj.modified is None:
             continue  # the store says nothing to compare with
         baseline = PartitionRevision(
-            pk=ready.revision_id, marker_etag=obj.etag[:128], marker_modified_at=obj.modified
+            pk=ready.revision_id,
+            marker_etag=obj.etag[:MARKER_ETAG_KEPT],
+            marker_modified_at=obj.modified,
         )
         if not ready.etag and ready.modified is None:
             adopt.append(baseline)

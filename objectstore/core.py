@@ -456,5 +456,23 @@ class Lister:
                 yield item
             if not page.get("IsTruncated"):
                 return
-            params["ContinuationToken"] = page["NextContinuationToken"]
-            params.pop("StartAfter", None)
+            token = page.get("NextContinuationToken")
+            if token:
+                params["ContinuationToken"] = token
+                params.pop("StartAfter", None)
+                continue
+            # Some S3-compatible stores truncate without a token: go on after the page's
+            # last entry, as ListObjects (v1) does with its last key; past a common prefix
+            # ("x/" -> "x0"), so its keys are not rolled up into it a second time.
+            keys = [e["Key"] for e in page.get("Contents", [])[-1:]]
+            rolled = [e["Prefix"][:-1] + "0" for e in page.get("CommonPrefixes", [])[-1:]]
+            if not keys + rolled:
+                raise StorageError(
+                    f"{self.source.name}: a truncated page with no entries and no "
+                    "NextContinuationToken"
+                )
+            after = max(keys + rolled)
+            if params.get("StartAfter") is not None and after <= params["StartAfter"]:
+                raise StorageError(f"{self.source.name}: the listing does not advance")
+            params["StartAfter"] = after
+            params.pop("ContinuationToken", None)

@@ -10,6 +10,10 @@ from django.db.models import Q
 from .datasets import Dataset
 from .teams import ApiKey, Team
 
+# Characters of a marker's ETag kept as the baseline (and compared, so a longer ETag is
+# not a rewrite at every pass).
+MARKER_ETAG_KEPT = 128
+
 
 class Partition(models.Model):
     """One logical period (or slice) of a dataset; readers see its current revision."""
@@ -138,7 +142,7 @@ class PartitionRevision(models.Model):
     # The success marker or manifest as the fallback poll last saw it under this revision
     # (catalog.rewritten_markers): a new ETag or time there is a restatement.
     marker_etag = models.CharField(
-        max_length=128,
+        max_length=MARKER_ETAG_KEPT,
         blank=True,
         default="",
         db_default="",

@@ -17,6 +17,7 @@ from .. import errors, future_partitions, notices, restatements, schema_changes,
 from ..actors import Actor
 from ..crashpoints import crashpoint
 from ..models import Dataset, Partition, PartitionRevision, ReadinessEvent, SchemaObservation
+from ..models.partitions import MARKER_ETAG_KEPT
 from . import datasets, idempotency, one_statement, publish_steps, publish_targets
 
 
@@ -505,7 +506,7 @@ def _record_marker(
     else:
         revisions = revisions.filter(version=version)
     etag, modified = marker
-    revisions.update(marker_etag=etag[:128], marker_modified_at=modified)
+    revisions.update(marker_etag=etag[:MARKER_ETAG_KEPT], marker_modified_at=modified)
 
 
 @transaction.atomic

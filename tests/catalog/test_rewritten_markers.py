@@ -372,3 +372,13 @@ def test_the_local_pass_lists_each_recent_ready_partition_only(lake, producer):
 def test_version_for_names_the_rewritten_object(etag, modified, version):
     obj = objectstore.StoredObject("_SUCCESS", 0, etag, modified)
     assert rewritten_markers.version_for(obj) == version
+
+
+def test_an_etag_longer_than_the_baseline_kept_is_compared_as_kept():
+    """A store's ETag longer than the 128 characters kept as the baseline is the same
+    version at every pass, not a rewrite each time; a different one still is."""
+    long = "a" * 200
+    kept = rewritten_markers._Ready(1, "2026-11-28", 1, long[:128], None)
+    assert not rewritten_markers.changed(kept, objectstore.StoredObject("_SUCCESS", 0, long))
+    other = objectstore.StoredObject("_SUCCESS", 0, "b" + long[1:])
+    assert rewritten_markers.changed(kept, other)
