@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 # A batch waits at most this long for a lock it needs (a cascade or SET NULL touching a
 # row another transaction holds), then gives way: pruning never queues behind live work.
 LOCK_TIMEOUT_MS = 2000
+# PostgreSQL errors after which a batch gives way (nothing deleted) rather than fail the run.
+GIVE_WAY = frozenset({"55P03", "40P01"})
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
     Returns:
         Rows deleted per model label (``catalog.Delivery``, and what cascaded with them);
         an empty Counter when nothing was prunable, or another transaction held a lock
-        the batch needed for longer than ``LOCK_TIMEOUT_MS`` (then nothing was deleted).
+        the batch needed for longer than ``LOCK_TIMEOUT_MS`` or PostgreSQL broke a
+        deadlock by rolling the batch back (then nothing was deleted).
     """
     alias = rule.alias()
     connection = connections[alias]
@@ -114,7 +117,9 @@ def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
             _, per_model = rule.model._base_manager.using(alias).filter(pk__in=ids).delete()
             return Counter({label: n for label, n in per_model.items() if n})
     except OperationalError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+        # lock_not_available, deadlock_detected (two prunes nulling each other's locked
+        # self-references): the batch rolled back whole; the next run takes it up.
+        if getattr(exc.__cause__, "sqlstate", None) not in GIVE_WAY:
             raise
         logger.warning("pruning %s gave way to a lock; the next run continues", rule.table)
         return Counter()

@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.db import OperationalError, connection
 
 from catalog.models import (
     Delivery,
@@ -342,3 +343,34 @@ def test_prune_command_names_the_tables_when_one_is_unknown():
 
     with pytest.raises(CommandError, match=r"no retention rule for pongs.*deliveries"):
         call_command("prune", "--only", "pongs")
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "gives_way"), [("40P01", True), ("55P03", True), ("57014", False)]
+)
+def test_a_batch_rolled_back_by_a_deadlock_gives_way_and_the_next_run_prunes(sqlstate, gives_way):
+    """PostgreSQL ends one side of a deadlock (two prunes nulling each other's locked
+    rows) with 40P01, as it ends a lock wait past the timeout with 55P03: the batch rolled
+    back whole, the run goes on and the next one prunes. Any other error fails the run."""
+    old = _delivery("succeeded", NOW - timedelta(days=60), created_at=NOW - timedelta(days=61))
+    table = Delivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION pg_temp.refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '{sqlstate}'; END $$"
+        )
+        cursor.execute(
+            f"CREATE TRIGGER refuse BEFORE DELETE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.refuse()"
+        )
+    if gives_way:
+        assert _prune("deliveries").deleted == 0
+    else:
+        with pytest.raises(OperationalError):
+            _prune("deliveries")
+    assert Delivery.objects.filter(pk=old.pk).exists()  # nothing half-deleted
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TRIGGER refuse ON {table}")
+
+    assert _prune("deliveries").deleted == 1
+    assert not Delivery.objects.filter(pk=old.pk).exists()
