@@ -345,6 +345,16 @@ def test_prune_command_names_the_tables_when_one_is_unknown():
         call_command("prune", "--only", "pongs")
 
 
+def test_prune_command_on_an_unmigrated_database_says_to_migrate():
+    from django.core.management.base import CommandError
+
+    table = Delivery._meta.db_table
+    with connection.cursor() as cursor:  # as if its migration had not run (rolled back)
+        cursor.execute(f"ALTER TABLE {table} RENAME TO not_migrated")
+    with pytest.raises(CommandError, match=f"no table {table}: run manage.py migrate first"):
+        call_command("prune", "--dry-run")
+
+
 @pytest.mark.parametrize(
     ("sqlstate", "gives_way"), [("40P01", True), ("55P03", True), ("57014", False)]
 )

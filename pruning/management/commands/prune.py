@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 from django.utils import timezone
 
 from pruning import engine
@@ -70,6 +71,15 @@ class Command(BaseCommand):
             engine.pause_after(0.0, duty_cycle)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        unmigrated = sorted(
+            {r.model._meta.db_table for r in selected}
+            - {t for alias in {r.alias() for r in selected} for t in _tables(alias)}
+        )
+        if unmigrated:
+            raise CommandError(
+                f"the database has no table {', '.join(unmigrated)}: run manage.py migrate "
+                "first, with the same DJANGO_SETTINGS_MODULE"
+            )
         now = timezone.now()
         if dry_run:
             for rule in selected:
@@ -82,3 +92,9 @@ class Command(BaseCommand):
                 + (f" (with {extra})" if extra else "")
                 + f" in {outcome.batches} batch(es)"
             )
+
+
+def _tables(alias: str) -> list[str]:
+    """The tables of database ``alias``."""
+    with connections[alias].cursor() as cursor:
+        return connections[alias].introspection.table_names(cursor)
