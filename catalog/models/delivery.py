@@ -281,13 +281,6 @@ class Delivery(models.Model):
                 name="delivery_dead_letter_by_id",
                 condition=Q(state__in=["rejected", "dead"]),
             ),
-            # An endpoint's successes by when they finished: its health (team page, GET
-            # /endpoints) counts the last day's, one range whatever the history kept.
-            models.Index(
-                fields=["endpoint", "finished_at"],
-                name="delivery_succeeded_by_endpoint",
-                condition=Q(state="succeeded"),
-            ),
         ]
 
     def __str__(self) -> str:
