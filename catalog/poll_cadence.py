@@ -14,12 +14,13 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Sum
 
 from schedules.periods import period_containing
 
 from . import poll_schedule
 from .arrival_profiles import Arrival
-from .models import Dataset, Partition, PartitionRevision
+from .models import Dataset, Partition, PartitionRevision, ReadinessEvent, StorageGroup
 
 CHUNK = 500
 
@@ -56,6 +57,78 @@ def expected(
         else:
             pending.append(expected_window)
     return pending, reopens
+
+
+def next_sweep(
+    group: StorageGroup,
+    poll_only: list[Dataset],
+    *,
+    now: datetime,
+    found: bool,
+    found_now: int,
+    pages: int,
+) -> tuple[int, datetime]:
+    """``(interval seconds, next sweep at)`` of ``group``, which has ``poll_only``
+    datasets (none publishing events), after a sweep at ``now`` (aware UTC) that found
+    ``found_now`` partitions (``found``: at least one recorded) in a listing of ``pages``
+    pages: ``poll_schedule.next_sweep`` from what its pending datasets expect and the rate
+    its sweeps of the last ``RATE_WINDOW`` found partitions at.
+    """
+    pending, reopens = expected(poll_only, now=now)
+    # The find rate: what was found after the window's first sweep that found
+    # something, over the time since it (its own finds had landed before it).
+    finding = group.sweeps.filter(
+        started_at__gte=now - poll_schedule.RATE_WINDOW,
+        started_at__lt=now,
+        partitions_found__gt=0,
+    )
+    first = finding.order_by("started_at").values_list("started_at", "partitions_found").first()
+    found_recently = found_now
+    found_over = timedelta(0)
+    if first is not None:
+        total = finding.aggregate(n=Sum("partitions_found"))["n"]
+        found_recently += total - first[1]
+        found_over = now - first[0]
+    # A poll-only group waits at least page_interval_seconds per page its listing cost
+    # beyond the first, and a busy one about a page per partition it finds, so a group
+    # of many pages is not listed every minute.
+    config = settings.TIDEMARK_POLL
+    return poll_schedule.next_sweep(
+        now=now,
+        previous_interval=group.interval_seconds,
+        found=found,
+        pages=pages,
+        pending=pending,
+        reopens=reopens,
+        found_recently=found_recently,
+        found_over=found_over,
+        cadence=poll_schedule.Cadence(
+            minimum=config["min_interval_seconds"],
+            maximum=config["max_interval_seconds"],
+            per_page=config["page_interval_seconds"],
+        ),
+    )
+
+
+def publishing_ids(datasets: list[Dataset], *, now: datetime) -> set[int]:
+    """Ids of ``datasets`` that published a readiness event over the API within the
+    lookback window before ``now`` (aware UTC): their partitions found by the poll are
+    missed events, they count for none of a group's cadence, and a group made only of them
+    gets the hourly safety net."""
+    since = now - timedelta(days=settings.TIDEMARK_POLL["lookback_days"])
+    ids = [d.pk for d in datasets]
+    found: set[int] = set()
+    for start in range(0, len(ids), CHUNK):
+        found.update(
+            ReadinessEvent.objects.filter(
+                dataset_id__in=ids[start : start + CHUNK],
+                source=ReadinessEvent.Source.API,
+                received_at__gte=since,
+            )
+            .values_list("dataset_id", flat=True)
+            .distinct()
+        )
+    return found
 
 
 def due_now(

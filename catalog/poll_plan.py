@@ -1,5 +1,6 @@
-"""Where a sweep of a storage group starts and stops listing: the cost of a sweep follows
-what is new in storage, not what exists, whatever the folder order.
+"""How a sweep of a storage group lists (``listing_for``: flat or by partition prefix) and
+where it starts and stops: the cost of a sweep follows what is new in storage, not what
+exists, whatever the folder order.
 
 Each dataset of a group owns the names of its parent that start with its segment prefix
 (``t042_`` in ``landing/t042_{partition}/``; ``dt=`` or nothing in date-first layouts). A
@@ -39,7 +40,34 @@ from django.db.models import Count, Min, OuterRef, Q, Subquery
 from objectstore import PAGE_SIZE
 from schedules.periods import period_containing
 
-from .models import Dataset, Partition, PartitionRevision
+from .models import Dataset, Partition, PartitionRevision, StorageGroup, StorageSweep
+
+# How many recent sweeps that measured objects per partition choose a group's listing.
+LEARN_SWEEPS = 10
+
+
+def listing_for(group: StorageGroup, source, *, full: bool) -> tuple[str, float]:
+    """How to list ``group`` now: ``(StorageSweep.Listing, objects per partition)``.
+
+    Flat when the source is S3, the sweep is not full (a full sweep reads every partition
+    ever written: one entry each with a delimiter) and the group's last sweeps that
+    measured it saw at most ``flat_max_objects`` objects per partition on average; a
+    delimiter listing (partition prefixes, then inside those not yet ready) otherwise,
+    including for a group never measured. Objects per partition is 1.0 when unmeasured.
+    """
+    if full or source.protocol != "s3":
+        return StorageSweep.Listing.DELIMITER, 1.0
+    measured = list(
+        group.sweeps.filter(objects_per_partition__isnull=False, error="")
+        .order_by("-started_at")
+        .values_list("objects_per_partition", flat=True)[:LEARN_SWEEPS]
+    )
+    if not measured:
+        return StorageSweep.Listing.DELIMITER, 1.0
+    mean = sum(measured) / len(measured)
+    if mean <= settings.TIDEMARK_POLL["flat_max_objects"]:
+        return StorageSweep.Listing.FLAT, max(mean, 1.0)
+    return StorageSweep.Listing.DELIMITER, mean
 
 
 @dataclass(frozen=True)

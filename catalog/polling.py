@@ -2,7 +2,7 @@
 
 Datasets whose completion signal is a success marker or a manifest name a storage source
 and a location template. Datasets whose templates share a parent prefix form a
-``StorageGroup``. A sweep lists the parent in one of two ways (``listing_for``):
+``StorageGroup``. A sweep lists the parent in one of two ways (``poll_plan.listing_for``):
 
 - flat (S3, regular sweeps, partitions of at most ``flat_max_objects`` objects as measured
   by the group's recent sweeps): the objects themselves, markers and manifests included,
@@ -62,7 +62,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Min, Q, Sum
+from django.db.models import Min, Q
 
 import objectstore
 from schedules.periods import PartitionKeyError, parse_partition_key
@@ -72,7 +72,6 @@ from . import (
     metrics,
     poll_cadence,
     poll_plan,
-    poll_schedule,
     rewritten_markers,
     storage,
 )
@@ -80,7 +79,6 @@ from .models import (
     Dataset,
     Partition,
     PartitionRevision,
-    ReadinessEvent,
     StorageGroup,
     StorageSweep,
 )
@@ -90,8 +88,6 @@ from .services import publishing
 logger = logging.getLogger(__name__)
 
 SWEEP_HISTORY = timedelta(days=7)
-# How many recent sweeps that measured objects per partition choose a group's listing.
-LEARN_SWEEPS = 10
 # Sweep a poll-only group this long before one of its datasets' SLA check.
 CHECK_MARGIN = timedelta(seconds=30)
 # The beat runs the poll every 60 s, and a sweep's ``now`` is when its task ran, a little
@@ -268,7 +264,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent, narr
     report.narrow = narrow
     if not datasets:
         return False, []
-    by_event = _publishing(datasets, now=now)
+    by_event = poll_cadence.publishing_ids(datasets, now=now)
     soon = now + CHECK_MARGIN + DUE_SLACK  # a sweep before an SLA check runs this early
     listed = poll_cadence.due_now(datasets, by_event, now=now, checks_by=soon) if narrow else None
     report.datasets_listed = len(datasets) if listed is None else len(listed)
@@ -278,7 +274,7 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent, narr
         )
         for d in datasets
     }
-    report.listing, learned = listing_for(group, lister.source, full=full)
+    report.listing, learned = poll_plan.listing_for(group, lister.source, full=full)
     flat = report.listing == StorageSweep.Listing.FLAT
     window = rewritten_markers.window_of(datasets, now=now) if recent else None
     runs = poll_plan.plan(
@@ -435,50 +431,6 @@ def _marker(dataset: Dataset, objects) -> tuple[str, datetime | None] | None:
     return None
 
 
-def listing_for(group: StorageGroup, source, *, full: bool) -> tuple[str, float]:
-    """How to list ``group`` now: ``(StorageSweep.Listing, objects per partition)``.
-
-    Flat when the source is S3, the sweep is not full (a full sweep reads every partition
-    ever written: one entry each with a delimiter) and the group's last sweeps that
-    measured it saw at most ``flat_max_objects`` objects per partition on average; a
-    delimiter listing (partition prefixes, then inside those not yet ready) otherwise,
-    including for a group never measured. Objects per partition is 1.0 when unmeasured.
-    """
-    if full or source.protocol != "s3":
-        return StorageSweep.Listing.DELIMITER, 1.0
-    measured = list(
-        group.sweeps.filter(objects_per_partition__isnull=False, error="")
-        .order_by("-started_at")
-        .values_list("objects_per_partition", flat=True)[:LEARN_SWEEPS]
-    )
-    if not measured:
-        return StorageSweep.Listing.DELIMITER, 1.0
-    mean = sum(measured) / len(measured)
-    if mean <= _config("flat_max_objects"):
-        return StorageSweep.Listing.FLAT, max(mean, 1.0)
-    return StorageSweep.Listing.DELIMITER, mean
-
-
-def _publishing(datasets, *, now: datetime) -> set[int]:
-    """Ids of the datasets that published a readiness event over the API within the
-    lookback window: their partitions found by the poll are missed events, and a group made
-    only of them gets the hourly safety net."""
-    since = now - timedelta(days=_config("lookback_days"))
-    ids = [d.pk for d in datasets]
-    found: set[int] = set()
-    for start in range(0, len(ids), 500):
-        found.update(
-            ReadinessEvent.objects.filter(
-                dataset_id__in=ids[start : start + 500],
-                source=ReadinessEvent.Source.API,
-                received_at__gte=since,
-            )
-            .values_list("dataset_id", flat=True)
-            .distinct()
-        )
-    return found
-
-
 def _known_partitions(datasets, candidates) -> dict[tuple[int, str], tuple[str, str]]:
     """``{(dataset id, key): (state, detected_by)}`` of the listed partitions we know.
 
@@ -514,39 +466,13 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         interval = _config("safety_net_seconds")
         next_at = now + timedelta(seconds=interval)
     else:
-        pending, reopens = poll_cadence.expected(poll_only, now=now)
-        # The find rate: what was found after the window's first sweep that found
-        # something, over the time since it (its own finds had landed before it).
-        finding = group.sweeps.filter(
-            started_at__gte=now - poll_schedule.RATE_WINDOW,
-            started_at__lt=now,
-            partitions_found__gt=0,
-        )
-        first = finding.order_by("started_at").values_list("started_at", "partitions_found")
-        first = first.first()
-        found_recently = report.partitions_found
-        found_over = timedelta(0)
-        if first is not None:
-            total = finding.aggregate(n=Sum("partitions_found"))["n"]
-            found_recently += total - first[1]
-            found_over = now - first[0]
-        # A poll-only group waits at least page_interval_seconds per page its listing cost
-        # beyond the first, and a busy one about a page per partition it finds, so a group
-        # of many pages is not listed every minute.
-        interval, next_at = poll_schedule.next_sweep(
+        interval, next_at = poll_cadence.next_sweep(
+            group,
+            poll_only,
             now=now,
-            previous_interval=group.interval_seconds,
             found=found_any,
+            found_now=report.partitions_found,
             pages=report.listing_pages,
-            pending=pending,
-            reopens=reopens,
-            found_recently=found_recently,
-            found_over=found_over,
-            cadence=poll_schedule.Cadence(
-                minimum=_config("min_interval_seconds"),
-                maximum=_config("max_interval_seconds"),
-                per_page=_config("page_interval_seconds"),
-            ),
         )
     if poll_only:
         next_at = min(next_at, _before_next_check(group, now=now, default=next_at))
