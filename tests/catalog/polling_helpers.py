@@ -70,3 +70,20 @@ def ready_keys(dataset, *, besides: Iterable[date] = ()) -> set[str]:
         .exclude(key__in=[day.isoformat() for day in besides])
         .values_list("key", flat=True)
     )
+
+
+def stored_history(
+    s3, team, templates: dict[str, str], *, oldest: date, newest: dict[str, date]
+) -> dict[str, Dataset]:
+    """Success-marker datasets ``{name: location template}`` of one storage group, each
+    with every day from ``oldest`` to ``newest[name]`` (inclusive) stored as a
+    ``_SUCCESS`` marker in ``s3`` and recorded ready."""
+    out = {}
+    for name, template in templates.items():
+        dataset = register(team, name, location_template=template)
+        days = [oldest + timedelta(days=i) for i in range((newest[name] - oldest).days + 1)]
+        s3.put_many([template.format(partition=d.isoformat()) + "_SUCCESS" for d in days])
+        record_ready(dataset, days)
+        out[name] = dataset
+    assert len({d.poll_group_id for d in out.values()}) == 1
+    return out

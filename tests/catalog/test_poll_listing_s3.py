@@ -21,7 +21,7 @@ from catalog.models import (
 )
 from catalog.services import publishing
 from tests.catalog.factories import SubscriptionFactory
-from tests.catalog.polling_helpers import NOW, ready_keys, record_ready, register, sweep
+from tests.catalog.polling_helpers import NOW, ready_keys, register, stored_history, sweep
 
 TODAY = NOW.date()  # 2026-11-29: 2026-11-28 is the newest partition due
 
@@ -143,16 +143,9 @@ OLDEST = TODAY - timedelta(days=HISTORY_DAYS + 1)
 def _history(s3, producer, pattern: str, newest: dict[str, int]):
     """Three datasets sharing ``datasets/``, each with every day from ``OLDEST`` to
     ``newest[name]`` days ago stored and recorded ready."""
-    out = {}
-    for name, ago in newest.items():
-        template = "datasets/" + pattern.format(name=name)
-        dataset = register(producer, name, location_template=template)
-        days = [OLDEST + timedelta(days=i) for i in range((TODAY - OLDEST).days - ago + 1)]
-        s3.put_many([template.format(partition=d.isoformat()) + "_SUCCESS" for d in days])
-        record_ready(dataset, days)
-        out[name] = dataset
-    assert len({d.poll_group_id for d in out.values()}) == 1
-    return out
+    templates = {name: "datasets/" + pattern.format(name=name) for name in newest}
+    days = {name: TODAY - timedelta(days=ago) for name, ago in newest.items()}
+    return stored_history(s3, producer, templates, oldest=OLDEST, newest=days)
 
 
 def test_dataset_first_each_dataset_is_listed_only_after_its_newest_ready_day(s3, producer):

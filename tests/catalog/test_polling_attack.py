@@ -15,7 +15,13 @@ import time_machine
 from catalog import poll_plan
 from catalog.models import Dataset, Notification, Partition, PartitionRevision
 from schedules.periods import parse_partition_key
-from tests.catalog.polling_helpers import NOW, ready_keys, record_ready, register, sweep
+from tests.catalog.polling_helpers import (
+    NOW,
+    ready_keys,
+    register,
+    stored_history,
+    sweep,
+)
 
 TODAY = NOW.date()  # 2026-11-29
 DAY = "2026-11-28"
@@ -85,15 +91,8 @@ OLDEST = TODAY - timedelta(days=HISTORY_DAYS + 1)
 
 
 def _history(s3, producer, templates: dict[str, str], newest_ago: int = 2):
-    out = {}
-    for name, template in templates.items():
-        dataset = register(producer, name, location_template=template)
-        days = [OLDEST + timedelta(days=i) for i in range((TODAY - OLDEST).days - newest_ago + 1)]
-        s3.put_many([template.format(partition=d.isoformat()) + "_SUCCESS" for d in days])
-        record_ready(dataset, days)
-        out[name] = dataset
-    assert len({d.poll_group_id for d in out.values()}) == 1
-    return out
+    newest = dict.fromkeys(templates, TODAY - timedelta(days=newest_ago))
+    return stored_history(s3, producer, templates, oldest=OLDEST, newest=newest)
 
 
 @pytest.mark.parametrize(
