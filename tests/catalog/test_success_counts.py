@@ -149,7 +149,10 @@ def test_a_delivery_pass_counts_what_it_sent(httpserver, sender):
     ok_endpoint, _ = world([httpserver.url_for("/ok"), httpserver.url_for("/down")], 4)
     began = timezone.now()
     summary = delivery.deliver_due(sender=sender)
-    assert summary.by_state == {"succeeded": 4, "retrying": 4}
+    # Full jitter may make a retry to /down due within the same pass: count deliveries.
+    assert (summary.by_state["succeeded"], summary.by_state["retrying"] >= 4) == (4, True)
+    states = sorted(Delivery.objects.values_list("state", flat=True))
+    assert states == ["retrying"] * 4 + ["succeeded"] * 4
     hours = {success_counts.hour_of(began), success_counts.hour_of(timezone.now())}
     assert sum(counters().values()) == 4
     assert {endpoint_id for endpoint_id, _ in counters()} == {ok_endpoint.pk}

@@ -51,7 +51,10 @@ def test_a_pass_on_sqlite_counts_its_successes_and_the_health_reads_them(httpser
         summary = delivery.deliver_due(sender=sender)
     finally:
         sender.close()
-    assert summary.by_state == {"succeeded": 3, "retrying": 3}
+    # Full jitter may make a retry to /down due within the same pass: count deliveries.
+    assert (summary.by_state["succeeded"], summary.by_state["retrying"] >= 3) == (3, True)
+    states = sorted(Delivery.objects.values_list("state", flat=True))
+    assert states == ["retrying"] * 3 + ["succeeded"] * 3
     (ok,) = selectors.endpoint_list(team=consumers["ok"])
     (down,) = selectors.endpoint_list(team=consumers["down"])
     assert (ok.n_succeeded, down.n_succeeded) == (3, 0)
