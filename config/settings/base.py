@@ -323,7 +323,8 @@ TIDEMARK_POLL = {
     # Poll-only groups: swept every min_interval, doubling while nothing new appears.
     "min_interval_seconds": env.int("TIDEMARK_POLL_MIN_INTERVAL", default=60),
     "max_interval_seconds": env.int("TIDEMARK_POLL_MAX_INTERVAL", default=3600),
-    # Groups whose datasets all publish events: an hourly safety net.
+    # Groups whose datasets all publish events: an hourly safety net. Every group lists all
+    # its datasets at least this often; the sweeps between list only those with one due.
     "safety_net_seconds": env.int("TIDEMARK_POLL_SAFETY_NET", default=3600),
     # Regular sweeps skip partitions older than this (S3 StartAfter); full sweeps do not.
     "lookback_days": env.int("TIDEMARK_POLL_LOOKBACK_DAYS", default=35),
