@@ -477,10 +477,12 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
     if poll_only:
         next_at = min(next_at, _before_next_check(group, now=now, default=next_at))
     # Every dataset is listed at least every safety_net_seconds (a narrow sweep lists only
-    # those with a partition due).
-    last_wide = now if not report.narrow and not report.error else group.last_wide_sweep_at
-    if last_wide is not None:
-        next_at = min(next_at, last_wide + timedelta(seconds=_config("safety_net_seconds")))
+    # those with a partition due). A failed sweep keeps its interval instead: the next one
+    # after it lists every dataset if that is due.
+    if not report.error:
+        last_wide = group.last_wide_sweep_at if report.narrow else now
+        if last_wide is not None:
+            next_at = min(next_at, last_wide + timedelta(seconds=_config("safety_net_seconds")))
     finished = now + timedelta(seconds=report.duration_ms / 1000)
     with transaction.atomic():
         StorageSweep.objects.create(

@@ -241,6 +241,28 @@ def test_a_storage_error_is_recorded_and_the_group_keeps_its_schedule(
     assert (group.lease_until, group.last_swept_at, group.last_full_sweep_at) == (None, None, None)
 
 
+def test_a_storage_error_long_after_the_last_sweep_of_every_dataset_keeps_the_schedule(
+    s3, producer, settings
+):
+    dataset = register(producer)
+    polling.sweep_due(now=NOW)  # lists every dataset (nothing there yet)
+    later = NOW + timedelta(hours=2)
+    settings.TIDEMARK_STORAGE_SOURCES = {
+        "lake": s3.source() | {"url": "s3://no-such-bucket/landing"}
+    }
+    group = StorageGroup.objects.get(pk=dataset.poll_group_id)
+    StorageGroup.objects.filter(pk=group.pk).update(next_sweep_at=later)
+
+    [report] = polling.sweep_due(now=later)
+
+    assert (report.narrow, "does not exist" in report.error) == (False, True)
+    group.refresh_from_db()
+    # One interval on, as for any failed sweep: not due again at every pass because the
+    # last sweep of every dataset is more than an hour old.
+    assert group.next_sweep_at == later + timedelta(seconds=group.interval_seconds)
+    assert group.last_wide_sweep_at == NOW
+
+
 @pytest.fixture
 def silent_endpoint() -> Iterator[str]:
     """An HTTP endpoint that accepts connections and never answers."""
