@@ -126,11 +126,13 @@ class SweepReport:
     duration_ms: int = 0
     found: list[str] = field(default_factory=list)
     listing_pages: int = 0  # pages of the group's listing, before any listing inside
+    every_dataset: bool = False  # listed every dataset of the group (not narrow, not one)
 
     def counts(self) -> dict:
         data = asdict(self)
         data.pop("found")
         data.pop("listing_pages")
+        data.pop("every_dataset")
         data.pop("group")
         data.pop("duration_ms")
         return data
@@ -232,6 +234,7 @@ def sweep_group(
             recent=recent,
             narrow=only is None and not (full or recovery or recent) and _wide_lately(group, now),
         )
+        report.every_dataset = only is None and not report.narrow
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
         logger.warning("poll of %s failed: %s", group, exc)
@@ -480,7 +483,7 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
     # those with a partition due). A failed sweep keeps its interval instead: the next one
     # after it lists every dataset if that is due.
     if not report.error:
-        last_wide = group.last_wide_sweep_at if report.narrow else now
+        last_wide = now if report.every_dataset else group.last_wide_sweep_at
         if last_wide is not None:
             next_at = min(next_at, last_wide + timedelta(seconds=_config("safety_net_seconds")))
     finished = now + timedelta(seconds=report.duration_ms / 1000)
@@ -499,7 +502,7 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
         }
         if not report.error:
             changes["last_swept_at"] = now
-            if not report.narrow:
+            if report.every_dataset:
                 changes["last_wide_sweep_at"] = now
             if report.full:
                 changes["last_full_sweep_at"] = now
