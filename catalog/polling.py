@@ -504,7 +504,7 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
             changes["last_swept_at"] = now
             if report.every_dataset:
                 changes["last_wide_sweep_at"] = now
-            if report.full:
+            if report.full and report.every_dataset:
                 changes["last_full_sweep_at"] = now
             if report.recent_pass or group.last_recent_pass_at is None:
                 # The first sweep starts the clock of the pass over recent markers.
@@ -516,10 +516,11 @@ def _finish(group, report, *, now, found_any, poll_only) -> None:
 
 
 def _before_next_check(group, *, now: datetime, default: datetime) -> datetime:
-    """Just before the earliest SLA check of the group's datasets, when that is ahead."""
-    earliest = group.datasets.filter(next_check_at__isnull=False).aggregate(
-        at=Min("next_check_at")
-    )["at"]
+    """Just before the earliest SLA check of the group's datasets that this sweep was not
+    just before (a narrow sweep lists a dataset only then, ``poll_cadence.due_now``): a
+    check already due, or one this sweep covered, does not hide the next one."""
+    ahead = group.datasets.filter(next_check_at__gt=now + CHECK_MARGIN + DUE_SLACK)
+    earliest = ahead.aggregate(at=Min("next_check_at"))["at"]
     if earliest is None or earliest - CHECK_MARGIN <= now:
         return default
     return earliest - CHECK_MARGIN

@@ -305,17 +305,3 @@ def test_a_narrow_sweep_lists_a_dataset_whose_sla_check_is_next(s3, producer):
     assert (report.narrow, report.datasets_listed) == (True, 2)  # t0 due, t1 checked next
     assert (report.partitions_found, report.missed_events) == (1, 1)
     assert "2026-11-28" in ready_keys(sets["t1"])
-
-
-def test_a_sweep_of_one_dataset_by_hand_is_not_the_sweep_of_every_dataset(s3, producer):
-    sets = _history(s3, producer, "{name}_{{partition}}/", {"t0": 1, "t1": 1})
-    sweep(sets["t0"])  # every dataset
-    # An operator sweeps t1 alone (manage.py poll_storage --dataset), 50 minutes later.
-    by_hand = polling.sweep_dataset(sets["t1"], now=NOW + timedelta(minutes=50))
-    assert (by_hand.datasets_listed, by_hand.narrow) == (1, False)
-    group = StorageGroup.objects.get(pk=sets["t0"].poll_group_id)
-    assert group.last_wide_sweep_at == NOW
-
-    # The hour after the last sweep of every dataset is still kept.
-    hourly = sweep(sets["t0"], now=NOW + timedelta(minutes=59, seconds=30))
-    assert (hourly.narrow, hourly.datasets_listed) == (False, 2)
