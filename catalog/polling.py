@@ -207,6 +207,9 @@ def sweep_group(
     never stop other groups.
     """
     report = SweepReport(group=str(group), full=full)
+    recent = only is None and rewritten_markers.due(group, now=now)
+    report.narrow = only is None and not (full or recovery or recent) and _wide_lately(group, now)
+    report.every_dataset = only is None and not report.narrow
     started = time.monotonic()
     found_any = False
     poll_only: list[Dataset] = []
@@ -222,7 +225,6 @@ def sweep_group(
         )
         if only is not None:
             datasets = [d for d in datasets if d.pk == only.pk]
-        recent = only is None and rewritten_markers.due(group, now=now)
         found_any, poll_only = _sweep(
             group,
             datasets,
@@ -232,9 +234,7 @@ def sweep_group(
             full=full,
             recovery=recovery,
             recent=recent,
-            narrow=only is None and not (full or recovery or recent) and _wide_lately(group, now),
         )
-        report.every_dataset = only is None and not report.narrow
     except objectstore.StorageError as exc:
         report.error = str(exc)[:2000]
         logger.warning("poll of %s failed: %s", group, exc)
@@ -254,7 +254,7 @@ def sweep_group(
     return report
 
 
-def _sweep(group, datasets, lister, report, *, now, full, recovery, recent, narrow=False):
+def _sweep(group, datasets, lister, report, *, now, full, recovery, recent):
     """The sweep proper; returns ``(found_any, the datasets that publish no events)``.
 
     ``recent``: also make the pass over recent markers (``rewritten_markers``). A flat
@@ -262,14 +262,16 @@ def _sweep(group, datasets, lister, report, *, now, full, recovery, recent, narr
     pass's window, so the pass reads what it already listed and costs no listing of its
     own (in a dataset-first group, not one more listing per dataset).
 
-    ``narrow``: list only the datasets with a partition due (``poll_cadence.due_now``).
+    A narrow sweep (``report.narrow``) lists only the datasets with a partition due
+    (``poll_cadence.due_now``).
     """
-    report.narrow = narrow
     if not datasets:
         return False, []
     by_event = poll_cadence.publishing_ids(datasets, now=now)
     soon = now + CHECK_MARGIN + DUE_SLACK  # a sweep before an SLA check runs this early
-    listed = poll_cadence.due_now(datasets, by_event, now=now, checks_by=soon) if narrow else None
+    listed = None  # every dataset
+    if report.narrow:
+        listed = poll_cadence.due_now(datasets, by_event, now=now, checks_by=soon)
     report.datasets_listed = len(datasets) if listed is None else len(listed)
     locations = {
         d.pk: objectstore.parse_template(

@@ -23,6 +23,7 @@ from datetime import datetime
 from django.apps import apps
 from django.conf import settings
 from django.db import OperationalError, connections, models, router, transaction
+from psycopg import errors
 
 from . import cascade
 
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 # row another transaction holds), then gives way: pruning never queues behind live work.
 LOCK_TIMEOUT_MS = 2000
 # PostgreSQL errors after which a batch gives way (nothing deleted) rather than fail the run.
-GIVE_WAY = frozenset({"55P03", "40P01"})
+GIVE_WAY = (errors.LockNotAvailable, errors.DeadlockDetected)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def prune_batch(rule: Rule, *, now: datetime, size: int) -> Counter[str]:
     except OperationalError as exc:
         # lock_not_available, deadlock_detected (two prunes nulling each other's locked
         # self-references): the batch rolled back whole; the next run takes it up.
-        if getattr(exc.__cause__, "sqlstate", None) not in GIVE_WAY:
+        if not isinstance(exc.__cause__, GIVE_WAY):
             raise
         logger.warning("pruning %s gave way to a lock; the next run continues", rule.table)
         return Counter()

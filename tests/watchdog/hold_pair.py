@@ -41,11 +41,11 @@ def monitor(name, *, cron, key, external_id, depends_on=(), partitioning="daily"
         )
 
 
-def orders_and_revenue():
+def orders_and_revenue(*, upstream_key: str = UPSTREAM_KEY):
     """Orders (upstream, due 04:00 UTC) and revenue (downstream, due 05:30 UTC, reading
-    orders): two teams, two channels."""
+    orders): two teams, two channels (``upstream_key`` ``""``: orders pages nobody)."""
     upstream = monitor(
-        "orders data", cron="0 4 * * *", key=UPSTREAM_KEY, external_id="tidemark:dataset:1:data"
+        "orders data", cron="0 4 * * *", key=upstream_key, external_id="tidemark:dataset:1:data"
     )
     downstream = monitor(
         "revenue data",

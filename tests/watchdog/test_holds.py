@@ -11,7 +11,13 @@ import pytest
 import time_machine
 from django.test import Client
 
-from tests.watchdog.hold_pair import DOWNSTREAM_KEY, GRACE, UPSTREAM_KEY, monitor
+from tests.watchdog.hold_pair import (
+    DOWNSTREAM_KEY,
+    GRACE,
+    UPSTREAM_KEY,
+    monitor,
+    orders_and_revenue,
+)
 from watchdog import holds, loop, paging
 from watchdog.models import Incident, Page
 
@@ -141,14 +147,7 @@ def test_an_upstream_late_for_another_partition_holds_nothing(pagerduty, pair):
 
 
 def test_an_upstream_nobody_is_paged_for_holds_nothing(pagerduty, db):
-    monitor("orders data", cron="0 4 * * *", key="", external_id="tidemark:dataset:1:data")
-    downstream = monitor(
-        "revenue data",
-        cron="30 5 * * *",
-        key=DOWNSTREAM_KEY,
-        external_id="tidemark:dataset:2:data",
-        depends_on=["tidemark:dataset:1:data"],
-    )
+    _, downstream = orders_and_revenue(upstream_key="")
     cycle(UPSTREAM_DEADLINE + GRACE)
     cycle(DOWNSTREAM_DEADLINE + GRACE)
     assert pages(pagerduty) == [("D", "trigger")]
@@ -253,7 +252,7 @@ def test_a_held_page_is_counted_held_and_not_as_a_due_page_waiting(pagerduty, pa
     assert gauge("tidemark_watchdog_oldest_due_page_age_seconds") == 0
 
 
-ORDERS, REVENUE, MARGINS = (f"tidemark:dataset:{i}:data" for i in (1, 2, 3))
+REVENUE, MARGINS = (f"tidemark:dataset:{i}:data" for i in (2, 3))
 LAST_KEY = "M" * 32
 LAST_DEADLINE = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 
@@ -262,16 +261,7 @@ LAST_DEADLINE = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 def chain(db):
     """Three levels, one team each: orders (due 04:00) <- revenue (05:30) <- margins
     (07:00)."""
-    orders, revenue = (
-        monitor("orders data", cron="0 4 * * *", key=UPSTREAM_KEY, external_id=ORDERS),
-        monitor(
-            "revenue data",
-            cron="30 5 * * *",
-            key=DOWNSTREAM_KEY,
-            external_id=REVENUE,
-            depends_on=[ORDERS],
-        ),
-    )
+    orders, revenue = orders_and_revenue()
     margins = monitor(
         "margins data", cron="0 7 * * *", key=LAST_KEY, external_id=MARGINS, depends_on=[REVENUE]
     )

@@ -73,7 +73,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         unmigrated = sorted(
             {r.model._meta.db_table for r in selected}
-            - {t for alias in {r.alias() for r in selected} for t in _tables(alias)}
+            - {
+                table
+                for alias in {r.alias() for r in selected}
+                for table in connections[alias].introspection.table_names()
+            }
         )
         if unmigrated:
             raise CommandError(
@@ -92,9 +96,3 @@ class Command(BaseCommand):
                 + (f" (with {extra})" if extra else "")
                 + f" in {outcome.batches} batch(es)"
             )
-
-
-def _tables(alias: str) -> list[str]:
-    """The tables of database ``alias``."""
-    with connections[alias].cursor() as cursor:
-        return connections[alias].introspection.table_names(cursor)
